@@ -1,0 +1,598 @@
+//! The built-in distance-vector routing service (RIP-like, RFC 2453 semantics).
+//!
+//! Invariants:
+//! - the node's own address is always present with metric 0 and no next hop;
+//! - a route with `metric >= infinity` is unreachable: [`DistanceVector::lookup`] never
+//!   returns it, it is advertised as infinity until its garbage-collection deadline, then
+//!   deleted;
+//! - a learned route is refreshed by every update from its next hop; one not refreshed within
+//!   `route_timeout` becomes unreachable;
+//! - static routes (configuration) win over learned ones; one whose next hop is not an up
+//!   neighbor is unreachable until that neighbor comes up;
+//! - updates to neighbor N advertise routes whose next hop is N with metric infinity
+//!   (split horizon with poisoned reverse).
+
+use std::time::Instant;
+
+use anode_wire::NodeAddr;
+use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
+use rustc_hash::FxHashMap;
+
+use crate::{LinkId, NextHop, RoutingConfig};
+
+/// How a route was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteKind {
+    /// The node itself.
+    Local,
+    /// From configuration.
+    Static,
+    /// Learned from a neighbor (a directly connected neighbor is learned from its hello).
+    Learned,
+}
+
+/// One routing-table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// Destination node.
+    pub dest: NodeAddr,
+    /// Cost; `>= infinity` is unreachable.
+    pub metric: u16,
+    /// Where to send; `None` for the node itself.
+    pub next_hop: Option<NextHop>,
+    /// Origin.
+    pub kind: RouteKind,
+    /// Learned routes: when the route times out unless refreshed.
+    pub expires: Option<Instant>,
+    /// Unreachable routes: when they are deleted.
+    pub gc_at: Option<Instant>,
+    changed: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StaticRoute {
+    dest: NodeAddr,
+    via: NodeAddr,
+    metric: u16,
+}
+
+/// The distance-vector state machine of one node.
+#[derive(Debug)]
+pub struct DistanceVector {
+    me: NodeAddr,
+    cfg: RoutingConfig,
+    routes: FxHashMap<NodeAddr, Route>,
+    neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
+    statics: Vec<StaticRoute>,
+    next_periodic: Instant,
+    triggered_at: Option<Instant>,
+    outbox: Vec<(LinkId, NodeAddr, Routes)>,
+    changes: u64,
+}
+
+impl DistanceVector {
+    /// A table holding only the node itself.
+    pub fn new(me: NodeAddr, cfg: RoutingConfig, now: Instant) -> Self {
+        let mut routes = FxHashMap::default();
+        routes.insert(
+            me,
+            Route {
+                dest: me,
+                metric: 0,
+                next_hop: None,
+                kind: RouteKind::Local,
+                expires: None,
+                gc_at: None,
+                changed: false,
+            },
+        );
+        DistanceVector {
+            me,
+            cfg,
+            routes,
+            neighbors: FxHashMap::default(),
+            statics: Vec::new(),
+            next_periodic: now + cfg.update_interval,
+            triggered_at: None,
+            outbox: Vec::new(),
+            changes: 0,
+        }
+    }
+
+    /// The infinity bound.
+    pub fn infinity(&self) -> u16 {
+        self.cfg.infinity
+    }
+
+    /// The next hop toward `dest`, if reachable. This is the fast path's lookup.
+    #[inline]
+    pub fn lookup(&self, dest: &NodeAddr) -> Option<NextHop> {
+        let r = self.routes.get(dest)?;
+        if r.metric >= self.cfg.infinity {
+            return None;
+        }
+        r.next_hop
+    }
+
+    /// The route entry for `dest` (reachable or not).
+    pub fn route(&self, dest: &NodeAddr) -> Option<&Route> {
+        self.routes.get(dest)
+    }
+
+    /// All routes, sorted by destination.
+    pub fn routes(&self) -> Vec<Route> {
+        let mut v: Vec<Route> = self.routes.values().copied().collect();
+        v.sort_by_key(|r| r.dest);
+        v
+    }
+
+    /// How many times a route's next hop or metric changed (for reports).
+    pub fn change_count(&self) -> u64 {
+        self.changes
+    }
+
+    /// Adds a static route to `dest` through neighbor `via`.
+    pub fn add_static(&mut self, now: Instant, dest: NodeAddr, via: NodeAddr, metric: u16) {
+        self.statics.retain(|s| s.dest != dest);
+        self.statics.push(StaticRoute { dest, via, metric });
+        self.resolve_statics(now);
+    }
+
+    /// A neighbor came up on `link` at link cost `cost`.
+    pub fn neighbor_up(&mut self, now: Instant, link: LinkId, addr: NodeAddr, cost: u16) {
+        self.neighbors.insert(addr, (link, cost));
+        let metric = cost.min(self.cfg.infinity);
+        let better = match self.routes.get(&addr) {
+            None => true,
+            Some(r) => {
+                r.kind == RouteKind::Learned
+                    && (r.metric > metric || r.next_hop.map(|n| n.addr) == Some(addr))
+            }
+        };
+        if better {
+            self.set_route(
+                now,
+                addr,
+                metric,
+                Some(NextHop { link, addr }),
+                RouteKind::Learned,
+            );
+            if let Some(r) = self.routes.get_mut(&addr) {
+                r.expires = None; // kept alive by the neighbor's hellos, not by updates
+            }
+        }
+        self.resolve_statics(now);
+        // Tell the new neighbor everything at once.
+        self.queue_full_update_to(addr, link);
+    }
+
+    /// A neighbor went down: every route through it becomes unreachable.
+    pub fn neighbor_down(&mut self, now: Instant, addr: NodeAddr) {
+        self.neighbors.remove(&addr);
+        let dead: Vec<NodeAddr> = self
+            .routes
+            .values()
+            .filter(|r| r.next_hop.map(|n| n.addr) == Some(addr) && r.metric < self.cfg.infinity)
+            .map(|r| r.dest)
+            .collect();
+        for d in dead {
+            self.make_unreachable(now, d);
+        }
+        self.resolve_statics(now);
+    }
+
+    /// Handles an update from neighbor `msg.sender` on `link`. Returns false (and ignores it)
+    /// if the sender is not an up neighbor on that link.
+    pub fn on_update(&mut self, now: Instant, link: LinkId, msg: &Routes) -> bool {
+        let Some(&(nlink, cost)) = self.neighbors.get(&msg.sender) else {
+            return false;
+        };
+        if nlink != link {
+            return false;
+        }
+        let inf = self.cfg.infinity;
+        let via = NextHop {
+            link,
+            addr: msg.sender,
+        };
+        for &(dest, m) in &msg.entries {
+            if dest == self.me {
+                continue;
+            }
+            let metric = m.saturating_add(cost).min(inf);
+            match self.routes.get(&dest).copied() {
+                None => {
+                    if metric < inf {
+                        self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
+                    }
+                }
+                Some(r) if r.kind != RouteKind::Learned => {}
+                Some(r) if r.next_hop.map(|n| n.addr) == Some(msg.sender) => {
+                    if dest == msg.sender {
+                        continue; // the direct route lives by hellos
+                    }
+                    if metric < inf {
+                        if metric != r.metric {
+                            self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
+                        } else if let Some(e) = self.routes.get_mut(&dest) {
+                            e.expires = Some(now + self.cfg.route_timeout);
+                        }
+                    } else if r.metric < inf {
+                        self.make_unreachable(now, dest);
+                    }
+                }
+                Some(r) => {
+                    // Another next hop: switch if strictly better, or equal and the current
+                    // one is half-way to timing out (RFC 2453 §3.9.2 heuristic).
+                    let stale = r.expires.is_some_and(|e| {
+                        e.saturating_duration_since(now) < self.cfg.route_timeout / 2
+                    });
+                    if metric < r.metric || (metric == r.metric && metric < inf && stale) {
+                        self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Runs the timers: route timeout, garbage collection, periodic and triggered updates.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let inf = self.cfg.infinity;
+        let expired: Vec<NodeAddr> = self
+            .routes
+            .values()
+            .filter(|r| r.metric < inf && r.expires.is_some_and(|e| e <= now))
+            .map(|r| r.dest)
+            .collect();
+        for d in expired {
+            self.make_unreachable(now, d);
+        }
+        self.routes
+            .retain(|_, r| r.kind == RouteKind::Local || r.gc_at.is_none_or(|g| g > now));
+        if now >= self.next_periodic {
+            self.next_periodic = now + self.cfg.update_interval;
+            let ns: Vec<(NodeAddr, LinkId)> = self.sorted_neighbors();
+            for (addr, link) in ns {
+                self.queue_full_update_to(addr, link);
+            }
+            for r in self.routes.values_mut() {
+                r.changed = false;
+            }
+            self.triggered_at = None;
+        }
+        if self.triggered_at.is_some_and(|t| t <= now) {
+            self.triggered_at = None;
+            let mut changed: Vec<Route> = self
+                .routes
+                .values()
+                .filter(|r| r.changed)
+                .copied()
+                .collect();
+            changed.sort_by_key(|r| r.dest);
+            for r in self.routes.values_mut() {
+                r.changed = false;
+            }
+            for (addr, link) in self.sorted_neighbors() {
+                self.queue_update(addr, link, &changed);
+            }
+        }
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.next_periodic;
+        if let Some(tr) = self.triggered_at {
+            t = t.min(tr);
+        }
+        for r in self.routes.values() {
+            if r.metric < self.cfg.infinity {
+                if let Some(e) = r.expires {
+                    t = t.min(e);
+                }
+            } else if let Some(g) = r.gc_at {
+                t = t.min(g);
+            }
+        }
+        Some(t)
+    }
+
+    /// Next update message to send: (link, neighbor, message).
+    pub fn poll_update(&mut self) -> Option<(LinkId, NodeAddr, Routes)> {
+        if self.outbox.is_empty() {
+            None
+        } else {
+            Some(self.outbox.remove(0))
+        }
+    }
+
+    fn sorted_neighbors(&self) -> Vec<(NodeAddr, LinkId)> {
+        let mut v: Vec<(NodeAddr, LinkId)> =
+            self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
+        v.sort();
+        v
+    }
+
+    fn queue_full_update_to(&mut self, addr: NodeAddr, link: LinkId) {
+        let all = self.routes();
+        self.queue_update(addr, link, &all);
+    }
+
+    fn queue_update(&mut self, to: NodeAddr, link: LinkId, routes: &[Route]) {
+        let inf = self.cfg.infinity;
+        let entries: Vec<(NodeAddr, u16)> = routes
+            .iter()
+            .filter(|r| r.dest != to)
+            .map(|r| {
+                let poisoned = r.next_hop.is_some_and(|n| n.addr == to);
+                (r.dest, if poisoned { inf } else { r.metric.min(inf) })
+            })
+            .collect();
+        for chunk in entries.chunks(MAX_ROUTES_PER_MESSAGE) {
+            self.outbox.push((
+                link,
+                to,
+                Routes {
+                    sender: self.me,
+                    entries: chunk.to_vec(),
+                },
+            ));
+        }
+    }
+
+    fn set_route(
+        &mut self,
+        now: Instant,
+        dest: NodeAddr,
+        metric: u16,
+        next_hop: Option<NextHop>,
+        kind: RouteKind,
+    ) {
+        let expires = (kind == RouteKind::Learned).then_some(now + self.cfg.route_timeout);
+        let old = self.routes.insert(
+            dest,
+            Route {
+                dest,
+                metric,
+                next_hop,
+                kind,
+                expires,
+                gc_at: None,
+                changed: true,
+            },
+        );
+        if old.is_none_or(|o| o.metric != metric || o.next_hop != next_hop) {
+            self.changes += 1;
+            self.trigger(now);
+        }
+    }
+
+    fn make_unreachable(&mut self, now: Instant, dest: NodeAddr) {
+        let inf = self.cfg.infinity;
+        let gc = now + self.cfg.gc_interval;
+        if let Some(r) = self.routes.get_mut(&dest) {
+            if r.kind == RouteKind::Local {
+                return;
+            }
+            r.metric = inf;
+            r.expires = None;
+            r.gc_at = Some(gc);
+            r.changed = true;
+            self.changes += 1;
+            self.trigger(now);
+        }
+    }
+
+    fn trigger(&mut self, now: Instant) {
+        if self.triggered_at.is_none() {
+            self.triggered_at = Some(now + self.cfg.triggered_delay);
+        }
+    }
+
+    fn resolve_statics(&mut self, now: Instant) {
+        for s in self.statics.clone() {
+            match self.neighbors.get(&s.via).copied() {
+                Some((link, _)) => {
+                    let nh = Some(NextHop { link, addr: s.via });
+                    let cur = self.routes.get(&s.dest);
+                    if cur.is_none_or(|r| {
+                        r.kind != RouteKind::Static || r.next_hop != nh || r.metric != s.metric
+                    }) {
+                        self.set_route(now, s.dest, s.metric, nh, RouteKind::Static);
+                    }
+                }
+                None => {
+                    if let Some(r) = self.routes.get_mut(&s.dest)
+                        && r.kind == RouteKind::Static
+                        && r.metric < self.cfg.infinity
+                    {
+                        r.kind = RouteKind::Learned;
+                        self.make_unreachable(now, s.dest);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_wire::addr::v4;
+    use std::time::Duration;
+
+    fn a(n: u8) -> NodeAddr {
+        v4(198, 18, 0, n, 3322)
+    }
+
+    fn cfg() -> RoutingConfig {
+        RoutingConfig::default()
+    }
+
+    #[test]
+    fn learns_through_neighbor_and_poisons_reverse() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        assert_eq!(
+            dv.lookup(&a(2)),
+            Some(NextHop {
+                link: LinkId(0),
+                addr: a(2)
+            })
+        );
+        let (_, to, full) = dv.poll_update().unwrap();
+        assert_eq!(to, a(2));
+        assert_eq!(full.entries, vec![(a(1), 0)]); // a(2) itself is not told about itself
+        assert!(dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(3), 1), (a(1), 1)]
+            }
+        ));
+        assert_eq!(dv.route(&a(3)).unwrap().metric, 2);
+        // Triggered update to a(2) poisons a(3) (learned through a(2)).
+        dv.handle_timeout(t0 + Duration::from_millis(60));
+        let (_, _, upd) = dv.poll_update().unwrap();
+        assert!(upd.entries.contains(&(a(3), 16)));
+    }
+
+    #[test]
+    fn neighbor_down_makes_routes_unreachable_then_collects_them() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(3), 1)],
+            },
+        );
+        dv.neighbor_down(t0, a(2));
+        assert_eq!(dv.lookup(&a(3)), None);
+        assert_eq!(dv.route(&a(3)).unwrap().metric, 16);
+        dv.handle_timeout(t0 + cfg().gc_interval);
+        assert!(dv.route(&a(3)).is_none());
+        assert!(dv.route(&a(1)).is_some());
+    }
+
+    #[test]
+    fn better_path_wins_and_timeout_expires() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        dv.neighbor_up(t0, LinkId(1), a(4), 1);
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(9), 5)],
+            },
+        );
+        dv.on_update(
+            t0,
+            LinkId(1),
+            &Routes {
+                sender: a(4),
+                entries: vec![(a(9), 2)],
+            },
+        );
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
+        // Worse news from the current next hop is believed.
+        dv.on_update(
+            t0,
+            LinkId(1),
+            &Routes {
+                sender: a(4),
+                entries: vec![(a(9), 7)],
+            },
+        );
+        assert_eq!(dv.route(&a(9)).unwrap().metric, 8);
+        // Not refreshed: times out.
+        dv.handle_timeout(t0 + cfg().route_timeout);
+        assert_eq!(dv.lookup(&a(9)), None);
+    }
+
+    #[test]
+    fn update_from_non_neighbor_is_ignored() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        assert!(!dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(3), 1)]
+            }
+        ));
+        assert!(dv.route(&a(3)).is_none());
+    }
+
+    #[test]
+    fn static_route_wins_and_needs_its_neighbor() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.add_static(t0, a(9), a(4), 1);
+        assert_eq!(dv.lookup(&a(9)), None);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(9), 1)],
+            },
+        );
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
+        dv.neighbor_up(t0, LinkId(1), a(4), 1);
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
+        assert_eq!(dv.route(&a(9)).unwrap().kind, RouteKind::Static);
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(9), 0)],
+            },
+        );
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
+        dv.neighbor_down(t0, a(4));
+        assert_eq!(dv.lookup(&a(9)), None);
+    }
+
+    #[test]
+    fn large_tables_split_into_messages() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        while dv.poll_update().is_some() {}
+        let entries: Vec<(NodeAddr, u16)> = (0..200u16)
+            .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 1), 1))
+            .collect();
+        for c in entries.chunks(64) {
+            dv.on_update(
+                t0,
+                LinkId(0),
+                &Routes {
+                    sender: a(2),
+                    entries: c.to_vec(),
+                },
+            );
+        }
+        dv.neighbor_up(t0, LinkId(1), a(3), 1);
+        let mut n = 0;
+        while let Some((_, to, m)) = dv.poll_update() {
+            assert!(m.entries.len() <= 64);
+            if to == a(3) {
+                n += m.entries.len();
+            }
+        }
+        assert_eq!(n, 202); // 200 learned + self + a(2)
+    }
+}
