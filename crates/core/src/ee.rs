@@ -1,0 +1,184 @@
+//! The execution-environment interface: how the capsule EE, the PLAN EE and any later EE plug
+//! into the node.
+//!
+//! An EE registers for one ANEP Type ID. The node hands it a packet ([`EePacket`]) when the
+//! packet is addressed to this node, asks for evaluation at every hop, or asks for the EE's
+//! routing function; and control messages of kinds the routing service does not own (code
+//! transfer, the EE's own link-local messages). The EE acts on the node only through
+//! [`NodeContext`]: route lookups, forwarding (which spends the resource bound like the fast
+//! path does), sending control messages to neighbors, deliveries to applications, counters.
+//! An EE never blocks and never does I/O itself; if it needs time to pass it returns a
+//! deadline from [`ExecutionEnvironment::poll_timeout`].
+
+use std::any::Any;
+use std::time::Instant;
+
+use anode_routing::{LinkId, NextHop};
+use anode_wire::NodeAddr;
+use anode_wire::control::Control;
+use anode_wire::transit::Transit;
+
+use crate::node::Core;
+use crate::{Delivery, DropReason, Event};
+
+/// Why the node handed a packet to an EE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// The packet is addressed to this node.
+    Destination,
+    /// The packet asks for evaluation at every hop.
+    EveryHop,
+    /// The packet names the EE's routing function instead of the default route.
+    Route,
+    /// A local application injected it here.
+    Local,
+}
+
+/// A packet handed to an EE. The buffer is the one that arrived (no copy).
+#[derive(Debug)]
+pub struct EePacket {
+    /// The whole ANEP packet.
+    pub buf: Vec<u8>,
+    /// Length of the ANEP header (basic header and options); the transit header starts here.
+    pub anep_len: usize,
+    /// Length of the transit header; the EE header starts at `anep_len + transit_len`.
+    pub transit_len: usize,
+    /// The link it arrived on (`None` when injected locally).
+    pub link: Option<LinkId>,
+    /// Why the EE gets it.
+    pub why: Dispatch,
+}
+
+impl EePacket {
+    /// A view of the transit header.
+    pub fn transit(&self) -> Option<Transit<&[u8]>> {
+        Transit::new_checked(self.buf.get(self.anep_len..)?).ok()
+    }
+
+    /// The bytes after the transit header (EE header and payload).
+    pub fn ee_bytes(&self) -> &[u8] {
+        self.buf
+            .get(self.anep_len + self.transit_len..)
+            .unwrap_or(&[])
+    }
+}
+
+/// An execution environment.
+pub trait ExecutionEnvironment: Send {
+    /// The ANEP Type ID this EE owns.
+    fn type_id(&self) -> u16;
+
+    /// A short name for reports and counters ("capsule", "plan").
+    fn name(&self) -> &str;
+
+    /// Handles a packet (see [`Dispatch`] for why it came).
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket);
+
+    /// Handles a control message the routing service does not own (code transfer, `Ee`).
+    fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
+        let _ = (ctx, link, msg);
+    }
+
+    /// Runs timers due at `ctx.now()`.
+    fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
+        let _ = ctx;
+    }
+
+    /// The EE's next deadline.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// For drivers and tools that need the concrete EE (e.g. to inject or inspect).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// What an EE may do to the node while it handles a packet or a timer.
+#[derive(Debug)]
+pub struct NodeContext<'a> {
+    pub(crate) core: &'a mut Core,
+    pub(crate) now: Instant,
+}
+
+impl NodeContext<'_> {
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// This node's address.
+    pub fn address(&self) -> NodeAddr {
+        self.core.addr
+    }
+
+    /// The next hop toward `dst` by the default (distance-vector) route.
+    pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
+        self.core.dv.lookup(dst)
+    }
+
+    /// The up neighbors.
+    pub fn neighbors(&self) -> Vec<NextHop> {
+        self.core
+            .neighbors
+            .up()
+            .map(|(link, n)| NextHop { link, addr: n.addr })
+            .collect()
+    }
+
+    /// The routing table (reachable routes): (destination, metric, next hop).
+    pub fn routes(&self) -> Vec<(NodeAddr, u16, Option<NextHop>)> {
+        let inf = self.core.dv.infinity();
+        self.core
+            .dv
+            .routes()
+            .into_iter()
+            .filter(|r| r.metric < inf)
+            .map(|r| (r.dest, r.metric, r.next_hop))
+            .collect()
+    }
+
+    /// Forwards a whole ANEP packet toward its transit destination by the default route,
+    /// spending one unit of resource bound and rewriting the previous hop, exactly as the fast
+    /// path does. The error says why it was dropped (already counted).
+    pub fn forward(&mut self, buf: Vec<u8>, anep_len: usize) -> Result<(), DropReason> {
+        self.core.forward(buf, anep_len, None)
+    }
+
+    /// Like [`NodeContext::forward`] but to a chosen neighbor (an EE's routing function).
+    pub fn forward_via(
+        &mut self,
+        hop: NextHop,
+        buf: Vec<u8>,
+        anep_len: usize,
+    ) -> Result<(), DropReason> {
+        self.core.forward(buf, anep_len, Some(hop))
+    }
+
+    /// Sends a control message to the neighbor on `link`.
+    pub fn send_control(&mut self, link: LinkId, msg: &Control) -> Result<(), DropReason> {
+        self.core.send_control(link, msg)
+    }
+
+    /// Delivers to a local application.
+    pub fn deliver(&mut self, d: Delivery) {
+        self.core.deliver(d);
+    }
+
+    /// Logs a message as an [`Event::Log`].
+    pub fn log(&mut self, ee: &str, message: String) {
+        self.core.push_event(Event::Log {
+            ee: ee.to_string(),
+            message,
+        });
+    }
+
+    /// Counts a drop the EE decided, under "ee/reason".
+    pub fn count_drop(&mut self, ee: &str, reason: &str) {
+        self.core.counters.drop_ee(ee, reason);
+    }
+
+    /// Default resource bound for packets this node originates.
+    pub fn default_rb(&self) -> u16 {
+        self.core.cfg.default_rb
+    }
+}

@@ -1,0 +1,198 @@
+//! The data path: classify a routed packet, forward it in place, deliver it, or handle an
+//! unknown Type ID.
+//!
+//! The fast path touches only the transit header: it reads the destination, flags and
+//! resource bound, writes the decremented bound and the previous hop, fixes the ANEP checksum
+//! incrementally if the packet carries one, and moves the same buffer to the transmit queue.
+
+use anode_routing::NextHop;
+use anode_wire::anep::{AnepPacket, BASIC_HEADER_LEN};
+use anode_wire::transit::{self, FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit};
+use anode_wire::{NodeAddr, checksum, datagram};
+
+use crate::node::Core;
+use crate::{Delivery, DropReason, Transmit};
+
+/// What the transit header says about a packet here.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Class {
+    pub for_me: bool,
+    pub every_hop: bool,
+    pub ee_route: bool,
+    pub transit_len: usize,
+}
+
+impl Core {
+    #[inline]
+    pub(crate) fn drop(&mut self, r: DropReason) {
+        self.counters.drop(r);
+        self.last_drop = Some(r);
+    }
+
+    #[inline]
+    pub(crate) fn classify(&self, buf: &[u8], anep_len: usize) -> Result<Class, DropReason> {
+        let t = Transit::new_checked(buf.get(anep_len..).unwrap_or(&[]))
+            .map_err(|_| DropReason::MalformedTransit)?;
+        let f = t.flags();
+        Ok(Class {
+            for_me: t.dst() == self.addr,
+            every_hop: f & FLAG_EVAL_EVERY_HOP != 0,
+            ee_route: f & FLAG_EE_ROUTE != 0,
+            transit_len: t.header_len(),
+        })
+    }
+
+    /// Forwards a routed packet: spends one unit of resource bound, rewrites the previous hop,
+    /// and queues the same buffer on the next hop's link (`via`, or the default route).
+    #[inline]
+    pub(crate) fn forward(
+        &mut self,
+        mut buf: Vec<u8>,
+        anep_len: usize,
+        via: Option<NextHop>,
+    ) -> Result<(), DropReason> {
+        let me = self.addr;
+        let Some(tb) = buf.get_mut(anep_len..) else {
+            self.drop(DropReason::MalformedTransit);
+            return Err(DropReason::MalformedTransit);
+        };
+        let Ok(mut t) = Transit::new_checked(tb) else {
+            self.drop(DropReason::MalformedTransit);
+            return Err(DropReason::MalformedTransit);
+        };
+        let dst = t.dst();
+        if dst == me && via.is_none() {
+            // A packet routed to ourselves by an EE: nothing to forward to.
+            self.drop(DropReason::Loop);
+            return Err(DropReason::Loop);
+        }
+        let rb = t.rb();
+        if rb == 0 {
+            self.drop(DropReason::RbExhausted);
+            return Err(DropReason::RbExhausted);
+        }
+        let Some(hop) = via.or_else(|| self.dv.lookup(&dst)) else {
+            self.drop(DropReason::NoRoute);
+            return Err(DropReason::NoRoute);
+        };
+        let old_prev = t.prev_hop();
+        t.set_rb(rb - 1);
+        t.set_prev_hop(me);
+        if anep_len > BASIC_HEADER_LEN {
+            fix_checksum(&mut buf, anep_len, rb, old_prev, me);
+        }
+        let r = self.transmit(Transmit {
+            link: hop.link,
+            dst: hop.addr,
+            buf,
+        });
+        if r.is_ok() {
+            self.counters.fast_path += 1;
+        }
+        r
+    }
+
+    pub(crate) fn checksum_ok(&self, buf: &[u8]) -> bool {
+        match AnepPacket::new_checked(buf) {
+            Ok(p) => p.verify_checksum() != Some(false),
+            Err(_) => false,
+        }
+    }
+
+    pub(crate) fn deliver_datagram(&mut self, buf: Vec<u8>, anep_len: usize, transit_len: usize) {
+        if !self.checksum_ok(&buf) {
+            return self.drop(DropReason::BadChecksum);
+        }
+        let Some(tb) = buf.get(anep_len..) else {
+            return self.drop(DropReason::MalformedTransit);
+        };
+        let Ok(t) = Transit::new_checked(tb) else {
+            return self.drop(DropReason::MalformedTransit);
+        };
+        let (src, flow, rb) = (t.src(), t.flow(), t.rb());
+        let body_at = anep_len + transit_len;
+        let Ok((port, _)) = datagram::parse_body(buf.get(body_at..).unwrap_or(&[])) else {
+            return self.drop(DropReason::MalformedEe);
+        };
+        self.deliver(Delivery {
+            type_id: anode_wire::anep::TYPE_DATAGRAM,
+            port,
+            src,
+            flow,
+            rb,
+            buf,
+            offset: body_at + datagram::LEN,
+        });
+    }
+
+    /// ANEP's rule for a Type ID no EE here owns: discard if the flag says so, else forward
+    /// toward the destination identifier option.
+    pub(crate) fn unknown_type(&mut self, buf: Vec<u8>, _anep_len: usize, discard: bool) {
+        if discard {
+            return self.drop(DropReason::UnknownTypeDiscarded);
+        }
+        let dst = AnepPacket::new_checked(&buf[..])
+            .ok()
+            .and_then(|p| p.destination());
+        let Some(dst) = dst else {
+            return self.drop(DropReason::UnknownTypeNoDestination);
+        };
+        if dst == self.addr {
+            return self.drop(DropReason::UnknownTypeDiscarded);
+        }
+        let Some(hop) = self.dv.lookup(&dst) else {
+            return self.drop(DropReason::NoRoute);
+        };
+        if self
+            .transmit(Transmit {
+                link: hop.link,
+                dst: hop.addr,
+                buf,
+            })
+            .is_ok()
+        {
+            self.counters.unknown_type_forwarded += 1;
+        }
+    }
+}
+
+/// RFC 1624 incremental update of the ANEP checksum after the fast path rewrote the resource
+/// bound and the previous hop.
+fn fix_checksum(
+    buf: &mut [u8],
+    anep_len: usize,
+    old_rb: u16,
+    old_prev: NodeAddr,
+    new_prev: NodeAddr,
+) {
+    let Some(off) = AnepPacket::new_checked(&buf[..])
+        .ok()
+        .and_then(|p| p.checksum_offset())
+    else {
+        return;
+    };
+    let Some(cb) = buf.get(off..off + 2) else {
+        return;
+    };
+    let mut c = u16::from_be_bytes([
+        cb.first().copied().unwrap_or(0),
+        cb.get(1).copied().unwrap_or(0),
+    ]);
+    // The resource bound and the previous hop are 16-bit aligned within the packet because
+    // the ANEP header is a whole number of 32-bit words and their offsets are even.
+    c = checksum::update(c, old_rb, old_rb.wrapping_sub(1));
+    let (o, n) = (old_prev.to_bytes(), new_prev.to_bytes());
+    for (ow, nw) in o.chunks_exact(2).zip(n.chunks_exact(2)) {
+        if let ([a, b], [x, y]) = (ow, nw) {
+            c = checksum::update(
+                c,
+                u16::from_be_bytes([*a, *b]),
+                u16::from_be_bytes([*x, *y]),
+            );
+        }
+    }
+    if let Some(cb) = buf.get_mut(off..off + 2) {
+        cb.copy_from_slice(&c.to_be_bytes());
+    }
+    let _ = (anep_len, transit::LEN);
+}

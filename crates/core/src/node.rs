@@ -1,0 +1,478 @@
+//! The [`Node`]: its state, its public driving API, and the timer work.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use anode_routing::dv::{DistanceVector, Route};
+use anode_routing::neighbors::{NeighborEvent, NeighborTable};
+use anode_routing::{LinkId, NextHop};
+use anode_wire::NodeAddr;
+use anode_wire::anep::{AnepPacket, TYPE_CONTROL, TYPE_DATAGRAM};
+use anode_wire::control::Control;
+use anode_wire::datagram::Datagram;
+use anode_wire::transit::TransitRepr;
+
+use crate::ee::NodeContext;
+use crate::{
+    ConfigError, Counters, Delivery, Dispatch, DropReason, EePacket, Event, ExecutionEnvironment,
+    LinkConfig, NodeConfig, Transmit,
+};
+
+/// A link as the node holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkInfo {
+    pub cfg: LinkConfig,
+}
+
+/// Everything of a node except its EEs, so an EE can borrow it through [`NodeContext`].
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub addr: NodeAddr,
+    pub cfg: NodeConfig,
+    pub links: Vec<LinkInfo>,
+    pub neighbors: NeighborTable,
+    pub dv: DistanceVector,
+    pub out: VecDeque<Transmit>,
+    pub events: VecDeque<Event>,
+    pub counters: Counters,
+    /// The most recent drop, so `inject` can tell its caller why.
+    pub last_drop: Option<DropReason>,
+}
+
+/// A neighbor as reported by [`Node::neighbors`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct NeighborInfo {
+    /// The link.
+    pub link: LinkId,
+    /// The neighbor's address.
+    pub addr: NodeAddr,
+}
+
+/// One anode node, sans-IO. See the crate docs for how to drive it.
+pub struct Node {
+    pub(crate) core: Core,
+    pub(crate) ees: Vec<Box<dyn ExecutionEnvironment>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("addr", &self.core.addr)
+            .field("links", &self.core.links.len())
+            .field(
+                "ees",
+                &self
+                    .ees
+                    .iter()
+                    .map(|e| e.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Node {
+    /// A node with no links. Fails if the configuration does not validate.
+    pub fn new(cfg: NodeConfig, now: Instant) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let r = cfg.routing;
+        Ok(Node {
+            core: Core {
+                addr: cfg.address,
+                neighbors: NeighborTable::new(cfg.address, r.hello_interval, r.dead_interval),
+                dv: DistanceVector::new(cfg.address, r, now),
+                links: Vec::new(),
+                out: VecDeque::new(),
+                events: VecDeque::new(),
+                counters: Counters::default(),
+                last_drop: None,
+                cfg,
+            },
+            ees: Vec::new(),
+        })
+    }
+
+    /// This node's address.
+    pub fn address(&self) -> NodeAddr {
+        self.core.addr
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NodeConfig {
+        &self.core.cfg
+    }
+
+    /// Adds a point-to-point link; hellos start at once.
+    pub fn add_link(&mut self, cfg: LinkConfig, now: Instant) -> LinkId {
+        let id = self.core.neighbors.add_link(now);
+        self.core.links.push(LinkInfo { cfg });
+        id
+    }
+
+    /// The links, in id order.
+    pub fn links(&self) -> impl Iterator<Item = (LinkId, &LinkConfig, bool)> {
+        self.core.links.iter().enumerate().map(|(i, l)| {
+            (
+                LinkId(i as u32),
+                &l.cfg,
+                self.core.neighbors.is_enabled(LinkId(i as u32)),
+            )
+        })
+    }
+
+    /// The link whose peer is `peer` (drivers map a datagram's source to its link with this).
+    pub fn link_by_peer(&self, peer: &NodeAddr) -> Option<LinkId> {
+        self.core
+            .links
+            .iter()
+            .position(|l| l.cfg.peer == *peer)
+            .map(|i| LinkId(i as u32))
+    }
+
+    /// Takes a link administratively up or down. Down drops its neighbor at once.
+    pub fn set_link_up(&mut self, link: LinkId, up: bool, now: Instant) {
+        if let Some(ev) = self.core.neighbors.set_enabled(link, up, now) {
+            self.core.neighbor_event(now, ev);
+        }
+        self.core.flush_control(now);
+    }
+
+    /// Adds a static route to `dest` through neighbor `via`.
+    pub fn add_static_route(&mut self, dest: NodeAddr, via: NodeAddr, metric: u16, now: Instant) {
+        self.core.dv.add_static(now, dest, via, metric);
+    }
+
+    /// Registers an execution environment for its Type ID, replacing any earlier one.
+    pub fn register_ee(&mut self, ee: Box<dyn ExecutionEnvironment>) {
+        let t = ee.type_id();
+        self.ees.retain(|e| e.type_id() != t);
+        self.ees.push(ee);
+    }
+
+    /// The EE registered for `type_id`.
+    pub fn ee_mut(&mut self, type_id: u16) -> Option<&mut dyn ExecutionEnvironment> {
+        self.ees
+            .iter_mut()
+            .find(|e| e.type_id() == type_id)
+            .map(|b| &mut **b as _)
+    }
+
+    /// Runs `f` with the EE registered for `type_id` and a context on the node, e.g. for a
+    /// local application's request. `None` if no such EE.
+    pub fn with_ee<R>(
+        &mut self,
+        now: Instant,
+        type_id: u16,
+        f: impl FnOnce(&mut dyn ExecutionEnvironment, &mut NodeContext<'_>) -> R,
+    ) -> Option<R> {
+        let ee = self.ees.iter_mut().find(|e| e.type_id() == type_id)?;
+        let mut ctx = NodeContext {
+            core: &mut self.core,
+            now,
+        };
+        Some(f(&mut **ee, &mut ctx))
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    /// The routing table, sorted by destination (unreachable entries included).
+    pub fn routes(&self) -> Vec<Route> {
+        self.core.dv.routes()
+    }
+
+    /// Next hop toward `dst`.
+    pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
+        self.core.dv.lookup(dst)
+    }
+
+    /// The up neighbors.
+    pub fn neighbors(&self) -> Vec<NeighborInfo> {
+        self.core
+            .neighbors
+            .up()
+            .map(|(link, n)| NeighborInfo { link, addr: n.addr })
+            .collect()
+    }
+
+    /// Number of route changes so far (for convergence reports).
+    pub fn route_changes(&self) -> u64 {
+        self.core.dv.change_count()
+    }
+
+    /// Sends a datagram from a local application to `port` at `dst`.
+    pub fn send_datagram(
+        &mut self,
+        now: Instant,
+        dst: NodeAddr,
+        port: u16,
+        flow: u64,
+        rb: Option<u16>,
+        payload: &[u8],
+    ) -> Result<(), DropReason> {
+        let d = Datagram {
+            transit: TransitRepr {
+                flags: 0,
+                rb: rb.unwrap_or(self.core.cfg.default_rb),
+                flow,
+                src: self.core.addr,
+                dst,
+                prev_hop: self.core.addr,
+            },
+            port,
+            payload: payload.to_vec(),
+        };
+        let buf = d.to_packet().map_err(|_| {
+            self.core.counters.drop(DropReason::TooBig);
+            DropReason::TooBig
+        })?;
+        self.inject(now, buf)
+    }
+
+    /// Injects a whole ANEP packet as if originated by a local application: it is routed (or
+    /// handed to its EE, or delivered) like an arriving packet but with no incoming link.
+    pub fn inject(&mut self, now: Instant, buf: Vec<u8>) -> Result<(), DropReason> {
+        self.core.counters.local_packets += 1;
+        let before = self.core.counters.total_drops();
+        self.dispatch(now, None, buf);
+        if self.core.counters.total_drops() > before {
+            Err(self.core.last_drop.unwrap_or(DropReason::EeDropped))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Handles one packet that arrived on `link`. Takes ownership of the buffer: a forwarded
+    /// packet leaves in the same allocation.
+    pub fn handle_packet(&mut self, now: Instant, link: LinkId, buf: Vec<u8>) {
+        self.core.counters.rx_packets += 1;
+        self.core.counters.rx_bytes += buf.len() as u64;
+        if (link.0 as usize) >= self.core.links.len() {
+            self.core.drop(DropReason::UnknownLink);
+            return;
+        }
+        if !self.core.neighbors.is_enabled(link) {
+            self.core.drop(DropReason::LinkDown);
+            return;
+        }
+        self.dispatch(now, Some(link), buf);
+    }
+
+    fn dispatch(&mut self, now: Instant, link: Option<LinkId>, buf: Vec<u8>) {
+        let (type_id, anep_len, discard) = match AnepPacket::new_checked(&buf[..]) {
+            Ok(p) => (p.type_id(), p.header_len(), p.discard_if_unknown()),
+            Err(_) => {
+                self.core.drop(DropReason::MalformedAnep);
+                return;
+            }
+        };
+        match type_id {
+            TYPE_CONTROL => match link {
+                Some(l) => self.handle_control(now, l, &buf, anep_len),
+                None => self.core.drop(DropReason::UnhandledControl),
+            },
+            TYPE_DATAGRAM => self.route_datagram(now, buf, anep_len),
+            t => match self.ees.iter().position(|e| e.type_id() == t) {
+                Some(i) => self.route_ee(now, link, i, buf, anep_len),
+                None => self.core.unknown_type(buf, anep_len, discard),
+            },
+        }
+    }
+
+    fn route_datagram(&mut self, _now: Instant, buf: Vec<u8>, anep_len: usize) {
+        match self.core.classify(&buf, anep_len) {
+            Err(r) => self.core.drop(r),
+            Ok(c) if c.for_me => self.core.deliver_datagram(buf, anep_len, c.transit_len),
+            Ok(_) => {
+                let _ = self.core.forward(buf, anep_len, None);
+            }
+        }
+    }
+
+    fn route_ee(
+        &mut self,
+        now: Instant,
+        link: Option<LinkId>,
+        i: usize,
+        buf: Vec<u8>,
+        anep_len: usize,
+    ) {
+        let c = match self.core.classify(&buf, anep_len) {
+            Ok(c) => c,
+            Err(r) => return self.core.drop(r),
+        };
+        let why = if c.for_me {
+            Dispatch::Destination
+        } else if link.is_none() {
+            Dispatch::Local
+        } else if c.every_hop {
+            Dispatch::EveryHop
+        } else if c.ee_route {
+            Dispatch::Route
+        } else {
+            // The fast path: no EE, no copy.
+            let _ = self.core.forward(buf, anep_len, None);
+            return;
+        };
+        if c.for_me && !self.core.checksum_ok(&buf) {
+            return self.core.drop(DropReason::BadChecksum);
+        }
+        self.core.counters.to_ee += 1;
+        let Some(ee) = self.ees.get_mut(i) else {
+            return self.core.drop(DropReason::EeDropped);
+        };
+        let mut ctx = NodeContext {
+            core: &mut self.core,
+            now,
+        };
+        ee.handle_packet(
+            &mut ctx,
+            EePacket {
+                buf,
+                anep_len,
+                transit_len: c.transit_len,
+                link,
+                why,
+            },
+        );
+    }
+
+    /// Runs every timer due at `now`: hellos, neighbor expiry, routing updates, EE timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut evs = Vec::new();
+        self.core.neighbors.handle_timeout(now, &mut evs);
+        for ev in evs {
+            self.core.neighbor_event(now, ev);
+        }
+        self.core.dv.handle_timeout(now);
+        self.core.flush_control(now);
+        for ee in &mut self.ees {
+            if ee.poll_timeout().is_some_and(|t| t <= now) {
+                let mut ctx = NodeContext {
+                    core: &mut self.core,
+                    now,
+                };
+                ee.handle_timeout(&mut ctx);
+            }
+        }
+    }
+
+    /// The earliest time [`Node::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = [
+            self.core.neighbors.poll_timeout(),
+            self.core.dv.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        for ee in &self.ees {
+            if let Some(e) = ee.poll_timeout() {
+                t = Some(t.map_or(e, |t| t.min(e)));
+            }
+        }
+        t
+    }
+
+    /// Next packet to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.core.out.pop_front()
+    }
+
+    /// Packets waiting to be sent.
+    pub fn pending_transmits(&self) -> usize {
+        self.core.out.len()
+    }
+
+    /// Next event (deliveries, neighbor changes, EE logs).
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.core.events.pop_front()
+    }
+}
+
+impl Core {
+    pub(crate) fn push_event(&mut self, e: Event) {
+        if self.events.len() >= self.cfg.max_events {
+            self.drop(DropReason::EventQueueFull);
+            return;
+        }
+        self.events.push_back(e);
+    }
+
+    pub(crate) fn deliver(&mut self, d: Delivery) {
+        if self.events.len() >= self.cfg.max_events {
+            self.drop(DropReason::EventQueueFull);
+            return;
+        }
+        self.counters.delivered += 1;
+        self.events.push_back(Event::Delivered(d));
+    }
+
+    pub(crate) fn neighbor_event(&mut self, now: Instant, ev: NeighborEvent) {
+        match ev {
+            NeighborEvent::Up { link, addr } => {
+                let cost = self.links.get(link.0 as usize).map_or(1, |l| l.cfg.cost);
+                self.dv.neighbor_up(now, link, addr, cost);
+                self.push_event(Event::NeighborUp { link, addr });
+            }
+            NeighborEvent::Down { link, addr } => {
+                self.dv.neighbor_down(now, addr);
+                self.push_event(Event::NeighborDown { link, addr });
+            }
+        }
+    }
+
+    /// Sends due hellos and queued routing updates.
+    pub(crate) fn flush_control(&mut self, now: Instant) {
+        let mut hellos = Vec::new();
+        self.neighbors.poll_hellos(now, &mut hellos);
+        for (link, h) in hellos {
+            let _ = self.send_control(link, &Control::Hello(h));
+        }
+        while let Some((link, _to, routes)) = self.dv.poll_update() {
+            let _ = self.send_control(link, &Control::Routes(routes));
+        }
+    }
+
+    pub(crate) fn send_control(&mut self, link: LinkId, msg: &Control) -> Result<(), DropReason> {
+        let Some(l) = self.links.get(link.0 as usize) else {
+            self.drop(DropReason::UnknownLink);
+            return Err(DropReason::UnknownLink);
+        };
+        let dst = l.cfg.peer;
+        let buf = match msg.to_packet() {
+            Ok(b) => b,
+            Err(_) => {
+                self.drop(DropReason::TooBig);
+                return Err(DropReason::TooBig);
+            }
+        };
+        self.counters.control_tx += 1;
+        self.transmit(Transmit { link, dst, buf })
+    }
+
+    pub(crate) fn transmit(&mut self, t: Transmit) -> Result<(), DropReason> {
+        let Some(l) = self.links.get(t.link.0 as usize) else {
+            self.drop(DropReason::UnknownLink);
+            return Err(DropReason::UnknownLink);
+        };
+        if t.buf.len() > l.cfg.mtu {
+            self.drop(DropReason::TooBig);
+            return Err(DropReason::TooBig);
+        }
+        if !self.neighbors.is_enabled(t.link) {
+            self.drop(DropReason::LinkDown);
+            return Err(DropReason::LinkDown);
+        }
+        if self.out.len() >= self.cfg.max_tx_queue {
+            self.drop(DropReason::TxQueueFull);
+            return Err(DropReason::TxQueueFull);
+        }
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += t.buf.len() as u64;
+        self.out.push_back(t);
+        Ok(())
+    }
+}

@@ -1,0 +1,438 @@
+//! Node-core tests: a few nodes wired by hand with zero-delay links, driven in virtual time.
+
+use std::time::{Duration, Instant};
+
+use anode_wire::addr::v4;
+use anode_wire::anep::{AnepOption, AnepRepr, FLAG_DISCARD_UNKNOWN, TYPE_CAPSULE, TYPE_DATAGRAM};
+use anode_wire::control::{Control, Hello};
+use anode_wire::datagram::Datagram;
+use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
+use anode_wire::{NodeAddr, routed_packet};
+
+use crate::*;
+
+/// A line or ring of nodes; link i of node a connects to node b.
+struct Net {
+    nodes: Vec<Node>,
+    /// (node, link) -> (node, link)
+    wires: Vec<((usize, u32), (usize, u32))>,
+    cut: Vec<bool>,
+    now: Instant,
+}
+
+fn addr(i: usize) -> NodeAddr {
+    v4(198, 18, 0, i as u8 + 1, 3322)
+}
+
+impl Net {
+    fn new(n: usize, edges: &[(usize, usize)]) -> Net {
+        let now = Instant::now();
+        let mut nodes: Vec<Node> = (0..n)
+            .map(|i| Node::new(NodeConfig::new(addr(i)), now).unwrap())
+            .collect();
+        let mut wires = Vec::new();
+        for &(a, b) in edges {
+            let la = nodes[a].add_link(LinkConfig::new(addr(b)), now);
+            let lb = nodes[b].add_link(LinkConfig::new(addr(a)), now);
+            wires.push(((a, la.0), (b, lb.0)));
+        }
+        let cut = vec![false; wires.len()];
+        Net {
+            nodes,
+            wires,
+            cut,
+            now,
+        }
+    }
+
+    fn peer(&self, node: usize, link: LinkId) -> Option<(usize, LinkId)> {
+        self.wires.iter().enumerate().find_map(|(i, &(x, y))| {
+            if self.cut[i] {
+                None
+            } else if x == (node, link.0) {
+                Some((y.0, LinkId(y.1)))
+            } else if y == (node, link.0) {
+                Some((x.0, LinkId(x.1)))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Moves all queued packets (zero delay) until quiet.
+    fn pump(&mut self) {
+        for _ in 0..10_000 {
+            let mut moved = false;
+            for i in 0..self.nodes.len() {
+                while let Some(t) = self.nodes[i].poll_transmit() {
+                    moved = true;
+                    if let Some((j, l)) = self.peer(i, t.link) {
+                        self.nodes[j].handle_packet(self.now, l, t.buf);
+                    }
+                }
+            }
+            if !moved {
+                return;
+            }
+        }
+        panic!("network did not quiesce");
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        loop {
+            self.pump();
+            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
+            match next {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    for n in &mut self.nodes {
+                        if n.poll_timeout().is_some_and(|d| d <= self.now) {
+                            n.handle_timeout(self.now);
+                        }
+                    }
+                }
+                _ => {
+                    self.now = end;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn deliveries(&mut self, i: usize) -> Vec<Delivery> {
+        let mut v = Vec::new();
+        while let Some(e) = self.nodes[i].poll_event() {
+            if let Event::Delivered(d) = e {
+                v.push(d);
+            }
+        }
+        v
+    }
+}
+
+fn ring(n: usize) -> Net {
+    let edges: Vec<(usize, usize)> = (0..n).map(|i| (i, (i + 1) % n)).collect();
+    Net::new(n, &edges)
+}
+
+#[test]
+fn ring_converges_and_every_node_reaches_every_other() {
+    let mut net = ring(5);
+    net.run_for(Duration::from_secs(3));
+    for i in 0..5 {
+        for j in 0..5 {
+            let r = net.nodes[i].routes();
+            let m = r.iter().find(|r| r.dest == addr(j)).map(|r| r.metric);
+            let want = {
+                let d = (i as i32 - j as i32).unsigned_abs() as u16;
+                d.min(5 - d)
+            };
+            assert_eq!(m, Some(want), "node {i} to {j}");
+        }
+    }
+    for i in 0..5 {
+        for j in 0..5 {
+            if i != j {
+                net.nodes[i]
+                    .send_datagram(net.now, addr(j), 7, 1, None, b"hi")
+                    .unwrap();
+            }
+        }
+    }
+    net.pump();
+    for j in 0..5 {
+        let d = net.deliveries(j);
+        assert_eq!(d.len(), 4, "node {j} deliveries");
+        assert!(d.iter().all(|d| d.payload() == b"hi" && d.port == 7));
+    }
+}
+
+#[test]
+fn failed_link_reroutes_within_dead_interval() {
+    let mut net = ring(5);
+    net.run_for(Duration::from_secs(3));
+    // Node 0 reaches node 1 directly; cut that wire.
+    assert_eq!(net.nodes[0].lookup(&addr(1)).unwrap().addr, addr(1));
+    net.cut[0] = true;
+    // RIP semantics: node 0 notices at the dead interval and poisons the route at once; the
+    // detour is learned at the latest with the next periodic update of the nodes behind it.
+    let r = RoutingConfig::default();
+    net.run_for(r.dead_interval + r.update_interval + Duration::from_secs(1));
+    let hop = net.nodes[0].lookup(&addr(1)).unwrap();
+    assert_eq!(hop.addr, addr(4));
+    assert_eq!(
+        net.nodes[0]
+            .routes()
+            .iter()
+            .find(|r| r.dest == addr(1))
+            .unwrap()
+            .metric,
+        4
+    );
+    net.nodes[0]
+        .send_datagram(net.now, addr(1), 7, 1, None, b"x")
+        .unwrap();
+    net.pump();
+    assert_eq!(net.deliveries(1).len(), 1);
+    // Restore: the direct route comes back.
+    net.cut[0] = false;
+    net.run_for(Duration::from_secs(3));
+    assert_eq!(net.nodes[0].lookup(&addr(1)).unwrap().addr, addr(1));
+}
+
+#[test]
+fn fast_path_spends_rb_and_drops_at_zero() {
+    let mut net = Net::new(4, &[(0, 1), (1, 2), (2, 3)]);
+    net.run_for(Duration::from_secs(3));
+    // rb 3 gets 0 -> 3 (three hops).
+    net.nodes[0]
+        .send_datagram(net.now, addr(3), 1, 0, Some(3), b"a")
+        .unwrap();
+    net.pump();
+    let d = net.deliveries(3);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].rb, 0);
+    assert_eq!(net.nodes[1].counters().fast_path, 1);
+    // rb 2 dies at node 2.
+    net.nodes[0]
+        .send_datagram(net.now, addr(3), 1, 0, Some(2), b"a")
+        .unwrap();
+    net.pump();
+    assert!(net.deliveries(3).is_empty());
+    assert_eq!(net.nodes[2].counters().drops(DropReason::RbExhausted), 1);
+}
+
+#[test]
+fn no_route_and_unknown_types_are_counted() {
+    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    net.run_for(Duration::from_secs(3));
+    let r = net.nodes[0].send_datagram(net.now, v4(198, 18, 9, 9, 1), 1, 0, None, b"a");
+    assert_eq!(r, Err(DropReason::NoRoute));
+    // Unknown type, discard flag: dropped at the first node that sees it.
+    let mut h = AnepRepr::new(0x7777);
+    h.options.push(AnepOption::Destination(addr(2)));
+    let pkt = h.emit_packet(b"opaque").unwrap();
+    net.nodes[1].handle_packet(net.now, LinkId(0), pkt);
+    assert_eq!(
+        net.nodes[1]
+            .counters()
+            .drops(DropReason::UnknownTypeDiscarded),
+        1
+    );
+    // Unknown type, forward: follows its destination option.
+    h.flags &= !FLAG_DISCARD_UNKNOWN;
+    net.nodes[1].handle_packet(net.now, LinkId(0), h.emit_packet(b"opaque").unwrap());
+    assert_eq!(net.nodes[1].counters().unknown_type_forwarded, 1);
+    // Unknown type, forward, no destination option.
+    net.nodes[1].handle_packet(
+        net.now,
+        LinkId(0),
+        AnepRepr {
+            flags: 0,
+            type_id: 0x7777,
+            options: vec![],
+        }
+        .emit_packet(b"x")
+        .unwrap(),
+    );
+    assert_eq!(
+        net.nodes[1]
+            .counters()
+            .drops(DropReason::UnknownTypeNoDestination),
+        1
+    );
+}
+
+#[test]
+fn checksum_survives_the_fast_path_and_catches_corruption() {
+    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    net.run_for(Duration::from_secs(3));
+    let mut body = TransitRepr {
+        rb: 5,
+        src: addr(0),
+        dst: addr(2),
+        prev_hop: addr(0),
+        ..Default::default()
+    }
+    .to_vec();
+    body.extend_from_slice(&[0, 9, 0, 0]);
+    body.extend_from_slice(b"payload");
+    let mut h = AnepRepr::new(TYPE_DATAGRAM);
+    h.options.push(AnepOption::Checksum(0));
+    let pkt = h.emit_packet(&body).unwrap();
+    net.nodes[0].inject(net.now, pkt.clone()).unwrap();
+    net.pump();
+    assert_eq!(net.deliveries(2).len(), 1);
+    let mut bad = pkt;
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    net.nodes[0].inject(net.now, bad).unwrap();
+    net.pump();
+    assert!(net.deliveries(2).is_empty());
+    assert_eq!(net.nodes[2].counters().drops(DropReason::BadChecksum), 1);
+}
+
+/// An EE that counts what it sees and forwards everything it gets.
+struct Recorder {
+    seen: Vec<Dispatch>,
+}
+
+impl ExecutionEnvironment for Recorder {
+    fn type_id(&self) -> u16 {
+        TYPE_CAPSULE
+    }
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        self.seen.push(pkt.why);
+        if pkt.why != Dispatch::Destination {
+            let _ = ctx.forward(pkt.buf, pkt.anep_len);
+        } else {
+            ctx.count_drop("recorder", "consumed");
+        }
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+fn recorder(n: &mut Node) -> &mut Recorder {
+    n.ee_mut(TYPE_CAPSULE)
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<Recorder>()
+        .unwrap()
+}
+
+#[test]
+fn ee_dispatch_every_hop_vs_fast_path() {
+    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    for n in &mut net.nodes {
+        n.register_ee(Box::new(Recorder { seen: vec![] }));
+    }
+    net.run_for(Duration::from_secs(3));
+    let mk = |flags| {
+        let t = TransitRepr {
+            flags,
+            rb: 9,
+            src: addr(0),
+            dst: addr(2),
+            prev_hop: addr(0),
+            flow: 0,
+        };
+        routed_packet(TYPE_CAPSULE, &t, &[], b"p").unwrap()
+    };
+    net.nodes[0].inject(net.now, mk(0)).unwrap();
+    net.pump();
+    assert_eq!(recorder(&mut net.nodes[1]).seen, vec![]);
+    assert_eq!(
+        recorder(&mut net.nodes[2]).seen,
+        vec![Dispatch::Destination]
+    );
+    net.nodes[0]
+        .inject(net.now, mk(FLAG_EVAL_EVERY_HOP))
+        .unwrap();
+    net.pump();
+    assert_eq!(recorder(&mut net.nodes[1]).seen, vec![Dispatch::EveryHop]);
+    assert_eq!(
+        recorder(&mut net.nodes[0]).seen,
+        vec![Dispatch::Local, Dispatch::Local]
+    );
+}
+
+#[test]
+fn garbled_corpus_never_panics_and_every_packet_is_accounted() {
+    let mut net = Net::new(2, &[(0, 1)]);
+    net.run_for(Duration::from_secs(3));
+    let good = Datagram {
+        transit: TransitRepr {
+            rb: 4,
+            src: addr(0),
+            dst: addr(1),
+            prev_hop: addr(0),
+            ..Default::default()
+        },
+        port: 1,
+        payload: b"abcdef".to_vec(),
+    }
+    .to_packet()
+    .unwrap();
+    let hello = Control::Hello(Hello {
+        sender: addr(0),
+        hello_ms: 1000,
+        dead_ms: 3500,
+        seq: 9,
+        seen: vec![addr(1)],
+    })
+    .to_packet()
+    .unwrap();
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let n = &mut net.nodes[1];
+    let before = n.counters().clone();
+    let mut fed = 0u64;
+    for base in [&good, &hello] {
+        for len in 0..base.len() {
+            n.handle_packet(net.now, LinkId(0), base[..len].to_vec());
+            fed += 1;
+        }
+        for _ in 0..5000 {
+            let mut b = base.clone();
+            for _ in 0..(rnd() % 4 + 1) {
+                let i = (rnd() as usize) % b.len();
+                b[i] = rnd() as u8;
+            }
+            n.handle_packet(net.now, LinkId(0), b);
+            fed += 1;
+        }
+    }
+    for _ in 0..2000 {
+        let len = (rnd() % 200) as usize;
+        n.handle_packet(net.now, LinkId(0), (0..len).map(|_| rnd() as u8).collect());
+        fed += 1;
+    }
+    let c = n.counters();
+    assert_eq!(c.rx_packets - before.rx_packets, fed);
+    let outcomes = (c.delivered - before.delivered)
+        + (c.fast_path - before.fast_path)
+        + (c.unknown_type_forwarded - before.unknown_type_forwarded)
+        + (c.control_rx - before.control_rx)
+        + (c.to_ee - before.to_ee)
+        + (c.total_drops() - before.total_drops());
+    // Control messages are counted once on receipt; a control message that also produced a
+    // NotNeighbor drop counts twice, so outcomes >= fed; nothing is unaccounted for.
+    assert!(outcomes >= fed, "outcomes {outcomes} < fed {fed}");
+    assert!(c.drops(DropReason::MalformedAnep) > 0);
+    assert!(c.drops(DropReason::MalformedTransit) + c.drops(DropReason::MalformedControl) > 0);
+}
+
+#[test]
+fn packets_on_unknown_or_disabled_links_are_dropped() {
+    let mut net = Net::new(2, &[(0, 1)]);
+    net.run_for(Duration::from_secs(3));
+    net.nodes[1].handle_packet(net.now, LinkId(5), vec![1, 2, 3]);
+    assert_eq!(net.nodes[1].counters().drops(DropReason::UnknownLink), 1);
+    let now = net.now;
+    net.nodes[1].set_link_up(LinkId(0), false, now);
+    assert!(net.nodes[1].neighbors().is_empty());
+    net.nodes[1].handle_packet(now, LinkId(0), vec![1, 2, 3]);
+    assert_eq!(net.nodes[1].counters().drops(DropReason::LinkDown), 1);
+}
+
+#[test]
+fn bad_config_says_how_to_fix_it() {
+    let mut c = NodeConfig::new(NodeAddr::UNSPECIFIED);
+    let e = Node::new(c.clone(), Instant::now()).unwrap_err();
+    assert!(e.0.contains("198.18.0.1:3322"), "{e}");
+    c.address = addr(0);
+    c.routing.dead_interval = Duration::from_millis(10);
+    let e = Node::new(c, Instant::now()).unwrap_err();
+    assert!(e.0.contains("dead_interval_ms"), "{e}");
+}
