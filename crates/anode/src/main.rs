@@ -1,0 +1,54 @@
+//! `anode`: run a node, emulate a network, run the demo, and talk to a running node.
+//!
+//! Each subcommand lives in its own module under `cmd/`; `main` only parses arguments and
+//! maps errors to a message and exit status 1 (2 for usage errors, from clap).
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// anode: a programmable ("active") network node.
+///
+/// Start here: `anode demo` runs a small emulated network end to end and tells what
+/// happened. `anode emulate FILE.toml` runs your own topology; `anode node --config FILE`
+/// runs a real node over UDP; the other commands talk to a running node.
+#[derive(Debug, Parser)]
+#[command(name = "anode", version, propagate_version = true)]
+struct Cli {
+    /// Log filter (e.g. `info`, `anode_core=debug`); also read from RUST_LOG.
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a small built-in emulated network end to end and tell what happened.
+    Demo(cmd::demo::Args),
+    /// Run the network described by a topology file (nodes, links, scenario steps).
+    Emulate(cmd::emulate::Args),
+    /// Run one node over real UDP, with a control socket for tools and applications.
+    Node(cmd::node::Args),
+    #[command(flatten)]
+    Client(cmd::client::ClientCommand),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| cli.log.clone());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+    let r = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Emulate(a) => cmd::emulate::run(a),
+        Command::Node(a) => cmd::node::run(a),
+        Command::Client(c) => cmd::client::run(c),
+    };
+    if let Err(e) = r {
+        eprintln!("anode: {e}");
+        std::process::exit(1);
+    }
+}
