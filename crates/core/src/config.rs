@@ -87,6 +87,11 @@ pub struct LinkConfig {
     /// Routing cost of the link.
     #[serde(default = "default_cost")]
     pub cost: u16,
+    /// Treat the peer as an up neighbor without hellos (a statically configured neighbor,
+    /// e.g. a plain UDP host or a peer that does not run neighbor discovery). Hellos and
+    /// routing updates are still sent to it.
+    #[serde(default, rename = "static")]
+    pub static_neighbor: bool,
 }
 
 fn default_mtu() -> usize {
@@ -105,6 +110,7 @@ impl LinkConfig {
             peer,
             mtu: default_mtu(),
             cost: default_cost(),
+            static_neighbor: false,
         }
     }
 }

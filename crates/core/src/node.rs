@@ -105,7 +105,13 @@ impl Node {
     /// Adds a point-to-point link; hellos start at once.
     pub fn add_link(&mut self, cfg: LinkConfig, now: Instant) -> LinkId {
         let id = self.core.neighbors.add_link(now);
+        let pin = cfg.static_neighbor.then_some(cfg.peer);
         self.core.links.push(LinkInfo { cfg });
+        if let Some(peer) = pin
+            && let Some(ev) = self.core.neighbors.pin(id, peer, now)
+        {
+            self.core.neighbor_event(now, ev);
+        }
         id
     }
 

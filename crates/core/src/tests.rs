@@ -436,3 +436,41 @@ fn bad_config_says_how_to_fix_it() {
     let e = Node::new(c, Instant::now()).unwrap_err();
     assert!(e.0.contains("dead_interval_ms"), "{e}");
 }
+
+#[test]
+fn static_neighbor_forwards_without_hellos() {
+    let now = Instant::now();
+    let mut n = Node::new(NodeConfig::new(addr(1)), now).unwrap();
+    let mut to_sink = LinkConfig::new(addr(2));
+    to_sink.static_neighbor = true;
+    n.add_link(
+        LinkConfig {
+            static_neighbor: true,
+            ..LinkConfig::new(addr(0))
+        },
+        now,
+    );
+    n.add_link(to_sink, now);
+    assert_eq!(n.neighbors().len(), 2);
+    // Long after any dead interval the pinned neighbors are still up.
+    let later = now + Duration::from_secs(3600);
+    n.handle_timeout(later);
+    assert_eq!(n.lookup(&addr(2)).unwrap().link, LinkId(1));
+    while n.poll_transmit().is_some() {}
+    let pkt = Datagram {
+        transit: TransitRepr {
+            rb: 2,
+            src: addr(0),
+            dst: addr(2),
+            prev_hop: addr(0),
+            ..Default::default()
+        },
+        port: 1,
+        payload: vec![7; 64],
+    }
+    .to_packet()
+    .unwrap();
+    n.handle_packet(later, LinkId(0), pkt);
+    let t = n.poll_transmit().unwrap();
+    assert_eq!((t.link, t.dst), (LinkId(1), addr(2)));
+}

@@ -46,6 +46,8 @@ pub struct Neighbor {
 #[derive(Debug)]
 struct LinkState {
     enabled: bool,
+    /// A statically configured neighbor: up without hellos, never expires.
+    pinned: Option<NodeAddr>,
     next_hello: Instant,
     neighbor: Option<Neighbor>,
 }
@@ -76,10 +78,25 @@ impl NeighborTable {
     pub fn add_link(&mut self, now: Instant) -> LinkId {
         self.links.push(LinkState {
             enabled: true,
+            pinned: None,
             next_hello: now,
             neighbor: None,
         });
         LinkId(self.links.len() as u32 - 1)
+    }
+
+    /// Pins `addr` as the neighbor on `link`: up at once, without hellos, never expiring
+    /// while the link is enabled.
+    pub fn pin(&mut self, link: LinkId, addr: NodeAddr, now: Instant) -> Option<NeighborEvent> {
+        let st = self.links.get_mut(link.0 as usize)?;
+        st.pinned = Some(addr);
+        st.neighbor = Some(Neighbor {
+            addr,
+            last_heard: now,
+            dead: Duration::MAX,
+            two_way: true,
+        });
+        st.enabled.then_some(NeighborEvent::Up { link, addr })
     }
 
     /// Enables or disables a link (administrative or carrier state). Disabling drops its
@@ -93,6 +110,15 @@ impl NeighborTable {
         let st = self.links.get_mut(link.0 as usize)?;
         st.enabled = enabled;
         st.next_hello = now;
+        if enabled && let Some(addr) = st.pinned {
+            st.neighbor = Some(Neighbor {
+                addr,
+                last_heard: now,
+                dead: Duration::MAX,
+                two_way: true,
+            });
+            return Some(NeighborEvent::Up { link, addr });
+        }
         if !enabled {
             let n = st.neighbor.take()?;
             return n
@@ -130,7 +156,7 @@ impl NeighborTable {
         let own_dead = self.dead;
         let me = self.me;
         let st = self.links.get_mut(link.0 as usize)?;
-        if !st.enabled {
+        if !st.enabled || st.pinned.is_some() {
             return None;
         }
         let two_way = h.seen.contains(&me);
@@ -181,6 +207,7 @@ impl NeighborTable {
     pub fn handle_timeout(&mut self, now: Instant, events: &mut Vec<NeighborEvent>) {
         for (i, st) in self.links.iter_mut().enumerate() {
             if let Some(n) = st.neighbor
+                && st.pinned.is_none()
                 && now.saturating_duration_since(n.last_heard) >= n.dead
             {
                 st.neighbor = None;
@@ -221,7 +248,7 @@ impl NeighborTable {
             .iter()
             .filter(|l| l.enabled)
             .flat_map(|l| {
-                let expiry = l.neighbor.map(|n| n.last_heard + n.dead);
+                let expiry = l.neighbor.and_then(|n| n.last_heard.checked_add(n.dead));
                 std::iter::once(l.next_hello).chain(expiry)
             })
             .min()
