@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what anode needs on a fresh Debian machine with rustup: the pinned toolchain
+# (rust-toolchain.toml), the wasm32 target for guest code, and the system tools the netns
+# tests use. Idempotent; safe to run before every build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found. Install Rust with rustup (https://rustup.rs), then rerun." >&2
+    exit 1
+fi
+# rustup reads rust-toolchain.toml; make sure the toolchain, its components and targets exist.
+rustup show active-toolchain >/dev/null 2>&1 || rustup toolchain install
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+    || rustup target add wasm32-unknown-unknown
+
+# System tools for the namespace tests and benchmarks (root only; skipped otherwise).
+need=()
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v cc >/dev/null 2>&1 || need+=(build-essential)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing ${need[*]}"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    else
+        echo "setup: missing ${need[*]} (install them as root; the netns tests need them)" >&2
+    fi
+fi
