@@ -32,8 +32,16 @@ pub struct FakeServices {
     pub delivered: Vec<(u32, Value)>,
     /// Extension service calls (id, name, args).
     pub calls: Vec<(u32, String, Vec<Value>)>,
+    /// Implementations of extension services by name; services without
+    /// one return `()`.
+    pub ext: HashMap<String, ExtFn>,
+    /// Node-resident state available to `ext` implementations.
+    pub state: HashMap<String, Value>,
     reassembler: Reassembler,
 }
+
+/// An extension service implementation for [`FakeServices`].
+pub type ExtFn = fn(&mut HashMap<String, Value>, &[Value]) -> Result<Value, ServiceError>;
 
 impl FakeServices {
     /// A node with one address and no neighbors.
@@ -97,7 +105,10 @@ impl Services for FakeServices {
 
     fn call(&mut self, id: u32, name: &str, args: &[Value]) -> Result<Value, ServiceError> {
         self.calls.push((id, name.to_string(), args.to_vec()));
-        Ok(Value::Unit)
+        match self.ext.get(name) {
+            Some(f) => f(&mut self.state, args),
+            None => Ok(Value::Unit),
+        }
     }
 }
 
@@ -137,6 +148,7 @@ struct InFlight {
     rb: u32,
     chunk: Arc<Chunk>,
     neighbor_only: bool,
+    from: Option<usize>,
 }
 
 /// A simulated line of nodes.
@@ -157,31 +169,79 @@ pub struct LineNet {
 }
 
 impl LineNet {
-    /// `n` nodes in a line; node `i` is `10.0.0.(i+1):3322`. Device 0 leads
-    /// left, device 1 leads right.
+    /// `n` nodes in a line; node `i` is `10.0.0.(i+1):3322`.
     pub fn new(n: usize) -> Self {
+        let edges: Vec<(usize, usize)> = (1..n).map(|i| (i - 1, i)).collect();
+        Self::with_edges(n, &edges)
+    }
+
+    /// `n` nodes connected by `edges`; routes are shortest paths (BFS, ties
+    /// broken by lower node index); a node's device `d` is its `d`-th
+    /// neighbor.
+    pub fn with_edges(n: usize, edges: &[(usize, usize)]) -> Self {
         let hosts: Vec<SocketAddr> = (0..n)
             .map(|i| SocketAddr::from(([10, 0, 0, u8::try_from(i + 1).unwrap_or(255)], 3322)))
             .collect();
+        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(a, b) in edges {
+            if a < n && b < n && a != b {
+                if let Some(l) = adj.get_mut(a) {
+                    l.push(b);
+                }
+                if let Some(l) = adj.get_mut(b) {
+                    l.push(a);
+                }
+            }
+        }
+        for l in &mut adj {
+            l.sort_unstable();
+            l.dedup();
+        }
         let mut nodes = Vec::new();
         for i in 0..n {
             let mut s = FakeServices::at(hosts.get(i).copied().unwrap_or_else(|| SocketAddr::from(([0; 4], 0))));
-            if i > 0 {
-                if let Some(h) = hosts.get(i - 1) {
-                    s.neighbors.push((*h, 0));
+            let my_adj = adj.get(i).cloned().unwrap_or_default();
+            for (d, j) in my_adj.iter().enumerate() {
+                if let Some(h) = hosts.get(*j) {
+                    s.neighbors.push((*h, Dev::try_from(d).unwrap_or(0)));
                 }
             }
-            if let Some(h) = hosts.get(i + 1) {
-                s.neighbors.push((*h, 1));
+            // BFS from i: first hop towards every node.
+            let mut first: Vec<Option<usize>> = vec![None; n];
+            let mut seen = vec![false; n];
+            let mut q = VecDeque::new();
+            if let Some(x) = seen.get_mut(i) {
+                *x = true;
             }
-            for (j, h) in hosts.iter().enumerate() {
-                if j < i {
-                    if let Some(nh) = hosts.get(i - 1) {
-                        s.routes.insert(*h, (*nh, 0));
+            for (d, j) in my_adj.iter().enumerate() {
+                if let Some(x) = seen.get_mut(*j) {
+                    if !*x {
+                        *x = true;
+                        if let Some(f) = first.get_mut(*j) {
+                            *f = Some(d);
+                        }
+                        q.push_back(*j);
                     }
-                } else if j > i {
-                    if let Some(nh) = hosts.get(i + 1) {
-                        s.routes.insert(*h, (*nh, 1));
+                }
+            }
+            while let Some(u) = q.pop_front() {
+                let fu = first.get(u).copied().flatten();
+                for v in adj.get(u).cloned().unwrap_or_default() {
+                    if let Some(x) = seen.get_mut(v) {
+                        if !*x {
+                            *x = true;
+                            if let Some(f) = first.get_mut(v) {
+                                *f = fu;
+                            }
+                            q.push_back(v);
+                        }
+                    }
+                }
+            }
+            for (j, f) in first.iter().enumerate() {
+                if let (Some(d), Some(h)) = (f, hosts.get(j)) {
+                    if let Some(nh) = my_adj.get(*d).and_then(|k| hosts.get(*k)) {
+                        s.routes.insert(*h, (*nh, Dev::try_from(*d).unwrap_or(0)));
                     }
                 }
             }
@@ -214,6 +274,7 @@ impl LineNet {
             rb,
             chunk: Arc::new(chunk),
             neighbor_only: false,
+            from: None,
         });
         let mut processed = 0;
         while let Some(p) = q.pop_front() {
@@ -246,6 +307,7 @@ impl LineNet {
                             q.push_back(InFlight {
                                 at: ni,
                                 rb: p.rb - 1,
+                                from: Some(p.at),
                                 ..p
                             });
                         }
@@ -257,9 +319,14 @@ impl LineNet {
                 }
                 continue;
             }
+            let src_dev = p
+                .from
+                .and_then(|f| self.hosts.get(f))
+                .and_then(|h| node.neighbors.iter().find(|(n, _)| n == h))
+                .map_or(0, |(_, d)| *d);
             let ctx = EvalContext {
                 source: p.source,
-                src_dev: 0,
+                src_dev,
                 implicit_port: 0,
                 rb: p.rb,
             };
@@ -296,6 +363,7 @@ impl LineNet {
                         rb: out.rb,
                         chunk: out.chunk,
                         neighbor_only,
+                        from: p.from,
                     });
                 } else if out.rb > 0 {
                     q.push_back(InFlight {
@@ -305,6 +373,7 @@ impl LineNet {
                         rb: out.rb - 1,
                         chunk: out.chunk,
                         neighbor_only,
+                        from: Some(here),
                     });
                 }
             }
