@@ -1,0 +1,407 @@
+//! The data-path thread: one loop around the sans-IO node.
+//!
+//! ```text
+//! loop {
+//!     stop?            -> return the node
+//!     wake flag set?   -> run pending `call` closures (then forget the peer->link cache)
+//!     timers due?      -> node.handle_timeout(now)
+//!     flush            -> drain poll_transmit through the impairments into sendmmsg batches
+//!     events           -> try_send to the bounded channel (full: drop and count)
+//!     idle?            -> ppoll([socket, eventfd], next node deadline / impairment release)
+//!     recvmmsg batch   -> node.handle_packet(now, link, buf) per datagram
+//! }
+//! ```
+//!
+//! Invariants:
+//! - The loop never blocks except in `ppoll` (and, when the socket's send buffer is full,
+//!   for at most [`SEND_WAIT`] per batch before the rest of the batch is dropped and counted).
+//! - After a full receive batch the loop skips `ppoll` and reads again at once, so under load
+//!   it costs one `recvmmsg` and one `sendmmsg` per batch, like the C forwarder.
+//! - No allocation or payload copy per datagram in steady state: receive buffers come from a
+//!   pool, go to the node by value, come back as transmits (the fast path reuses them) and
+//!   return to the pool after `sendmmsg`.
+//! - Every datagram and every error is counted (see `stats.rs`); no socket error stops the
+//!   loop.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+use anode_core::{Event, LinkId, Node, Transmit};
+use anode_wire::NodeAddr;
+
+use crate::DriverConfig;
+use crate::impair::{Impairments, Offer};
+use crate::stats::{DriverStats, SharedStats};
+use crate::sys::{self, EventFd, MsgBatch, UdpSocket};
+
+/// Capacity of every receive buffer: the largest UDP payload, so nothing is truncated.
+pub(crate) const BUF_LEN: usize = 65536;
+/// Longest wait for send-buffer space per batch.
+pub(crate) const SEND_WAIT: Duration = Duration::from_millis(10);
+/// Most entries in the peer->link cache (sources that are no peer are cached too).
+const PEER_CACHE_MAX: usize = 4096;
+/// Shortest `ppoll` timeout, so a deadline that stays in the past cannot spin the loop hot.
+const MIN_POLL: Duration = Duration::from_micros(20);
+
+/// A closure run on the data-path thread by `NodeHandle::call`.
+pub(crate) type Job = Box<dyn FnOnce(&mut Node, Instant) + Send>;
+
+/// What the handle and the data path share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) stop: AtomicBool,
+    /// Set (before the eventfd is written) when calls are pending.
+    pub(crate) wake_flag: AtomicBool,
+    pub(crate) wake: EventFd,
+    pub(crate) stats: SharedStats,
+}
+
+impl Shared {
+    /// Asks the data path to look at its call queue and stop flag.
+    pub(crate) fn wake(&self) {
+        if !self.wake_flag.swap(true, Ordering::AcqRel) {
+            self.wake.notify();
+        }
+    }
+}
+
+/// The data path's state; built on its own thread (it holds raw `mmsghdr` pointers).
+pub(crate) struct DataPath {
+    node: Node,
+    sock: UdpSocket,
+    shared: Arc<Shared>,
+    calls: Receiver<Job>,
+    events: SyncSender<Event>,
+    batch: usize,
+    rx: MsgBatch,
+    tx: MsgBatch,
+    rx_bufs: Vec<Vec<u8>>,
+    pool: Vec<Vec<u8>>,
+    pool_max: usize,
+    out: VecDeque<Transmit>,
+    sending: Vec<Transmit>,
+    impair: Impairments,
+    peers: HashMap<NodeAddr, Option<LinkId>>,
+    last_peer: Option<(SocketAddr, Option<LinkId>)>,
+    st: DriverStats,
+}
+
+impl std::fmt::Debug for DataPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPath")
+            .field("node", &self.node)
+            .field("batch", &self.batch)
+            .finish()
+    }
+}
+
+fn new_buf() -> Vec<u8> {
+    Vec::with_capacity(BUF_LEN)
+}
+
+impl DataPath {
+    pub(crate) fn new(
+        node: Node,
+        sock: UdpSocket,
+        shared: Arc<Shared>,
+        calls: Receiver<Job>,
+        events: SyncSender<Event>,
+        cfg: &DriverConfig,
+    ) -> Self {
+        let batch = cfg.batch;
+        DataPath {
+            node,
+            sock,
+            shared,
+            calls,
+            events,
+            batch,
+            rx: MsgBatch::new(batch),
+            tx: MsgBatch::new(batch),
+            rx_bufs: (0..batch).map(|_| new_buf()).collect(),
+            pool: (0..batch).map(|_| new_buf()).collect(),
+            pool_max: batch * 4 + 64,
+            out: VecDeque::with_capacity(batch * 2),
+            sending: Vec::with_capacity(batch),
+            impair: Impairments::new(&cfg.impairments, cfg.seed),
+            peers: HashMap::new(),
+            last_peer: None,
+            st: DriverStats::default(),
+        }
+    }
+
+    /// Runs until the stop flag is set; returns the node.
+    pub(crate) fn run(mut self) -> Node {
+        let mut more = false;
+        loop {
+            if self.shared.stop.load(Ordering::Acquire) {
+                break;
+            }
+            if self.shared.wake_flag.swap(false, Ordering::AcqRel) {
+                self.run_calls();
+            }
+            let now = Instant::now();
+            if self.node.poll_timeout().is_some_and(|t| t <= now) {
+                self.node.handle_timeout(now);
+            }
+            self.flush(now);
+            self.forward_events();
+            self.publish();
+            let readable = more || self.idle();
+            more = readable && self.recv_batch(Instant::now()) >= self.batch;
+        }
+        self.publish();
+        self.node
+    }
+
+    fn publish(&mut self) {
+        self.shared.stats.add(&self.st);
+        self.st = DriverStats::default();
+    }
+
+    fn count_errno(&mut self, e: &io::Error) -> Option<i32> {
+        let code = e.raw_os_error();
+        match code {
+            Some(libc::EINTR) => self.st.eintr += 1,
+            Some(libc::EAGAIN) => self.st.eagain += 1,
+            Some(libc::ECONNREFUSED) => self.st.econnrefused += 1,
+            Some(libc::ENOBUFS | libc::ENOMEM) => self.st.enobufs += 1,
+            _ => {}
+        }
+        code
+    }
+
+    /// Waits in `ppoll` for a datagram, a wake-up or the next deadline. True if the socket is
+    /// readable.
+    fn idle(&mut self) -> bool {
+        let deadline = match (self.node.poll_timeout(), self.impair.next_release()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()).max(MIN_POLL));
+        self.st.polls += 1;
+        self.st.syscalls += 1;
+        match sys::poll2(self.sock.raw(), self.shared.wake.raw(), timeout) {
+            Ok(r) => {
+                if r.wake {
+                    self.st.syscalls += 1;
+                    self.shared.wake.drain();
+                }
+                r.socket
+            }
+            Err(e) => {
+                if self.count_errno(&e) != Some(libc::EINTR) {
+                    tracing::warn!(error = %e, "anode-io: ppoll failed");
+                }
+                false
+            }
+        }
+    }
+
+    fn run_calls(&mut self) {
+        while let Ok(job) = self.calls.try_recv() {
+            job(&mut self.node, Instant::now());
+            self.st.calls += 1;
+        }
+        // A call may have added or changed links.
+        self.peers.clear();
+        self.last_peer = None;
+    }
+
+    fn take_buf(&mut self) -> Vec<u8> {
+        self.pool.pop().unwrap_or_else(new_buf)
+    }
+
+    fn recycle(&mut self, mut b: Vec<u8>) {
+        if b.capacity() >= BUF_LEN && self.pool.len() < self.pool_max {
+            b.clear();
+            self.pool.push(b);
+        }
+    }
+
+    fn link_of(&mut self, src: SocketAddr) -> Option<LinkId> {
+        if let Some((a, l)) = self.last_peer
+            && a == src
+        {
+            return l;
+        }
+        let na = NodeAddr::from(src);
+        let l = match self.peers.get(&na) {
+            Some(l) => *l,
+            None => {
+                let l = self.node.link_by_peer(&na);
+                if self.peers.len() >= PEER_CACHE_MAX {
+                    self.peers.clear();
+                }
+                self.peers.insert(na, l);
+                l
+            }
+        };
+        self.last_peer = Some((src, l));
+        l
+    }
+
+    /// One `recvmmsg`; hands every datagram to the node. Returns how many arrived.
+    fn recv_batch(&mut self, now: Instant) -> usize {
+        self.st.syscalls += 1;
+        let n = match self.rx.recv(self.sock.raw(), &mut self.rx_bufs) {
+            Ok(n) => n,
+            Err(e) => {
+                match self.count_errno(&e) {
+                    Some(libc::EINTR | libc::EAGAIN | libc::ECONNREFUSED) => {}
+                    _ => {
+                        self.st.recv_errors += 1;
+                        tracing::debug!(error = %e, "anode-io: recvmmsg failed");
+                    }
+                }
+                return 0;
+            }
+        };
+        if n > 0 {
+            self.st.rx_batches += 1;
+        }
+        for i in 0..n {
+            let fresh = self.take_buf();
+            let Some(slot) = self.rx_bufs.get_mut(i) else {
+                self.recycle(fresh);
+                break;
+            };
+            let buf = std::mem::replace(slot, fresh);
+            let (src, truncated) = self.rx.received(i);
+            self.st.rx_datagrams += 1;
+            self.st.rx_bytes += buf.len() as u64;
+            if truncated {
+                self.st.truncated_drops += 1;
+                self.recycle(buf);
+                continue;
+            }
+            match src.and_then(|s| self.link_of(s)) {
+                Some(link) => self.node.handle_packet(now, link, buf),
+                None => {
+                    self.st.unknown_peer_drops += 1;
+                    self.recycle(buf);
+                }
+            }
+        }
+        n
+    }
+
+    /// Sends everything the node queued (through the impairments).
+    fn flush(&mut self, now: Instant) {
+        while let Some(t) = self.node.poll_transmit() {
+            if self.impair.is_empty() {
+                self.out.push_back(t);
+                continue;
+            }
+            match self.impair.offer(now, t) {
+                Offer::Pass(t) => self.out.push_back(t),
+                Offer::Held => {}
+                Offer::Lost(b) => {
+                    self.st.impairment_loss_drops += 1;
+                    self.recycle(b);
+                }
+                Offer::QueueFull(b) => {
+                    self.st.impairment_queue_drops += 1;
+                    self.recycle(b);
+                }
+            }
+        }
+        if !self.impair.is_empty() {
+            self.impair.release(now, &mut self.out);
+        }
+        while !self.out.is_empty() {
+            self.send_batch();
+        }
+    }
+
+    /// One batch from `out` through `sendmmsg` (as many calls as partial sends need).
+    fn send_batch(&mut self) {
+        let v6 = self.sock.is_v6();
+        let mut sending = std::mem::take(&mut self.sending);
+        while sending.len() < self.batch {
+            let Some(t) = self.out.pop_front() else { break };
+            if self
+                .tx
+                .set_send(sending.len(), &t.buf, t.dst.socket_addr(), v6)
+            {
+                sending.push(t);
+            } else {
+                // An IPv6 peer on an IPv4 socket: unreachable from here.
+                self.st.send_errors += 1;
+                self.recycle(t.buf);
+            }
+        }
+        let n = sending.len();
+        let (mut off, mut waited, mut refused) = (0, false, 0);
+        while off < n {
+            self.st.syscalls += 1;
+            match self.tx.send(self.sock.raw(), off, n) {
+                Ok(0) => {
+                    self.st.send_errors += (n - off) as u64;
+                    break;
+                }
+                Ok(k) => {
+                    self.st.tx_batches += 1;
+                    self.st.tx_datagrams += k as u64;
+                    let bytes: usize = sending
+                        .get(off..off + k)
+                        .map_or(0, |s| s.iter().map(|t| t.buf.len()).sum());
+                    self.st.tx_bytes += bytes as u64;
+                    off += k;
+                }
+                Err(e) => match self.count_errno(&e) {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) if !waited => {
+                        // Send buffer full: give the kernel a moment, once per batch.
+                        waited = true;
+                        self.st.syscalls += 1;
+                        let _ = sys::poll_out(self.sock.raw(), SEND_WAIT);
+                    }
+                    Some(libc::EAGAIN) => {
+                        self.st.send_errors += (n - off) as u64;
+                        break;
+                    }
+                    // A reported ICMP error is consumed by the failed call: retry a little.
+                    Some(libc::ECONNREFUSED) if refused < 3 => refused += 1,
+                    _ => {
+                        // This message cannot go (e.g. ENOBUFS, ENETUNREACH): skip it.
+                        tracing::trace!(error = %e, "anode-io: sendmmsg failed");
+                        self.st.send_errors += 1;
+                        off += 1;
+                        refused = 0;
+                    }
+                },
+            }
+        }
+        for t in sending.drain(..) {
+            self.recycle(t.buf);
+        }
+        self.sending = sending;
+    }
+
+    /// Moves the node's events to the channel; a full channel drops (and counts) them.
+    fn forward_events(&mut self) {
+        while let Some(mut e) = self.node.poll_event() {
+            if let Event::Delivered(d) = &mut e
+                && d.buf.capacity() > d.buf.len() * 2 + 4096
+            {
+                // Do not hand a 64 KiB receive buffer to an application for a small payload.
+                d.buf.shrink_to_fit();
+            }
+            match self.events.try_send(e) {
+                Ok(()) => {}
+                Err(TrySendError::Full(e) | TrySendError::Disconnected(e)) => {
+                    self.st.event_drops += 1;
+                    if let Event::Delivered(d) = e {
+                        self.recycle(d.buf);
+                    }
+                }
+            }
+        }
+    }
+}
