@@ -80,13 +80,25 @@ pub const BUILTINS: &[(&str, &str, Builtin)] = &[
     ("getSource", "void -> host", Builtin::GetSource),
     ("getSrcDev", "void -> dev", Builtin::GetSrcDev),
     ("getImplicitPort", "void -> port", Builtin::GetImplicitPort),
-    ("getNeighbors", "void -> (host * dev) list", Builtin::GetNeighbors),
+    (
+        "getNeighbors",
+        "void -> (host * dev) list",
+        Builtin::GetNeighbors,
+    ),
     ("defaultRoute", "host -> host * dev", Builtin::DefaultRoute),
     ("print", "'a -> unit", Builtin::Print),
     ("deliver", "(port, 'a) -> unit", Builtin::Deliver),
     ("getHostByName", "string -> host", Builtin::GetHostByName),
-    ("fragment", "('a chunk, int) -> unit chunk list", Builtin::Fragment),
-    ("fragPiece", "(int, int, int, blob) -> unit", Builtin::FragPiece),
+    (
+        "fragment",
+        "('a chunk, int) -> unit chunk list",
+        Builtin::Fragment,
+    ),
+    (
+        "fragPiece",
+        "(int, int, int, blob) -> unit",
+        Builtin::FragPiece,
+    ),
     ("eval", "'a chunk -> 'a", Builtin::Eval),
     ("length", "'a list -> int", Builtin::Length),
     ("member", "('a, 'a list) -> bool", Builtin::Member),
@@ -137,11 +149,17 @@ pub fn cost(b: Builtin, args: &[Value]) -> u64 {
         }
     };
     match b {
-        Builtin::Length | Builtin::Member | Builtin::Rev | Builtin::Nth | Builtin::Append
-        | Builtin::Substr | Builtin::StringToBlob | Builtin::BlobToString
-        | Builtin::ToString | Builtin::Print | Builtin::Fragment => {
-            1 + args.iter().map(size).sum::<u64>()
-        }
+        Builtin::Length
+        | Builtin::Member
+        | Builtin::Rev
+        | Builtin::Nth
+        | Builtin::Append
+        | Builtin::Substr
+        | Builtin::StringToBlob
+        | Builtin::BlobToString
+        | Builtin::ToString
+        | Builtin::Print
+        | Builtin::Fragment => 1 + args.iter().map(size).sum::<u64>(),
         _ => 1,
     }
 }
@@ -175,7 +193,10 @@ pub fn call_pure(b: Builtin, args: &[Value]) -> Option<PureResult> {
             .cloned()
             .ok_or((
                 "IndexOutOfBounds",
-                format!("nth: index {i} out of bounds for a list of length {}", l.len()),
+                format!(
+                    "nth: index {i} out of bounds for a list of length {}",
+                    l.len()
+                ),
             )),
         (Builtin::Append, [Value::List(a), Value::List(b)]) => {
             let mut items: Vec<Value> = a.iter().cloned().collect();
@@ -196,7 +217,10 @@ pub fn call_pure(b: Builtin, args: &[Value]) -> Option<PureResult> {
             .map(Value::Int)
             .ok_or((
                 "NotAnInteger",
-                format!("stringToInt: {:?} is not an integer", String::from_utf8_lossy(s)),
+                format!(
+                    "stringToInt: {:?} is not an integer",
+                    String::from_utf8_lossy(s)
+                ),
             )),
         (Builtin::Strlen, [Value::Str(s)]) => Ok(Value::Int(s.len() as i64)),
         (Builtin::Substr, [Value::Str(s), Value::Int(start), Value::Int(len)]) => {
@@ -209,7 +233,10 @@ pub fn call_pure(b: Builtin, args: &[Value]) -> Option<PureResult> {
                 Some(sub) => Ok(Value::Str(Arc::from(sub))),
                 None => Err((
                     "IndexOutOfBounds",
-                    format!("substr: range {start}+{len} outside a string of length {}", s.len()),
+                    format!(
+                        "substr: range {start}+{len} outside a string of length {}",
+                        s.len()
+                    ),
                 )),
             }
         }
@@ -277,7 +304,11 @@ mod tests {
     #[test]
     fn string_utils() {
         assert_eq!(
-            call_pure(Builtin::Substr, &[Value::str("hello"), Value::Int(1), Value::Int(3)]).unwrap(),
+            call_pure(
+                Builtin::Substr,
+                &[Value::str("hello"), Value::Int(1), Value::Int(3)]
+            )
+            .unwrap(),
             Ok(Value::str("ell"))
         );
         assert_eq!(
@@ -285,7 +316,10 @@ mod tests {
             Ok(Value::Int(42))
         );
         assert_eq!(
-            call_pure(Builtin::StringToInt, &[Value::str("x")]).unwrap().unwrap_err().0,
+            call_pure(Builtin::StringToInt, &[Value::str("x")])
+                .unwrap()
+                .unwrap_err()
+                .0,
             "NotAnInteger"
         );
     }

@@ -74,7 +74,11 @@ fn lower_type(te: &TypeExpr, s: &mut Subst, vars: &mut Vec<(String, Ty)>) -> Res
     })
 }
 
-fn lower_sig(te: &TypeExpr, s: &mut Subst, vars: &mut Vec<(String, Ty)>) -> Result<SchemeBody, String> {
+fn lower_sig(
+    te: &TypeExpr,
+    s: &mut Subst,
+    vars: &mut Vec<(String, Ty)>,
+) -> Result<SchemeBody, String> {
     Ok(match te {
         TypeExpr::Fun(params, ret) => SchemeBody::Fun(FunTy {
             params: params
@@ -89,9 +93,19 @@ fn lower_sig(te: &TypeExpr, s: &mut Subst, vars: &mut Vec<(String, Ty)>) -> Resu
 
 #[derive(Clone, Debug)]
 enum Binding {
-    Local { id: u32, ty: Ty },
-    Global { slot: u32, ty: Ty },
-    Fun { idx: u32, scheme: Scheme, captures: Vec<u32> },
+    Local {
+        id: u32,
+        ty: Ty,
+    },
+    Global {
+        slot: u32,
+        ty: Ty,
+    },
+    Fun {
+        idx: u32,
+        scheme: Scheme,
+        captures: Vec<u32>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -207,7 +221,8 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
                 let slot = c.nglobals;
                 c.nglobals += 1;
                 init_items.push(Ir::SetGlobal(slot, Box::new(ir)));
-                c.scopes.push((name.clone(), Binding::Global { slot, ty: t }));
+                c.scopes
+                    .push((name.clone(), Binding::Global { slot, ty: t }));
             }
             DefKind::Exception { .. } | DefKind::Svc { .. } => {}
         }
@@ -248,7 +263,13 @@ fn unify_msg(e: UnifyError, s: &Subst, what: String) -> String {
 }
 
 impl Checker<'_> {
-    fn unify_at(&mut self, pos: Pos, found: &Ty, expected: &Ty, what: impl FnOnce() -> String) -> CResult<()> {
+    fn unify_at(
+        &mut self,
+        pos: Pos,
+        found: &Ty,
+        expected: &Ty,
+        what: impl FnOnce() -> String,
+    ) -> CResult<()> {
         self.s
             .unify(found, expected)
             .map_err(|e| TypeError::new(pos, unify_msg(e, &self.s, what())))
@@ -258,7 +279,12 @@ impl Checker<'_> {
         lower_type(te, &mut self.s, vars).map_err(|m| TypeError::new(pos, m))
     }
 
-    fn provisional(&mut self, params: &[Param], ret: Option<&TypeExpr>, pos: Pos) -> CResult<FunTy> {
+    fn provisional(
+        &mut self,
+        params: &[Param],
+        ret: Option<&TypeExpr>,
+        pos: Pos,
+    ) -> CResult<FunTy> {
         let mut vars = Vec::new();
         let mut ps = Vec::new();
         for p in params {
@@ -311,13 +337,15 @@ impl Checker<'_> {
             }
             None => SvcTarget::Missing,
         };
-        if let Some((prev, _)) = self.svcs.get(name) {
-            if *prev != declared {
-                return Err(TypeError::new(
-                    pos,
-                    format!("service `{name}` is declared twice with different types ({prev} and {declared})"),
-                ));
-            }
+        if let Some((prev, _)) = self.svcs.get(name)
+            && *prev != declared
+        {
+            return Err(TypeError::new(
+                pos,
+                format!(
+                    "service `{name}` is declared twice with different types ({prev} and {declared})"
+                ),
+            ));
         }
         self.svcs.insert(name.to_string(), (declared, target));
         Ok(())
@@ -405,10 +433,10 @@ impl Checker<'_> {
         let mut seen: HashSet<&str> = HashSet::new();
         let mut caps = Vec::new();
         for (n, b) in self.scopes.iter().rev() {
-            if seen.insert(n.as_str()) {
-                if let Binding::Local { id, .. } = b {
-                    caps.push(*id);
-                }
+            if seen.insert(n.as_str())
+                && let Binding::Local { id, .. } = b
+            {
+                caps.push(*id);
             }
         }
         let saved_ctx = std::mem::take(&mut self.ctx);
@@ -437,7 +465,12 @@ impl Checker<'_> {
         let scheme = self
             .s
             .generalize(&SchemeBody::Fun(ft), &keep)
-            .map_err(|e| TypeError::new(body.pos, unify_msg(e, &self.s, format!("function `{name}`"))))?;
+            .map_err(|e| {
+                TypeError::new(
+                    body.pos,
+                    unify_msg(e, &self.s, format!("function `{name}`")),
+                )
+            })?;
         let idx = u32::try_from(self.fns.len()).unwrap_or(u32::MAX);
         self.fns.push(FnCode {
             name: Arc::from(name),
@@ -455,7 +488,13 @@ impl Checker<'_> {
         }
     }
 
-    fn check_args(&mut self, pos: Pos, what: &str, params: &[Ty], args: &[Expr]) -> CResult<Vec<Ir>> {
+    fn check_args(
+        &mut self,
+        pos: Pos,
+        what: &str,
+        params: &[Ty],
+        args: &[Expr],
+    ) -> CResult<Vec<Ir>> {
         if params.len() != args.len() {
             return Err(TypeError::new(
                 pos,
@@ -500,7 +539,9 @@ impl Checker<'_> {
         } else {
             TypeError::new(
                 pos,
-                format!("unknown function or service `{name}` (declare services with `svc {name} : type`)"),
+                format!(
+                    "unknown function or service `{name}` (declare services with `svc {name} : type`)"
+                ),
             )
         }
     }
@@ -520,7 +561,9 @@ impl Checker<'_> {
             }
             Some(_) => Err(TypeError::new(
                 pos,
-                format!("`{name}` is a variable; the first argument of a fold must name a function"),
+                format!(
+                    "`{name}` is a variable; the first argument of a fold must name a function"
+                ),
             )),
             None => match self.service(name) {
                 Some((scheme, target)) => match self.fun_of(&scheme) {
@@ -539,7 +582,10 @@ impl Checker<'_> {
         let ExprKind::Var(name) = &e.kind else {
             return Err(TypeError::new(
                 e.pos,
-                format!("the routing function of {} must be the name of a routing service such as defaultRoute", prim.name()),
+                format!(
+                    "the routing function of {} must be the name of a routing service such as defaultRoute",
+                    prim.name()
+                ),
             ));
         };
         let Some((scheme, _)) = self.service(name) else {
@@ -561,9 +607,13 @@ impl Checker<'_> {
             ));
         };
         let p = p.clone();
-        self.unify_at(e.pos, &p, &Ty::HOST, || format!("parameter of routing function `{name}`"))?;
+        self.unify_at(e.pos, &p, &Ty::HOST, || {
+            format!("parameter of routing function `{name}`")
+        })?;
         let want = Ty::Tuple(vec![Ty::HOST, Ty::DEV]);
-        self.unify_at(e.pos, &ft.ret, &want, || format!("result of routing function `{name}`"))?;
+        self.unify_at(e.pos, &ft.ret, &want, || {
+            format!("result of routing function `{name}`")
+        })?;
         Ok(Arc::from(name.as_str()))
     }
 
@@ -590,7 +640,10 @@ impl Checker<'_> {
                     irs.push(self.typed(it, &elem, || format!("list element {}", i + 1))?);
                 }
                 if irs.is_empty() {
-                    (Ir::Const(Value::List(crate::value::List::nil())), Ty::list(elem))
+                    (
+                        Ir::Const(Value::List(crate::value::List::nil())),
+                        Ty::list(elem),
+                    )
                 } else {
                     (Ir::List(irs), Ty::list(elem))
                 }
@@ -601,7 +654,9 @@ impl Checker<'_> {
                 Some(Binding::Fun { .. }) => {
                     return Err(TypeError::new(
                         pos,
-                        format!("`{name}` is a function; call it as {name}(...) (PLAN functions are not values)"),
+                        format!(
+                            "`{name}` is a function; call it as {name}(...) (PLAN functions are not values)"
+                        ),
                     ));
                 }
                 None => {
@@ -613,7 +668,9 @@ impl Checker<'_> {
                             SchemeBody::Fun(ft) => {
                                 return Err(TypeError::new(
                                     pos,
-                                    format!("`{name}` is a service routine of type {ft}; call it as {name}(...)"),
+                                    format!(
+                                        "`{name}` is a service routine of type {ft}; call it as {name}(...)"
+                                    ),
                                 ));
                             }
                         }
@@ -638,7 +695,8 @@ impl Checker<'_> {
                     let ft = self
                         .fun_of(&scheme)
                         .ok_or_else(|| TypeError::new(pos, "internal error: function scheme"))?;
-                    let mut irs = self.check_args(pos, &format!("function `{name}`"), &ft.params, args)?;
+                    let mut irs =
+                        self.check_args(pos, &format!("function `{name}`"), &ft.params, args)?;
                     irs.extend(self.capture_irs(&captures, pos)?);
                     (Ir::CallFn(idx, irs), ft.ret)
                 }
@@ -652,7 +710,12 @@ impl Checker<'_> {
                 None => match self.service(name) {
                     Some((scheme, target)) => match self.fun_of(&scheme) {
                         Some(ft) => {
-                            let irs = self.check_args(pos, &format!("service `{name}`"), &ft.params, args)?;
+                            let irs = self.check_args(
+                                pos,
+                                &format!("service `{name}`"),
+                                &ft.params,
+                                args,
+                            )?;
                             (Ir::CallSvc(Self::svc_ref(name, target), irs), ft.ret)
                         }
                         None => {
@@ -706,14 +769,19 @@ impl Checker<'_> {
                 if !self.is_exn(name) {
                     return Err(TypeError::new(
                         pos,
-                        format!("unknown exception `{name}` in `handle` (declare it with `exception {name}`)"),
+                        format!(
+                            "unknown exception `{name}` in `handle` (declare it with `exception {name}`)"
+                        ),
                     ));
                 }
                 let (bi, bt) = self.expr(body)?;
                 let hi = self.typed(handler, &bt, || {
                     "handler of `try` (it must have the same type as the body)".to_string()
                 })?;
-                (Ir::Try(Box::new(bi), Arc::from(name.as_str()), Box::new(hi)), bt)
+                (
+                    Ir::Try(Box::new(bi), Arc::from(name.as_str()), Box::new(hi)),
+                    bt,
+                )
             }
             ExprKind::Let(defs, body) => self.let_expr(defs, body)?,
             ExprKind::Chunk(name, args) => self.chunk_expr(name, args, pos)?,
@@ -728,7 +796,11 @@ impl Checker<'_> {
                         pos,
                         format!(
                             "the function `{func}` given to {which} must take 2 arguments ({}), but it takes {}",
-                            if *left { "accumulator, element" } else { "element, accumulator" },
+                            if *left {
+                                "accumulator, element"
+                            } else {
+                                "element, accumulator"
+                            },
                             ft.params.len()
                         ),
                     ));
@@ -744,7 +816,9 @@ impl Checker<'_> {
                     (&bt, &at, b.pos, a.pos)
                 };
                 let (init_t, list_t) = (init_t.clone(), list_t.clone());
-                self.unify_at(init_pos, &init_t, &acc, || format!("initial value of {which}"))?;
+                self.unify_at(init_pos, &init_t, &acc, || {
+                    format!("initial value of {which}")
+                })?;
                 self.unify_at(list_pos, &list_t, &Ty::list(elem.clone()), || {
                     format!("list argument of {which}")
                 })?;
@@ -752,8 +826,12 @@ impl Checker<'_> {
                 self.unify_at(pos, &acc, pa, || {
                     format!("accumulator parameter of `{func}` in {which}")
                 })?;
-                self.unify_at(pos, &elem, pe, || format!("element parameter of `{func}` in {which}"))?;
-                self.unify_at(pos, &ft.ret, &acc, || format!("result of `{func}` in {which}"))?;
+                self.unify_at(pos, &elem, pe, || {
+                    format!("element parameter of `{func}` in {which}")
+                })?;
+                self.unify_at(pos, &ft.ret, &acc, || {
+                    format!("result of `{func}` in {which}")
+                })?;
                 (
                     Ir::Fold {
                         left: *left,
@@ -789,7 +867,8 @@ impl Checker<'_> {
                     let id = self.fresh_id();
                     let slot = self.ctx.alloc(id);
                     items.push((slot, ir));
-                    self.scopes.push((name.clone(), Binding::Local { id, ty: t }));
+                    self.scopes
+                        .push((name.clone(), Binding::Local { id, ty: t }));
                 }
                 DefKind::Fun {
                     name,
@@ -797,7 +876,8 @@ impl Checker<'_> {
                     ret,
                     body,
                 } => {
-                    let (idx, scheme, captures) = self.fun_def(name, params, ret.as_ref(), body, None)?;
+                    let (idx, scheme, captures) =
+                        self.fun_def(name, params, ret.as_ref(), body, None)?;
                     self.scopes.push((
                         name.clone(),
                         Binding::Fun {
@@ -834,13 +914,18 @@ impl Checker<'_> {
         if let Some(Binding::Fun { .. }) = self.lookup(name) {
             return Err(TypeError::new(
                 pos,
-                format!("chunk |{name}| names a local function; chunks may only name top-level functions or services"),
+                format!(
+                    "chunk |{name}| names a local function; chunks may only name top-level functions or services"
+                ),
             ));
         }
         match self.service(name) {
             Some((scheme, _)) => {
                 let Some(ft) = self.fun_of(&scheme) else {
-                    return Err(TypeError::new(pos, format!("service `{name}` is not a function")));
+                    return Err(TypeError::new(
+                        pos,
+                        format!("service `{name}` is not a function"),
+                    ));
                 };
                 let irs = self.check_args(pos, &format!("chunk |{name}|"), &ft.params, args)?;
                 Ok((
@@ -895,19 +980,29 @@ impl Checker<'_> {
                         _ => {
                             return Err(TypeError::new(
                                 pos,
-                                format!("`{name}` needs a tuple with at least {n} components, but the operand has {}", ts.len()),
+                                format!(
+                                    "`{name}` needs a tuple with at least {n} components, but the operand has {}",
+                                    ts.len()
+                                ),
                             ));
                         }
                     },
                     Ty::Var(_) if n <= 2 => {
                         let x = self.s.fresh();
                         let y = self.s.fresh();
-                        want(self, Ty::Tuple(vec![x.clone(), y.clone()]), if n == 1 { x } else { y }, &name)?
+                        want(
+                            self,
+                            Ty::Tuple(vec![x.clone(), y.clone()]),
+                            if n == 1 { x } else { y },
+                            &name,
+                        )?
                     }
                     Ty::Var(_) => {
                         return Err(TypeError::new(
                             pos,
-                            format!("cannot tell which tuple type `{name}` is applied to here; add a type annotation to the variable (e.g. x : int * int * int)"),
+                            format!(
+                                "cannot tell which tuple type `{name}` is applied to here; add a type annotation to the variable (e.g. x : int * int * int)"
+                            ),
                         ));
                     }
                     other => {
@@ -949,7 +1044,9 @@ impl Checker<'_> {
             }
             BinOp::And | BinOp::Or => {
                 self.unify_at(a.pos, &at, &Ty::BOOL, || format!("left operand of `{sym}`"))?;
-                self.unify_at(b.pos, &bt, &Ty::BOOL, || format!("right operand of `{sym}`"))?;
+                self.unify_at(b.pos, &bt, &Ty::BOOL, || {
+                    format!("right operand of `{sym}`")
+                })?;
                 Ty::BOOL
             }
             BinOp::Eq | BinOp::Ne => {
@@ -965,8 +1062,12 @@ impl Checker<'_> {
                 bt
             }
             BinOp::Concat => {
-                self.unify_at(a.pos, &at, &Ty::STRING, || "left operand of `^`".to_string())?;
-                self.unify_at(b.pos, &bt, &Ty::STRING, || "right operand of `^`".to_string())?;
+                self.unify_at(a.pos, &at, &Ty::STRING, || {
+                    "left operand of `^`".to_string()
+                })?;
+                self.unify_at(b.pos, &bt, &Ty::STRING, || {
+                    "right operand of `^`".to_string()
+                })?;
                 Ty::STRING
             }
         };
@@ -983,7 +1084,9 @@ impl Checker<'_> {
         if !arity_ok {
             let want = match prim {
                 NetPrim::OnRemote => "4 arguments (chunk, host, resource bound, routing function)",
-                NetPrim::OnNeighbor => "3 arguments (chunk, host, resource bound) and optionally a dev",
+                NetPrim::OnNeighbor => {
+                    "3 arguments (chunk, host, resource bound) and optionally a dev"
+                }
                 NetPrim::RetransOnRemote => {
                     "6 arguments (chunk, host, resource bound, routing function, retries, timeout)"
                 }
@@ -1046,14 +1149,20 @@ mod tests {
             "int list -> int"
         );
         assert_eq!(
-            scheme("fun k(x, acc) = x :: acc fun copy(l) = foldr(k, l, [])", "copy"),
+            scheme(
+                "fun k(x, acc) = x :: acc fun copy(l) = foldr(k, l, [])",
+                "copy"
+            ),
             "'a list -> 'a list"
         );
         assert_eq!(
             scheme("fun f(x) = let fun g(y) = (x, y) in g(1) end", "f"),
             "'a -> 'a * int"
         );
-        assert_eq!(scheme("fun c(x) = let val k = |c|(x) in 1 end", "c"), "'a -> int");
+        assert_eq!(
+            scheme("fun c(x) = let val k = |c|(x) in 1 end", "c"),
+            "'a -> int"
+        );
     }
 
     #[test]
@@ -1066,15 +1175,28 @@ mod tests {
         let e = check("fun f() = g() fun g() = 1").unwrap_err();
         assert!(e.msg.contains("defined before"), "{}", e.msg);
         let e = check("fun f() = if 1 then 2 else 3").unwrap_err();
-        assert!(e.msg.contains("condition of `if`: expected bool but found int"), "{}", e.msg);
+        assert!(
+            e.msg
+                .contains("condition of `if`: expected bool but found int"),
+            "{}",
+            e.msg
+        );
         let e = check("fun f() = raise Nope").unwrap_err();
         assert!(e.msg.contains("unknown exception"), "{}", e.msg);
         let e = check("svc getRB : void -> string\nfun f() = 1").unwrap_err();
-        assert!(e.msg.contains("this node provides it as void -> int"), "{}", e.msg);
+        assert!(
+            e.msg.contains("this node provides it as void -> int"),
+            "{}",
+            e.msg
+        );
         let e = check("fun f(l) = #3 l").unwrap_err();
         assert!(e.msg.contains("annotation"), "{}", e.msg);
         let e = check("fun f(x) = x\nfun g() = f(1, 2)").unwrap_err();
-        assert!(e.msg.contains("expects 1 argument but is given 2"), "{}", e.msg);
+        assert!(
+            e.msg.contains("expects 1 argument but is given 2"),
+            "{}",
+            e.msg
+        );
         let e = check("fun f() = OnRemote(|f|(), 1.2.3.4, 1, print)").unwrap_err();
         assert!(e.msg.contains("routing function"), "{}", e.msg);
     }

@@ -283,8 +283,9 @@ fn value_type(m: &Machine<'_>, v: &Value, s: &mut Subst) -> Result<Ty, String> {
                 Some(SchemeBody::Fun(ft)) if ft.params.len() == c.args.len() => {
                     for (p, a) in ft.params.iter().zip(&c.args) {
                         let t = value_type(m, a, s)?;
-                        s.unify(&t, p)
-                            .map_err(|_| format!("arguments of chunk |{}| do not match its type", c.func))?;
+                        s.unify(&t, p).map_err(|_| {
+                            format!("arguments of chunk |{}| do not match its type", c.func)
+                        })?;
                     }
                     Ty::chunk(ft.ret)
                 }
@@ -310,7 +311,11 @@ impl Machine<'_> {
 
     fn program_for(&self, code: &Code) -> Result<Arc<Program>, EvalError> {
         match code {
-            Code::Text { hash, text } => Ok(self.cache.get_or_compile_hashed(text, *hash, self.registry)?),
+            Code::Text { hash, text } => {
+                Ok(self
+                    .cache
+                    .get_or_compile_hashed(text, *hash, self.registry)?)
+            }
             Code::Hash(h) => self
                 .cache
                 .get(h)
@@ -362,7 +367,7 @@ impl Machine<'_> {
         }
         for (i, (p, a)) in ft.params.iter().zip(&chunk.args).enumerate() {
             self.tick(1)?;
-            let t = value_type(self, a, &mut s).map_err(|r| bad(r))?;
+            let t = value_type(self, a, &mut s).map_err(&bad)?;
             if let Err(e) = s.unify(&t, p) {
                 let _ = e;
                 let want = s.resolve(p).map(|t| t.to_string()).unwrap_or_default();
@@ -395,14 +400,21 @@ impl Machine<'_> {
         self.call_code(prog, &mut globals, f, args)
     }
 
-    fn call_code(&mut self, prog: &Arc<Program>, globals: &mut [Value], f: &FnCode, args: Vec<Value>) -> R {
+    fn call_code(
+        &mut self,
+        prog: &Arc<Program>,
+        globals: &mut [Value],
+        f: &FnCode,
+        args: Vec<Value>,
+    ) -> R {
         self.tick(1)?;
         if args.len() != f.nparams as usize {
             return internal("arity mismatch");
         }
         let bp = self.stack.len();
         self.stack.extend(args);
-        self.stack.resize(bp + f.frame.max(f.nparams) as usize, Value::Unit);
+        self.stack
+            .resize(bp + f.frame.max(f.nparams) as usize, Value::Unit);
         let r = self.eval(prog, globals, &f.body, bp);
         self.stack.truncate(bp);
         r
@@ -421,7 +433,13 @@ impl Machine<'_> {
         r
     }
 
-    fn eval_all(&mut self, prog: &Arc<Program>, g: &mut [Value], irs: &[Ir], bp: usize) -> R<Vec<Value>> {
+    fn eval_all(
+        &mut self,
+        prog: &Arc<Program>,
+        g: &mut [Value],
+        irs: &[Ir],
+        bp: usize,
+    ) -> R<Vec<Value>> {
         let mut out = Vec::with_capacity(irs.len());
         for x in irs {
             out.push(self.eval(prog, g, x, bp)?);
@@ -598,10 +616,12 @@ impl Machine<'_> {
             },
             (UnOp::Fst, Value::Tuple(t)) => t.items().first().cloned().unwrap_or(Value::Unit),
             (UnOp::Snd, Value::Tuple(t)) => t.items().get(1).cloned().unwrap_or(Value::Unit),
-            (UnOp::Nth(n), Value::Tuple(t)) => match (n as usize).checked_sub(1).and_then(|i| t.items().get(i)) {
-                Some(v) => v.clone(),
-                None => return internal("tuple index out of range"),
-            },
+            (UnOp::Nth(n), Value::Tuple(t)) => {
+                match (n as usize).checked_sub(1).and_then(|i| t.items().get(i)) {
+                    Some(v) => v.clone(),
+                    None => return internal("tuple index out of range"),
+                }
+            }
             (UnOp::Explode, Value::Str(s)) => {
                 self.tick(s.len() as u64)?;
                 let mut l = List::nil();
@@ -620,7 +640,9 @@ impl Machine<'_> {
                     }
                 }
                 if out.len() > MAX_STRING_LEN {
-                    return Err(Flow::Fatal(EvalError::TooLarge("string longer than 1 MiB".into())));
+                    return Err(Flow::Fatal(EvalError::TooLarge(
+                        "string longer than 1 MiB".into(),
+                    )));
                 }
                 Value::Str(Arc::from(out))
             }
@@ -644,7 +666,9 @@ impl Machine<'_> {
             };
             let len = a.len() + b.len();
             if len > MAX_STRING_LEN {
-                return Err(Flow::Fatal(EvalError::TooLarge("string longer than 1 MiB".into())));
+                return Err(Flow::Fatal(EvalError::TooLarge(
+                    "string longer than 1 MiB".into(),
+                )));
             }
             self.tick(len as u64 / 16)?;
             let mut v = Vec::with_capacity(len);
@@ -695,7 +719,8 @@ impl Machine<'_> {
 
     fn net(&mut self, prim: NetPrim, vs: Vec<Value>, route: Option<Arc<str>>) -> R {
         let mut it = vs.into_iter();
-        let (Some(Value::Chunk(chunk)), Some(Value::Host(dest)), Some(Value::Int(rb))) = (it.next(), it.next(), it.next())
+        let (Some(Value::Chunk(chunk)), Some(Value::Host(dest)), Some(Value::Int(rb))) =
+            (it.next(), it.next(), it.next())
         else {
             return internal("ill-typed network primitive");
         };
@@ -710,7 +735,9 @@ impl Machine<'_> {
                 },
             },
             NetPrim::RetransOnRemote => {
-                let (Some(Value::Int(retries)), Some(Value::Int(timeout_ms))) = (it.next(), it.next()) else {
+                let (Some(Value::Int(retries)), Some(Value::Int(timeout_ms))) =
+                    (it.next(), it.next())
+                else {
                     return internal("ill-typed RetransOnRemote");
                 };
                 SendKind::Retrans {
@@ -752,7 +779,10 @@ impl Machine<'_> {
             SvcTarget::Builtin(b) => *b,
             SvcTarget::Extension(id) => {
                 self.tick(1)?;
-                return self.services.call(*id, &svc.name, &args).map_err(from_service);
+                return self
+                    .services
+                    .call(*id, &svc.name, &args)
+                    .map_err(from_service);
             }
             SvcTarget::Missing => {
                 return raise(
@@ -780,7 +810,9 @@ impl Machine<'_> {
                 self.tick(ns.len() as u64)?;
                 let mut items = Vec::with_capacity(ns.len());
                 for (h, d) in ns {
-                    items.push(Value::tuple(vec![Value::Host(h), Value::Dev(d)]).map_err(depth_err)?);
+                    items.push(
+                        Value::tuple(vec![Value::Host(h), Value::Dev(d)]).map_err(depth_err)?,
+                    );
                 }
                 Value::list(items).map_err(depth_err)?
             }
@@ -798,11 +830,27 @@ impl Machine<'_> {
             }
             (Builtin::GetHostByName, [Value::Str(s)]) => {
                 let name = String::from_utf8_lossy(s).into_owned();
-                Value::Host(self.services.get_host_by_name(&name).map_err(from_service)?)
+                Value::Host(
+                    self.services
+                        .get_host_by_name(&name)
+                        .map_err(from_service)?,
+                )
             }
             (Builtin::Fragment, [Value::Chunk(c), Value::Int(mtu)]) => self.fragment(c, *mtu)?,
-            (Builtin::FragPiece, [Value::Int(id), Value::Int(idx), Value::Int(total), Value::Blob(data)]) => {
-                match self.services.reassemble(*id, *idx, *total, data).map_err(from_service)? {
+            (
+                Builtin::FragPiece,
+                [
+                    Value::Int(id),
+                    Value::Int(idx),
+                    Value::Int(total),
+                    Value::Blob(data),
+                ],
+            ) => {
+                match self
+                    .services
+                    .reassemble(*id, *idx, *total, data)
+                    .map_err(from_service)?
+                {
                     None => Value::Unit,
                     Some(bytes) => {
                         self.tick(bytes.len() as u64 / 16)?;
@@ -828,11 +876,19 @@ impl Machine<'_> {
         self.tick(bytes.len() as u64 / 16)?;
         let size = match usize::try_from(mtu) {
             Ok(s) if s >= 1 => s,
-            _ => return raise("FragmentError", format!("fragment size {mtu} must be positive")),
+            _ => {
+                return raise(
+                    "FragmentError",
+                    format!("fragment size {mtu} must be positive"),
+                );
+            }
         };
         let pieces: Vec<&[u8]> = bytes.chunks(size).collect();
         if pieces.len() > crate::services::Reassembler::MAX_PIECES as usize {
-            return raise("FragmentError", format!("{} fragments is too many", pieces.len()));
+            return raise(
+                "FragmentError",
+                format!("{} fragments is too many", pieces.len()),
+            );
         }
         let hash = crate::program::sha256(&bytes);
         let mut idb = [0u8; 8];
@@ -844,7 +900,12 @@ impl Machine<'_> {
             let ch = Chunk::new(
                 None,
                 "fragPiece",
-                vec![Value::Int(id), Value::Int(i as i64), Value::Int(total), Value::Blob(Arc::from(p))],
+                vec![
+                    Value::Int(id),
+                    Value::Int(i as i64),
+                    Value::Int(total),
+                    Value::Blob(Arc::from(p)),
+                ],
             )
             .map_err(depth_err)?;
             out.push(Value::Chunk(Arc::new(ch)));

@@ -146,7 +146,10 @@ pub fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
     if src.len() > MAX_SOURCE_LEN {
         return Err(SyntaxError::new(
             Pos { line: 1, col: 1 },
-            format!("program text is {} bytes; the limit is {MAX_SOURCE_LEN}", src.len()),
+            format!(
+                "program text is {} bytes; the limit is {MAX_SOURCE_LEN}",
+                src.len()
+            ),
         ));
     }
     let mut lx = Lexer {
@@ -262,10 +265,10 @@ impl Lexer<'_> {
         if c == '\'' {
             return self.quote(pos);
         }
-        if c == '[' {
-            if let Some(h) = self.try_v6_host() {
-                return Ok(Tok::Host(h));
-            }
+        if c == '['
+            && let Some(h) = self.try_v6_host()
+        {
+            return Ok(Tok::Host(h));
         }
         for sym in SYMBOLS {
             let matches = sym
@@ -309,7 +312,12 @@ impl Lexer<'_> {
             }
         }
         if dots > 0 {
-            let text: String = self.chars.get(self.i..self.i + k).unwrap_or(&[]).iter().collect();
+            let text: String = self
+                .chars
+                .get(self.i..self.i + k)
+                .unwrap_or(&[])
+                .iter()
+                .collect();
             for _ in 0..k {
                 self.bump();
             }
@@ -336,7 +344,10 @@ impl Lexer<'_> {
             self.bump();
             let p = self.digits();
             return p.parse::<u16>().map_err(|_| {
-                SyntaxError::new(pos, format!("port `{p}` in host literal is not in 0..=65535"))
+                SyntaxError::new(
+                    pos,
+                    format!("port `{p}` in host literal is not in 0..=65535"),
+                )
             });
         }
         Ok(DEFAULT_PORT)
@@ -358,11 +369,9 @@ impl Lexer<'_> {
             return None;
         }
         let ip: Ipv6Addr = text.parse().ok()?;
-        let has_port = self.peek(k + 1) == Some(':')
-            && self.peek(k + 2).is_some_and(|d| d.is_ascii_digit());
-        let single_colon = text
-            .split("::")
-            .any(|part| part.contains(':'));
+        let has_port =
+            self.peek(k + 1) == Some(':') && self.peek(k + 2).is_some_and(|d| d.is_ascii_digit());
+        let single_colon = text.split("::").any(|part| part.contains(':'));
         if !has_port && !single_colon {
             return None;
         }
@@ -465,7 +474,9 @@ impl Lexer<'_> {
                 if !c.is_ascii() {
                     return Err(SyntaxError::new(
                         pos,
-                        format!("character literal {c:?} is not a single byte (PLAN chars are 8-bit)"),
+                        format!(
+                            "character literal {c:?} is not a single byte (PLAN chars are 8-bit)"
+                        ),
                     ));
                 }
                 Ok(Tok::Char(c as u8))
@@ -473,7 +484,10 @@ impl Lexer<'_> {
             (Some(c), _) if is_ident_start(c) => {
                 self.bump();
                 let mut s = String::new();
-                while let Some(c) = self.peek(0).filter(|c| c.is_ascii_alphanumeric() || *c == '_') {
+                while let Some(c) = self
+                    .peek(0)
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                {
                     s.push(c);
                     self.bump();
                 }

@@ -86,15 +86,27 @@ pub fn fuzz_unmarshal(data: &[u8]) -> bool {
     if let Ok((h, c)) = packet::decode_body(data) {
         ok = true;
         let again = packet::encode_body(&h, &c);
-        assert_eq!(packet::decode_body(&again).ok(), Some((h, c)), "body round-trip");
+        assert_eq!(
+            packet::decode_body(&again).ok(),
+            Some((h, c)),
+            "body round-trip"
+        );
     }
     if let Ok(c) = marshal::decode_chunk(data) {
         ok = true;
-        assert_eq!(marshal::encode_chunk(&c), data, "chunk encoding is canonical");
+        assert_eq!(
+            marshal::encode_chunk(&c),
+            data,
+            "chunk encoding is canonical"
+        );
     }
     if let Ok(v) = marshal::decode_value(data) {
         ok = true;
-        assert_eq!(marshal::encode_value(&v), data, "value encoding is canonical");
+        assert_eq!(
+            marshal::encode_value(&v),
+            data,
+            "value encoding is canonical"
+        );
     }
     ok
 }

@@ -207,10 +207,12 @@ pub fn encode_chunk_into(out: &mut Vec<u8>, c: &Chunk) {
 
 /// Encodes a chunk.
 pub fn encode_chunk(c: &Chunk) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + c.code.as_ref().map_or(0, |c| match c {
-        Code::Text { text, .. } => text.len(),
-        Code::Hash(_) => 32,
-    }));
+    let mut out = Vec::with_capacity(
+        64 + c.code.as_ref().map_or(0, |c| match c {
+            Code::Text { text, .. } => text.len(),
+            Code::Hash(_) => 32,
+        }),
+    );
     encode_chunk_into(&mut out, c);
     out
 }
@@ -261,12 +263,14 @@ impl<'a> Reader<'a> {
 
     /// Takes `n` bytes.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len()).ok_or(
-            DecodeError::Truncated {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or(DecodeError::Truncated {
                 at: self.pos,
                 needed: n.saturating_sub(self.remaining()),
-            },
-        )?;
+            })?;
         let s = self.buf.get(self.pos..end).ok_or(DecodeError::Truncated {
             at: self.pos,
             needed: n,
@@ -335,7 +339,8 @@ impl<'a> Reader<'a> {
 
 fn valid_func_name(s: &str) -> bool {
     let mut cs = s.chars();
-    cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'')
         && s.len() <= 255
 }
@@ -372,23 +377,38 @@ pub fn read_value(r: &mut Reader<'_>, depth: u16) -> Result<Value, DecodeError> 
                     a.copy_from_slice(b);
                     IpAddr::V6(Ipv6Addr::from(a))
                 }
-                _ => return Err(DecodeError::Invalid { what: "host address family", at }),
+                _ => {
+                    return Err(DecodeError::Invalid {
+                        what: "host address family",
+                        at,
+                    });
+                }
             };
             let p = r.take(2)?;
-            let port = u16::from_be_bytes([p.first().copied().unwrap_or(0), p.get(1).copied().unwrap_or(0)]);
+            let port = u16::from_be_bytes([
+                p.first().copied().unwrap_or(0),
+                p.get(1).copied().unwrap_or(0),
+            ]);
             Value::Host(SocketAddr::new(ip, port))
         }
-        6 => Value::Port(u32::try_from(r.varint()?).map_err(|_| DecodeError::Invalid { what: "port", at })?),
+        6 => Value::Port(
+            u32::try_from(r.varint()?).map_err(|_| DecodeError::Invalid { what: "port", at })?,
+        ),
         7 => Value::Key(Arc::from(r.bytes(MAX_DECODE_LEN)?)),
         8 => Value::Blob(Arc::from(r.bytes(MAX_DECODE_LEN)?)),
         9 => {
             let name = r.string(255, "exception name")?;
             if !valid_func_name(name) {
-                return Err(DecodeError::Invalid { what: "exception name", at });
+                return Err(DecodeError::Invalid {
+                    what: "exception name",
+                    at,
+                });
             }
             Value::Exn(Arc::from(name))
         }
-        10 => Value::Dev(u32::try_from(r.varint()?).map_err(|_| DecodeError::Invalid { what: "dev", at })?),
+        10 => Value::Dev(
+            u32::try_from(r.varint()?).map_err(|_| DecodeError::Invalid { what: "dev", at })?,
+        ),
         11 | 12 => {
             if depth >= MAX_VALUE_DEPTH {
                 return Err(DecodeError::TooDeep);
@@ -396,7 +416,10 @@ pub fn read_value(r: &mut Reader<'_>, depth: u16) -> Result<Value, DecodeError> 
             // Every element takes at least one byte.
             let n = r.len(usize::MAX)?;
             if tag == 12 && n < 2 {
-                return Err(DecodeError::Invalid { what: "tuple arity", at });
+                return Err(DecodeError::Invalid {
+                    what: "tuple arity",
+                    at,
+                });
             }
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
@@ -434,12 +457,20 @@ pub fn read_chunk(r: &mut Reader<'_>, depth: u16) -> Result<Chunk, DecodeError> 
             a.copy_from_slice(h);
             Some(Code::Hash(a))
         }
-        _ => return Err(DecodeError::Invalid { what: "code tag", at }),
+        _ => {
+            return Err(DecodeError::Invalid {
+                what: "code tag",
+                at,
+            });
+        }
     };
     let fat = r.pos();
     let func = r.string(255, "function name")?;
     if !valid_func_name(func) {
-        return Err(DecodeError::Invalid { what: "function name", at: fat });
+        return Err(DecodeError::Invalid {
+            what: "function name",
+            at: fat,
+        });
     }
     let n = r.len(usize::MAX)?;
     let mut args = Vec::with_capacity(n);
@@ -484,29 +515,56 @@ mod tests {
         let t = Value::tuple(vec![Value::Char(b'a'), Value::Dev(3)]).unwrap();
         assert_eq!(encode_value(&t), [12, 2, 2, b'a', 10, 3]);
         let c = Chunk::new(None, "print", vec![Value::Int(2)]).unwrap();
-        assert_eq!(encode_chunk(&c), [0, 5, b'p', b'r', b'i', b'n', b't', 1, 1, 4]);
+        assert_eq!(
+            encode_chunk(&c),
+            [0, 5, b'p', b'r', b'i', b'n', b't', 1, 1, 4]
+        );
         assert_eq!(decode_chunk(&encode_chunk(&c)).unwrap(), c);
     }
 
     #[test]
     fn rejects() {
-        assert!(matches!(decode_value(&[]), Err(DecodeError::Truncated { .. })));
-        assert!(matches!(decode_value(&[99]), Err(DecodeError::BadTag { tag: 99, .. })));
-        assert!(matches!(decode_value(&[1, 0x80, 0x00]), Err(DecodeError::BadVarint { .. })));
-        assert!(matches!(decode_value(&[4, 2]), Err(DecodeError::Invalid { .. })));
-        assert!(matches!(decode_value(&[3, 5, b'a']), Err(DecodeError::TooLong { .. })));
-        assert!(matches!(decode_value(&[0, 0]), Err(DecodeError::Trailing(1))));
-        assert!(matches!(decode_value(&[12, 1, 0]), Err(DecodeError::Invalid { .. })));
+        assert!(matches!(
+            decode_value(&[]),
+            Err(DecodeError::Truncated { .. })
+        ));
+        assert!(matches!(
+            decode_value(&[99]),
+            Err(DecodeError::BadTag { tag: 99, .. })
+        ));
+        assert!(matches!(
+            decode_value(&[1, 0x80, 0x00]),
+            Err(DecodeError::BadVarint { .. })
+        ));
+        assert!(matches!(
+            decode_value(&[4, 2]),
+            Err(DecodeError::Invalid { .. })
+        ));
+        assert!(matches!(
+            decode_value(&[3, 5, b'a']),
+            Err(DecodeError::TooLong { .. })
+        ));
+        assert!(matches!(
+            decode_value(&[0, 0]),
+            Err(DecodeError::Trailing(1))
+        ));
+        assert!(matches!(
+            decode_value(&[12, 1, 0]),
+            Err(DecodeError::Invalid { .. })
+        ));
         assert!(matches!(
             decode_value(&[11, 0xff, 0xff, 0xff, 0xff, 0x0f]),
             Err(DecodeError::TooLong { .. })
         ));
-        let mut deep = vec![11u8, 1].repeat(200);
+        let mut deep = [11u8, 1].repeat(200);
         deep.push(0);
         assert!(matches!(decode_value(&deep), Err(DecodeError::TooDeep)));
         assert!(matches!(
             decode_chunk(&[0, 2, b'1', b'x', 0]),
-            Err(DecodeError::Invalid { what: "function name", .. })
+            Err(DecodeError::Invalid {
+                what: "function name",
+                ..
+            })
         ));
     }
 }

@@ -98,7 +98,8 @@ fn ident_ok(s: &str, allow_empty: bool) -> bool {
         return allow_empty;
     }
     let mut cs = s.chars();
-    cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'')
 }
 
@@ -140,9 +141,15 @@ fn take<'a>(b: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], PacketErr
     Ok(s)
 }
 
-fn name<'a>(b: &'a [u8], at: &mut usize, what: &'static str, allow_empty: bool) -> Result<&'a str, PacketError> {
+fn name<'a>(
+    b: &'a [u8],
+    at: &mut usize,
+    what: &'static str,
+    allow_empty: bool,
+) -> Result<&'a str, PacketError> {
     let n = take(b, at, 1)?.first().copied().unwrap_or(0);
-    let s = std::str::from_utf8(take(b, at, usize::from(n))?).map_err(|_| PacketError::BadName(what))?;
+    let s = std::str::from_utf8(take(b, at, usize::from(n))?)
+        .map_err(|_| PacketError::BadName(what))?;
     if !ident_ok(s, allow_empty) {
         return Err(PacketError::BadName(what));
     }
@@ -155,7 +162,10 @@ pub fn peek_header(b: &[u8]) -> Result<(PlanHeaderRef<'_>, &[u8]), PacketError> 
     let mut at = 0;
     let hd = take(b, &mut at, 6)?;
     let (Some(&magic), Some(&version)) = (hd.first(), hd.get(1)) else {
-        return Err(PacketError::Truncated { need: 6, have: b.len() });
+        return Err(PacketError::Truncated {
+            need: 6,
+            have: b.len(),
+        });
     };
     if magic != MAGIC {
         return Err(PacketError::BadMagic(magic));
@@ -219,9 +229,18 @@ mod tests {
 
     #[test]
     fn rejects() {
-        assert!(matches!(peek_header(&[]), Err(PacketError::Truncated { .. })));
-        assert!(matches!(peek_header(&[0, 1, 0, 0, 0, 0]), Err(PacketError::BadMagic(0))));
-        assert!(matches!(peek_header(&[0xA7, 9, 0, 0, 0, 0]), Err(PacketError::BadVersion(9))));
+        assert!(matches!(
+            peek_header(&[]),
+            Err(PacketError::Truncated { .. })
+        ));
+        assert!(matches!(
+            peek_header(&[0, 1, 0, 0, 0, 0]),
+            Err(PacketError::BadMagic(0))
+        ));
+        assert!(matches!(
+            peek_header(&[0xA7, 9, 0, 0, 0, 0]),
+            Err(PacketError::BadVersion(9))
+        ));
         assert!(matches!(
             peek_header(&[0xA7, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             Err(PacketError::BadName("routFun"))

@@ -211,7 +211,9 @@ impl Parser {
         if self.depth + extra > MAX_NESTING {
             return Err(SyntaxError::new(
                 self.pos(),
-                format!("program is nested too deeply (limit {MAX_NESTING} levels); split it into smaller functions"),
+                format!(
+                    "program is nested too deeply (limit {MAX_NESTING} levels); split it into smaller functions"
+                ),
             ));
         }
         Ok(())
@@ -291,9 +293,7 @@ impl Parser {
                 DefKind::Svc { name, ty }
             }
             _ => {
-                return Err(self.unexpected(
-                    "a definition (`fun`, `val`, `exception` or `svc`)",
-                ));
+                return Err(self.unexpected("a definition (`fun`, `val`, `exception` or `svc`)"));
             }
         };
         Ok(Def { pos, kind })
@@ -435,7 +435,9 @@ impl Parser {
             if self.depth + chain > MAX_NESTING {
                 return Err(SyntaxError::new(
                     pos,
-                    format!("operator chain is too long (limit {MAX_NESTING}); use intermediate `val`s"),
+                    format!(
+                        "operator chain is too long (limit {MAX_NESTING}); use intermediate `val`s"
+                    ),
                 ));
             }
             self.enter(chain)?;
@@ -576,7 +578,8 @@ impl Parser {
                         "`let` needs at least one definition before `in`",
                     ));
                 }
-                let body = self.seq_until(|p| p.is_kw("end"), "`;` or `end` in the body of `let`")?;
+                let body =
+                    self.seq_until(|p| p.is_kw("end"), "`;` or `end` in the body of `let`")?;
                 self.expect_kw("end", "to close `let`")?;
                 mk(ExprKind::Let(defs, Box::new(body)))
             }
@@ -639,7 +642,8 @@ impl Parser {
             }
             Tok::Sym("|") => {
                 self.advance();
-                let (name, _) = self.ident("a function name inside `|...|` (chunk syntax is |f|(args))")?;
+                let (name, _) =
+                    self.ident("a function name inside `|...|` (chunk syntax is |f|(args))")?;
                 self.expect_sym("|", "after the chunk's function name")?;
                 let args = self.args(&format!("chunk |{name}|"))?;
                 mk(ExprKind::Chunk(name, args))
@@ -664,7 +668,10 @@ impl Parser {
                 let a = self.expr()?;
                 self.expect_sym(",", &format!("between the arguments of `{k}`"))?;
                 let b = self.expr()?;
-                self.expect_sym(")", &format!("to close `{k}` (it takes exactly 3 arguments)"))?;
+                self.expect_sym(
+                    ")",
+                    &format!("to close `{k}` (it takes exactly 3 arguments)"),
+                )?;
                 mk(ExprKind::Fold {
                     left: k == "foldl",
                     func,
@@ -745,7 +752,12 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error() {
         let src = format!("fun f() = {}1{}", "(".repeat(5000), ")".repeat(5000));
-        assert!(parse_program(&src).unwrap_err().msg.contains("nested too deeply"));
+        assert!(
+            parse_program(&src)
+                .unwrap_err()
+                .msg
+                .contains("nested too deeply")
+        );
         let src = format!("fun f() = 1{}", " + 1".repeat(5000));
         assert!(parse_program(&src).is_err());
         let src = format!("fun f() = {}0", "~".repeat(5000));

@@ -47,7 +47,11 @@ impl Program {
         Self::compile_hashed(text, code_hash(text), registry)
     }
 
-    fn compile_hashed(text: &str, hash: [u8; 32], registry: &ServiceRegistry) -> Result<Program, CompileError> {
+    fn compile_hashed(
+        text: &str,
+        hash: [u8; 32],
+        registry: &ServiceRegistry,
+    ) -> Result<Program, CompileError> {
         let defs = parse_program(text)?;
         let Checked {
             fns,
@@ -135,7 +139,9 @@ impl ProgramCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
         // A poisoned lock only means another thread panicked while holding
         // it; the map itself is always consistent.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Looks a program up by hash.
@@ -149,7 +155,11 @@ impl ProgramCache {
     }
 
     /// Returns the cached program for `text`, compiling it on a miss.
-    pub fn get_or_compile(&self, text: &str, registry: &ServiceRegistry) -> Result<Arc<Program>, CompileError> {
+    pub fn get_or_compile(
+        &self,
+        text: &str,
+        registry: &ServiceRegistry,
+    ) -> Result<Arc<Program>, CompileError> {
         self.get_or_compile_hashed(text, code_hash(text), registry)
     }
 

@@ -86,7 +86,8 @@ pub struct ServiceRegistry {
 
 fn valid_ident(s: &str) -> bool {
     let mut cs = s.chars();
-    cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'')
         && !crate::lexer::KEYWORDS.contains(&s)
 }
@@ -245,7 +246,10 @@ pub trait Services {
     /// literal addresses (`1.2.3.4[:port]`, `[v6]:port`).
     fn get_host_by_name(&mut self, name: &str) -> Result<SocketAddr, ServiceError> {
         parse_host(name).ok_or_else(|| {
-            ServiceError::new("UnknownHost", format!("getHostByName: cannot resolve {name:?}"))
+            ServiceError::new(
+                "UnknownHost",
+                format!("getHostByName: cannot resolve {name:?}"),
+            )
         })
     }
 
@@ -278,11 +282,14 @@ pub trait Services {
     }
 }
 
+/// Announced piece count and the pieces received so far.
+type PieceSet = (i64, Vec<Option<Vec<u8>>>);
+
 /// Bookkeeping for `fragPiece`: collects fragments per id, bounded in the
 /// number of pending ids and bytes.
 #[derive(Debug, Default)]
 pub struct Reassembler {
-    pending: HashMap<i64, (i64, Vec<Option<Vec<u8>>>)>,
+    pending: HashMap<i64, PieceSet>,
     bytes: usize,
 }
 
@@ -309,7 +316,10 @@ impl Reassembler {
             ));
         }
         if !self.pending.contains_key(&id) && self.pending.len() >= Self::MAX_PENDING {
-            return Err(ServiceError::new("FragmentError", "too many pending fragment sets"));
+            return Err(ServiceError::new(
+                "FragmentError",
+                "too many pending fragment sets",
+            ));
         }
         if self.bytes + data.len() > Self::MAX_BYTES {
             return Err(ServiceError::new("FragmentError", "reassembly buffer full"));
@@ -322,11 +332,17 @@ impl Reassembler {
         if entry.0 != total {
             return Err(ServiceError::new(
                 "FragmentError",
-                format!("fragment set {id} announced {} pieces, now {total}", entry.0),
+                format!(
+                    "fragment set {id} announced {} pieces, now {total}",
+                    entry.0
+                ),
             ));
         }
         let Some(slot) = entry.1.get_mut(usize::try_from(index).unwrap_or(0)) else {
-            return Err(ServiceError::new("FragmentError", "fragment index out of range"));
+            return Err(ServiceError::new(
+                "FragmentError",
+                "fragment index out of range",
+            ));
         };
         if slot.is_none() {
             self.bytes += data.len();
@@ -363,7 +379,10 @@ mod tests {
     fn register_extension() {
         let mut r = ServiceRegistry::with_core();
         let id = r.register("queueLength", "dev -> int").unwrap();
-        assert_eq!(r.lookup("queueLength").unwrap().target, SvcTarget::Extension(id));
+        assert_eq!(
+            r.lookup("queueLength").unwrap().target,
+            SvcTarget::Extension(id)
+        );
         assert!(matches!(
             r.register("queueLength", "dev -> int"),
             Err(RegistryError::Duplicate(_))
@@ -372,7 +391,10 @@ mod tests {
             r.register("bad", "int ->"),
             Err(RegistryError::BadSignature { .. })
         ));
-        assert!(matches!(r.register("if", "int"), Err(RegistryError::BadName(_))));
+        assert!(matches!(
+            r.register("if", "int"),
+            Err(RegistryError::BadName(_))
+        ));
     }
 
     #[test]

@@ -78,13 +78,13 @@ impl Services for FakeServices {
     }
 
     fn send(&mut self, out: Outgoing) -> Result<(), ServiceError> {
-        if let SendKind::Neighbor { .. } = out.kind {
-            if !self.neighbors.iter().any(|(h, _)| *h == out.dest) {
-                return Err(ServiceError::new(
-                    "NotANeighbor",
-                    format!("{} is not adjacent", out.dest),
-                ));
-            }
+        if let SendKind::Neighbor { .. } = out.kind
+            && !self.neighbors.iter().any(|(h, _)| *h == out.dest)
+        {
+            return Err(ServiceError::new(
+                "NotANeighbor",
+                format!("{} is not adjacent", out.dest),
+            ));
         }
         self.sent.push(out);
         Ok(())
@@ -99,7 +99,13 @@ impl Services for FakeServices {
         Ok(())
     }
 
-    fn reassemble(&mut self, id: i64, index: i64, total: i64, data: &[u8]) -> Result<Option<Vec<u8>>, ServiceError> {
+    fn reassemble(
+        &mut self,
+        id: i64,
+        index: i64,
+        total: i64,
+        data: &[u8],
+    ) -> Result<Option<Vec<u8>>, ServiceError> {
         self.reassembler.add(id, index, total, data)
     }
 
@@ -199,7 +205,12 @@ impl LineNet {
         }
         let mut nodes = Vec::new();
         for i in 0..n {
-            let mut s = FakeServices::at(hosts.get(i).copied().unwrap_or_else(|| SocketAddr::from(([0; 4], 0))));
+            let mut s = FakeServices::at(
+                hosts
+                    .get(i)
+                    .copied()
+                    .unwrap_or_else(|| SocketAddr::from(([0; 4], 0))),
+            );
             let my_adj = adj.get(i).cloned().unwrap_or_default();
             for (d, j) in my_adj.iter().enumerate() {
                 if let Some(h) = hosts.get(*j) {
@@ -214,35 +225,35 @@ impl LineNet {
                 *x = true;
             }
             for (d, j) in my_adj.iter().enumerate() {
-                if let Some(x) = seen.get_mut(*j) {
-                    if !*x {
-                        *x = true;
-                        if let Some(f) = first.get_mut(*j) {
-                            *f = Some(d);
-                        }
-                        q.push_back(*j);
+                if let Some(x) = seen.get_mut(*j)
+                    && !*x
+                {
+                    *x = true;
+                    if let Some(f) = first.get_mut(*j) {
+                        *f = Some(d);
                     }
+                    q.push_back(*j);
                 }
             }
             while let Some(u) = q.pop_front() {
                 let fu = first.get(u).copied().flatten();
                 for v in adj.get(u).cloned().unwrap_or_default() {
-                    if let Some(x) = seen.get_mut(v) {
-                        if !*x {
-                            *x = true;
-                            if let Some(f) = first.get_mut(v) {
-                                *f = fu;
-                            }
-                            q.push_back(v);
+                    if let Some(x) = seen.get_mut(v)
+                        && !*x
+                    {
+                        *x = true;
+                        if let Some(f) = first.get_mut(v) {
+                            *f = fu;
                         }
+                        q.push_back(v);
                     }
                 }
             }
             for (j, f) in first.iter().enumerate() {
-                if let (Some(d), Some(h)) = (f, hosts.get(j)) {
-                    if let Some(nh) = my_adj.get(*d).and_then(|k| hosts.get(*k)) {
-                        s.routes.insert(*h, (*nh, Dev::try_from(*d).unwrap_or(0)));
-                    }
+                if let (Some(d), Some(h)) = (f, hosts.get(j))
+                    && let Some(nh) = my_adj.get(*d).and_then(|k| hosts.get(*k))
+                {
+                    s.routes.insert(*h, (*nh, Dev::try_from(*d).unwrap_or(0)));
                 }
             }
             nodes.push(s);
@@ -264,7 +275,13 @@ impl LineNet {
     /// Injects `chunk` at node `at` with evaluation destination `dest` and
     /// resource bound `rb`, then runs the network until no packets remain
     /// (or `max_packets` have been processed).
-    pub fn inject(&mut self, at: usize, dest: SocketAddr, rb: u32, chunk: Chunk) -> Result<(), EvalError> {
+    pub fn inject(
+        &mut self,
+        at: usize,
+        dest: SocketAddr,
+        rb: u32,
+        chunk: Chunk,
+    ) -> Result<(), EvalError> {
         let source = self.hosts.get(at).copied().unwrap_or(dest);
         let mut q = VecDeque::new();
         q.push_back(InFlight {
@@ -302,7 +319,10 @@ impl LineNet {
                 }
                 match node.default_route(&p.dest) {
                     Ok((next, _)) => {
-                        self.events.push(Event::Forward { node: p.at, dest: p.dest });
+                        self.events.push(Event::Forward {
+                            node: p.at,
+                            dest: p.dest,
+                        });
                         if let Some(ni) = self.index_of(&next) {
                             q.push_back(InFlight {
                                 at: ni,
@@ -383,6 +403,9 @@ impl LineNet {
 
     /// Everything node `i` printed.
     pub fn output(&self, i: usize) -> String {
-        self.nodes.get(i).map(FakeServices::output).unwrap_or_default()
+        self.nodes
+            .get(i)
+            .map(FakeServices::output)
+            .unwrap_or_default()
     }
 }

@@ -212,9 +212,7 @@ impl Subst {
             }
             (Ty::Base(x), Ty::Base(y)) if x == y => Ok(()),
             (Ty::Gen(x), Ty::Gen(y)) if x == y => Ok(()),
-            (Ty::List(x), Ty::List(y)) | (Ty::Chunk(x), Ty::Chunk(y)) => {
-                self.unify_d(x, y, d + 1)
-            }
+            (Ty::List(x), Ty::List(y)) | (Ty::Chunk(x), Ty::Chunk(y)) => self.unify_d(x, y, d + 1),
             (Ty::Tuple(xs), Ty::Tuple(ys)) if xs.len() == ys.len() => {
                 for (x, y) in xs.iter().zip(ys) {
                     self.unify_d(x, y, d + 1)?;

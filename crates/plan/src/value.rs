@@ -72,7 +72,11 @@ pub struct Chunk {
 
 impl Chunk {
     /// Builds a chunk, checking the depth bound.
-    pub fn new(code: Option<Code>, func: impl Into<Arc<str>>, args: Vec<Value>) -> Result<Chunk, DepthError> {
+    pub fn new(
+        code: Option<Code>,
+        func: impl Into<Arc<str>>,
+        args: Vec<Value>,
+    ) -> Result<Chunk, DepthError> {
         let depth = 1 + args.iter().map(Value::depth).max().unwrap_or(0);
         if depth > MAX_VALUE_DEPTH {
             return Err(DepthError);

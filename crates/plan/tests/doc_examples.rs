@@ -5,13 +5,19 @@ use anode_plan::testing::{Event, LineNet};
 use anode_plan::{EvalContext, Interpreter, Limits, Value};
 
 fn src(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/tests/programs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!(
+        "{}/tests/programs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
 }
 
 #[test]
 fn all_doc_programs_compile() {
     let interp = Interpreter::with_core();
-    for entry in std::fs::read_dir(format!("{}/tests/programs", env!("CARGO_MANIFEST_DIR"))).unwrap() {
+    for entry in
+        std::fs::read_dir(format!("{}/tests/programs", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
         interp
@@ -23,9 +29,13 @@ fn all_doc_programs_compile() {
 #[test]
 fn hello_world_prints_host_list() {
     let mut net = LineNet::new(1);
-    let prog = net.interp.compile(&src("tutorial_helloworld.plan")).unwrap();
+    let prog = net
+        .interp
+        .compile(&src("tutorial_helloworld.plan"))
+        .unwrap();
     let dest = net.hosts[0];
-    net.inject(0, dest, 1, prog.chunk("doit", vec![]).unwrap()).unwrap();
+    net.inject(0, dest, 1, prog.chunk("doit", vec![]).unwrap())
+        .unwrap();
     assert_eq!(net.output(0), "[(10.0.0.1,3322)] says : Hello world!\n");
     assert_eq!(
         net.events,
@@ -42,7 +52,9 @@ fn ping_prints_success_at_source() {
     let mut net = LineNet::new(4);
     let prog = net.interp.compile(&src("tutorial_ping.plan")).unwrap();
     let (s, d) = (net.hosts[0], net.hosts[3]);
-    let chunk = prog.chunk("ping", vec![Value::Host(s), Value::Host(d)]).unwrap();
+    let chunk = prog
+        .chunk("ping", vec![Value::Host(s), Value::Host(d)])
+        .unwrap();
     net.inject(0, s, 20, chunk).unwrap();
     assert_eq!(net.output(0), "Success");
     // Evaluated at the source (injection), the destination, and the source.
@@ -65,7 +77,9 @@ fn ping_fails_without_enough_resource_bound() {
     let mut net = LineNet::new(4);
     let prog = net.interp.compile(&src("tutorial_ping.plan")).unwrap();
     let (s, d) = (net.hosts[0], net.hosts[3]);
-    let chunk = prog.chunk("ping", vec![Value::Host(s), Value::Host(d)]).unwrap();
+    let chunk = prog
+        .chunk("ping", vec![Value::Host(s), Value::Host(d)])
+        .unwrap();
     net.inject(0, s, 4, chunk).unwrap();
     assert_eq!(net.output(0), "");
     assert!(net.events.iter().any(|e| matches!(e, Event::Drop { .. })));
@@ -76,10 +90,22 @@ fn ping_pong_is_stopped_by_the_resource_bound() {
     let mut net = LineNet::new(2);
     let prog = net.interp.compile(&src("tutorial_ping_pong.plan")).unwrap();
     let (a, b) = (net.hosts[0], net.hosts[1]);
-    net.inject(0, a, 5, prog.chunk("ping_pong", vec![Value::Host(a), Value::Host(b)]).unwrap())
-        .unwrap();
-    assert_eq!(net.output(0), "Current RB is 5\nCurrent RB is 3\nCurrent RB is 1\n");
-    assert_eq!(net.output(1), "Current RB is 4\nCurrent RB is 2\nCurrent RB is 0\n");
+    net.inject(
+        0,
+        a,
+        5,
+        prog.chunk("ping_pong", vec![Value::Host(a), Value::Host(b)])
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        net.output(0),
+        "Current RB is 5\nCurrent RB is 3\nCurrent RB is 1\n"
+    );
+    assert_eq!(
+        net.output(1),
+        "Current RB is 4\nCurrent RB is 2\nCurrent RB is 0\n"
+    );
     // The last evaluation has nothing left to give: NotEnoughRB.
     assert!(matches!(
         net.events.last(),
@@ -101,18 +127,33 @@ fn guide_handler_examples() {
             rb: 1,
         };
         let ev = interp
-            .eval_chunk(&prog.chunk(f, args).unwrap(), &mut node, ctx, Limits::default())
+            .eval_chunk(
+                &prog.chunk(f, args).unwrap(),
+                &mut node,
+                ctx,
+                Limits::default(),
+            )
             .unwrap();
         (ev.result, node.output())
     };
-    assert_eq!(run("safeDiv", vec![Value::Int(7), Value::Int(0)]).0, Ok(Value::Int(0)));
-    assert_eq!(run("safeDiv", vec![Value::Int(7), Value::Int(2)]).0, Ok(Value::Int(3)));
+    assert_eq!(
+        run("safeDiv", vec![Value::Int(7), Value::Int(0)]).0,
+        Ok(Value::Int(0))
+    );
+    assert_eq!(
+        run("safeDiv", vec![Value::Int(7), Value::Int(2)]).0,
+        Ok(Value::Int(3))
+    );
     assert_eq!(run("caught", vec![]).0, Ok(Value::Int(42)));
     assert_eq!(run("boom", vec![]).0.unwrap_err().exn.as_ref(), "Oops");
     let c = anode_plan::Chunk::new(None, "print", vec![Value::Unit]).unwrap();
     let (r, out) = run(
         "report",
-        vec![Value::str("NoRoute"), Value::Host(me), Value::Chunk(c.into())],
+        vec![
+            Value::str("NoRoute"),
+            Value::Host(me),
+            Value::Chunk(c.into()),
+        ],
     );
     assert_eq!(r, Ok(Value::Unit));
     assert_eq!(out, "error NoRoute at (10.0.0.1,3322)\n");

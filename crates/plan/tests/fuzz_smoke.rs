@@ -28,7 +28,13 @@ fn seeds() -> Vec<String> {
         "fun c() = 1 fun d() = OnRemote(|c|(), 1.2.3.4:5, 1, defaultRoute)".to_string(),
         "exception E fun f() = try raise E handle E => (\"a\\n\" ^ \"b\", #2 (1, 'c'))".to_string(),
     ];
-    for p in ["hello.plan", "ping/noeval.plan", "ping/eval.plan", "traceroute.plan", "scout.plan"] {
+    for p in [
+        "hello.plan",
+        "ping/noeval.plan",
+        "ping/eval.plan",
+        "traceroute.plan",
+        "scout.plan",
+    ] {
         out.push(std::fs::read_to_string(format!("{dir}/{p}")).unwrap());
     }
     out
@@ -78,9 +84,15 @@ fn parse_never_panics() {
     }
     assert!(compiled > 0);
     // Deep nesting is rejected, not a stack overflow.
-    assert!(!fuzz_parse(format!("fun f() = {}1{}", "(".repeat(100_000), ")".repeat(100_000)).as_bytes()));
-    assert!(!fuzz_parse(format!("fun f() = {}[]", "[".repeat(100_000)).as_bytes()));
-    assert!(!fuzz_parse(format!("fun f() = {}1", "if true then 1 else ".repeat(10_000)).as_bytes()));
+    assert!(!fuzz_parse(
+        format!("fun f() = {}1{}", "(".repeat(100_000), ")".repeat(100_000)).as_bytes()
+    ));
+    assert!(!fuzz_parse(
+        format!("fun f() = {}[]", "[".repeat(100_000)).as_bytes()
+    ));
+    assert!(!fuzz_parse(
+        format!("fun f() = {}1", "if true then 1 else ".repeat(10_000)).as_bytes()
+    ));
 }
 
 #[test]

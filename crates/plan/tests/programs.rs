@@ -15,13 +15,20 @@ fn scout_services(net: &mut LineNet) {
     reg.register("getMark", "(int, host) -> int").unwrap();
     reg.register("setMark", "(int, host, int) -> unit").unwrap();
     reg.register("newFlowId", "void -> int").unwrap();
-    reg.register("installFlow", "(int, host, dev) -> unit").unwrap();
+    reg.register("installFlow", "(int, host, dev) -> unit")
+        .unwrap();
     fn queue_length(st: &mut HashMap<String, Value>, a: &[Value]) -> Result<Value, ServiceError> {
         let Value::Dev(d) = a[0] else { unreachable!() };
-        Ok(st.get(&format!("queue{d}")).cloned().unwrap_or(Value::Int(0)))
+        Ok(st
+            .get(&format!("queue{d}"))
+            .cloned()
+            .unwrap_or(Value::Int(0)))
     }
     fn get_mark(st: &mut HashMap<String, Value>, a: &[Value]) -> Result<Value, ServiceError> {
-        Ok(st.get(&format!("mark{}{}", a[0], a[1])).cloned().unwrap_or(Value::Int(-1)))
+        Ok(st
+            .get(&format!("mark{}{}", a[0], a[1]))
+            .cloned()
+            .unwrap_or(Value::Int(-1)))
     }
     fn set_mark(st: &mut HashMap<String, Value>, a: &[Value]) -> Result<Value, ServiceError> {
         st.insert(format!("mark{}{}", a[0], a[1]), a[2].clone());
@@ -52,8 +59,16 @@ fn scout_services(net: &mut LineNet) {
 fn all_programs_compile() {
     let mut net = LineNet::new(1);
     scout_services(&mut net);
-    for p in ["hello.plan", "ping/noeval.plan", "ping/eval.plan", "traceroute.plan", "scout.plan"] {
-        net.interp.compile(&src(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+    for p in [
+        "hello.plan",
+        "ping/noeval.plan",
+        "ping/eval.plan",
+        "traceroute.plan",
+        "scout.plan",
+    ] {
+        net.interp
+            .compile(&src(p))
+            .unwrap_or_else(|e| panic!("{p}: {e}"));
     }
 }
 
@@ -62,7 +77,8 @@ fn hello() {
     let mut net = LineNet::new(1);
     let prog = net.interp.compile(&src("hello.plan")).unwrap();
     let h = net.hosts[0];
-    net.inject(0, h, 1, prog.chunk("hello", vec![]).unwrap()).unwrap();
+    net.inject(0, h, 1, prog.chunk("hello", vec![]).unwrap())
+        .unwrap();
     assert_eq!(net.output(0), "[(10.0.0.1,3322)] says : Hello world!\n");
 }
 
@@ -81,18 +97,34 @@ fn ping_noeval_and_eval() {
     let mut net = LineNet::new(4);
     let prog = net.interp.compile(&src("ping/noeval.plan")).unwrap();
     let (s, d) = (net.hosts[0], net.hosts[3]);
-    net.inject(0, s, 10, prog.chunk("ping", vec![Value::Host(s), Value::Host(d)]).unwrap())
-        .unwrap();
+    net.inject(
+        0,
+        s,
+        10,
+        prog.chunk("ping", vec![Value::Host(s), Value::Host(d)])
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(net.output(0), "Success");
     assert_eq!(eval_nodes(&net), vec![0, 3, 0]);
 
     let mut net = LineNet::new(4);
     let prog = net.interp.compile(&src("ping/eval.plan")).unwrap();
-    net.inject(0, s, 10, prog.chunk("ping", vec![Value::Host(s), Value::Host(d)]).unwrap())
-        .unwrap();
+    net.inject(
+        0,
+        s,
+        10,
+        prog.chunk("ping", vec![Value::Host(s), Value::Host(d)])
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(net.output(0), "Success");
     assert_eq!(eval_nodes(&net), vec![0, 1, 2, 3, 2, 1, 0]);
-    assert!(!net.events.iter().any(|e| matches!(e, Event::Forward { .. })));
+    assert!(
+        !net.events
+            .iter()
+            .any(|e| matches!(e, Event::Forward { .. }))
+    );
 }
 
 #[test]
@@ -100,11 +132,24 @@ fn traceroute_reports_every_hop() {
     let mut net = LineNet::new(4);
     let prog = net.interp.compile(&src("traceroute.plan")).unwrap();
     let (s, d) = (net.hosts[0], net.hosts[3]);
-    net.inject(0, s, 30, prog.chunk("trace", vec![Value::Host(s), Value::Host(d), Value::Int(0)]).unwrap())
-        .unwrap();
+    net.inject(
+        0,
+        s,
+        30,
+        prog.chunk("trace", vec![Value::Host(s), Value::Host(d), Value::Int(0)])
+            .unwrap(),
+    )
+    .unwrap();
     let mut lines: Vec<String> = net.nodes[0].printed.clone();
     lines.sort();
-    assert_eq!(lines, vec!["1 10.0.0.2:3322\n", "2 10.0.0.3:3322\n", "3 10.0.0.4:3322\n"]);
+    assert_eq!(
+        lines,
+        vec![
+            "1 10.0.0.2:3322\n",
+            "2 10.0.0.3:3322\n",
+            "3 10.0.0.4:3322\n"
+        ]
+    );
 }
 
 #[test]
@@ -118,7 +163,16 @@ fn scout_finds_the_uncongested_route_and_installs_flows() {
     let (s, d) = (net.hosts[0], net.hosts[3]);
     let path = Value::list(vec![Value::Host(s)]).unwrap();
     let chunk = prog
-        .chunk("scout", vec![Value::Host(s), Value::Host(d), Value::Int(1), Value::Int(0), path])
+        .chunk(
+            "scout",
+            vec![
+                Value::Host(s),
+                Value::Host(d),
+                Value::Int(1),
+                Value::Int(0),
+                path,
+            ],
+        )
         .unwrap();
     net.inject(0, s, 40, chunk).unwrap();
     // Scouts may come back over both routes (the application keeps the
@@ -129,14 +183,23 @@ fn scout_finds_the_uncongested_route_and_installs_flows() {
         .lines()
         .filter_map(|l| {
             let w: Vec<&str> = l.split(' ').collect();
-            Some((w.get(3)?.parse::<i64>().ok()?, w.get(1)?.parse::<i64>().ok()?))
+            Some((
+                w.get(3)?.parse::<i64>().ok()?,
+                w.get(1)?.parse::<i64>().ok()?,
+            ))
         })
         .min()
         .unwrap();
     assert_eq!(best.0, 2, "{out}");
     let key = format!("flow{}", best.1);
-    assert_eq!(net.nodes[0].state.get(&key), Some(&Value::Host(net.hosts[2])));
-    assert_eq!(net.nodes[2].state.get(&key), Some(&Value::Host(net.hosts[3])));
+    assert_eq!(
+        net.nodes[0].state.get(&key),
+        Some(&Value::Host(net.hosts[2]))
+    );
+    assert_eq!(
+        net.nodes[2].state.get(&key),
+        Some(&Value::Host(net.hosts[3]))
+    );
     assert_eq!(net.nodes[1].state.get(&key), None);
     assert_eq!(net.nodes[0].delivered.len(), out.lines().count());
 }

@@ -1,0 +1,7 @@
+//! Bytes -> parse + type-check; must never panic.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = anode_plan::fuzz_parse(data);
+});
