@@ -7,7 +7,7 @@
 
 use anode_routing::NextHop;
 use anode_wire::anep::{AnepPacket, BASIC_HEADER_LEN};
-use anode_wire::transit::{self, FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit};
+use anode_wire::transit::{FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit};
 use anode_wire::{NodeAddr, checksum, datagram};
 
 use crate::node::Core;
@@ -35,7 +35,7 @@ impl Core {
             .map_err(|_| DropReason::MalformedTransit)?;
         let f = t.flags();
         Ok(Class {
-            for_me: t.dst() == self.addr,
+            for_me: t.dst_raw() == self.addr_raw,
             every_hop: f & FLAG_EVAL_EVERY_HOP != 0,
             ee_route: f & FLAG_EE_ROUTE != 0,
             transit_len: t.header_len(),
@@ -44,6 +44,7 @@ impl Core {
 
     /// Forwards a routed packet: spends one unit of resource bound, rewrites the previous hop,
     /// and queues the same buffer on the next hop's link (`via`, or the default route).
+    /// Works on the raw header bytes: nothing is decoded, nothing copied.
     #[inline]
     pub(crate) fn forward(
         &mut self,
@@ -51,16 +52,12 @@ impl Core {
         anep_len: usize,
         via: Option<NextHop>,
     ) -> Result<(), DropReason> {
-        let me = self.addr;
-        let Some(tb) = buf.get_mut(anep_len..) else {
+        let me = self.addr_raw;
+        let Some(Ok(mut t)) = buf.get_mut(anep_len..).map(Transit::new_checked) else {
             self.drop(DropReason::MalformedTransit);
             return Err(DropReason::MalformedTransit);
         };
-        let Ok(mut t) = Transit::new_checked(tb) else {
-            self.drop(DropReason::MalformedTransit);
-            return Err(DropReason::MalformedTransit);
-        };
-        let dst = t.dst();
+        let dst = t.dst_raw();
         if dst == me && via.is_none() {
             // A packet routed to ourselves by an EE: nothing to forward to.
             self.drop(DropReason::Loop);
@@ -71,15 +68,15 @@ impl Core {
             self.drop(DropReason::RbExhausted);
             return Err(DropReason::RbExhausted);
         }
-        let Some(hop) = via.or_else(|| self.dv.lookup(&dst)) else {
+        let Some(hop) = via.or_else(|| self.dv.lookup_raw(&dst)) else {
             self.drop(DropReason::NoRoute);
             return Err(DropReason::NoRoute);
         };
-        let old_prev = t.prev_hop();
+        let old_prev = (anep_len > BASIC_HEADER_LEN).then(|| t.prev_hop());
         t.set_rb(rb - 1);
-        t.set_prev_hop(me);
-        if anep_len > BASIC_HEADER_LEN {
-            fix_checksum(&mut buf, anep_len, rb, old_prev, me);
+        t.set_prev_hop_raw(&me);
+        if let Some(old_prev) = old_prev {
+            fix_checksum(&mut buf, rb, old_prev, self.addr);
         }
         let r = self.transmit(Transmit {
             link: hop.link,
@@ -158,13 +155,7 @@ impl Core {
 
 /// RFC 1624 incremental update of the ANEP checksum after the fast path rewrote the resource
 /// bound and the previous hop.
-fn fix_checksum(
-    buf: &mut [u8],
-    anep_len: usize,
-    old_rb: u16,
-    old_prev: NodeAddr,
-    new_prev: NodeAddr,
-) {
+fn fix_checksum(buf: &mut [u8], old_rb: u16, old_prev: NodeAddr, new_prev: NodeAddr) {
     let Some(off) = AnepPacket::new_checked(&buf[..])
         .ok()
         .and_then(|p| p.checksum_offset())
@@ -194,5 +185,4 @@ fn fix_checksum(
     if let Some(cb) = buf.get_mut(off..off + 2) {
         cb.copy_from_slice(&c.to_be_bytes());
     }
-    let _ = (anep_len, transit::LEN);
 }

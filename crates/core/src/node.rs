@@ -28,6 +28,8 @@ pub(crate) struct LinkInfo {
 #[derive(Debug)]
 pub(crate) struct Core {
     pub addr: NodeAddr,
+    /// `addr` in its 18-byte wire encoding, for the fast path's compares and writes.
+    pub addr_raw: [u8; anode_wire::addr::NODE_ADDR_LEN],
     pub cfg: NodeConfig,
     pub links: Vec<LinkInfo>,
     pub neighbors: NeighborTable,
@@ -79,6 +81,7 @@ impl Node {
         Ok(Node {
             core: Core {
                 addr: cfg.address,
+                addr_raw: cfg.address.to_bytes(),
                 neighbors: NeighborTable::new(cfg.address, r.hello_interval, r.dead_interval),
                 dv: DistanceVector::new(cfg.address, r, now),
                 links: Vec::new(),

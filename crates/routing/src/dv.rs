@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use anode_wire::NodeAddr;
+use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
 use rustc_hash::FxHashMap;
 
@@ -63,6 +64,9 @@ pub struct DistanceVector {
     me: NodeAddr,
     cfg: RoutingConfig,
     routes: FxHashMap<NodeAddr, Route>,
+    /// The forwarding table the fast path reads: reachable destinations by their 18-byte wire
+    /// encoding, so a lookup needs no address decoding. Kept in step with `routes`.
+    fib: FxHashMap<[u8; NODE_ADDR_LEN], NextHop>,
     neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
     statics: Vec<StaticRoute>,
     next_periodic: Instant,
@@ -91,6 +95,7 @@ impl DistanceVector {
             me,
             cfg,
             routes,
+            fib: FxHashMap::default(),
             neighbors: FxHashMap::default(),
             statics: Vec::new(),
             next_periodic: now + cfg.update_interval,
@@ -113,6 +118,13 @@ impl DistanceVector {
             return None;
         }
         r.next_hop
+    }
+
+    /// The next hop toward the destination given in its 18-byte wire encoding (the transit
+    /// header's bytes): the fast path's lookup, with no decoding.
+    #[inline]
+    pub fn lookup_raw(&self, dest: &[u8; NODE_ADDR_LEN]) -> Option<NextHop> {
+        self.fib.get(dest).copied()
     }
 
     /// The route entry for `dest` (reachable or not).
@@ -350,6 +362,14 @@ impl DistanceVector {
         kind: RouteKind,
     ) {
         let expires = (kind == RouteKind::Learned).then_some(now + self.cfg.route_timeout);
+        match next_hop {
+            Some(nh) if metric < self.cfg.infinity => {
+                self.fib.insert(dest.to_bytes(), nh);
+            }
+            _ => {
+                self.fib.remove(&dest.to_bytes());
+            }
+        }
         let old = self.routes.insert(
             dest,
             Route {
@@ -375,6 +395,7 @@ impl DistanceVector {
             if r.kind == RouteKind::Local {
                 return;
             }
+            self.fib.remove(&dest.to_bytes());
             r.metric = inf;
             r.expires = None;
             r.gc_at = Some(gc);
@@ -517,6 +538,32 @@ mod tests {
         // Not refreshed: times out.
         dv.handle_timeout(t0 + cfg().route_timeout);
         assert_eq!(dv.lookup(&a(9)), None);
+    }
+
+    #[test]
+    fn raw_lookup_agrees_with_lookup() {
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(3), 1), (a(4), 15)],
+            },
+        );
+        for n in 1..6 {
+            assert_eq!(
+                dv.lookup_raw(&a(n).to_bytes()),
+                dv.lookup(&a(n)),
+                "dest {n}"
+            );
+        }
+        dv.neighbor_down(t0, a(2));
+        for n in 1..6 {
+            assert_eq!(dv.lookup_raw(&a(n).to_bytes()), None);
+        }
     }
 
     #[test]

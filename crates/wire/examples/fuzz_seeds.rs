@@ -11,31 +11,88 @@ use anode_wire::datagram::Datagram;
 use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 
 fn main() -> std::io::Result<()> {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "fuzz/corpus".into());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fuzz/corpus".into());
     let dir = Path::new(&dir);
-    let (a, b) = (v4(198, 18, 0, 1, 3322), "[2001:2::2]:3322".parse().expect("literal"));
-    let transit = TransitRepr { flags: FLAG_EVAL_EVERY_HOP, rb: 16, flow: 7, src: a, dst: b, prev_hop: a };
-    let datagram = Datagram { transit, port: 7, payload: b"hello".to_vec() }.to_packet().expect("fits");
+    let (a, b) = (
+        v4(198, 18, 0, 1, 3322),
+        "[2001:2::2]:3322".parse().expect("literal"),
+    );
+    let transit = TransitRepr {
+        flags: FLAG_EVAL_EVERY_HOP,
+        rb: 16,
+        flow: 7,
+        src: a,
+        dst: b,
+        prev_hop: a,
+    };
+    let datagram = Datagram {
+        transit,
+        port: 7,
+        payload: b"hello".to_vec(),
+    }
+    .to_packet()
+    .expect("fits");
     let capsule = Capsule {
         transit,
-        header: CapsuleRepr { flags: 0, code: [0x5a; 32], code_source: Some(a) },
+        header: CapsuleRepr {
+            flags: 0,
+            code: [0x5a; 32],
+            code_source: Some(a),
+        },
         payload: vec![1, 2, 3, 4],
     }
     .to_packet()
     .expect("fits");
     let mut h = AnepRepr::new(TYPE_DATAGRAM);
-    h.options = vec![AnepOption::Source(a), AnepOption::Destination(b), AnepOption::Checksum(0)];
-    h.options.push(AnepOption::Authentication { scheme: 1, data: vec![9; 20] });
+    h.options = vec![
+        AnepOption::Source(a),
+        AnepOption::Destination(b),
+        AnepOption::Checksum(0),
+    ];
+    h.options.push(AnepOption::Authentication {
+        scheme: 1,
+        data: vec![9; 20],
+    });
     let with_opts = h.emit_packet(&transit.to_vec()).expect("fits");
-    let hello = Control::Hello(Hello { sender: a, hello_ms: 1000, dead_ms: 3500, seq: 1, seen: vec![b] });
-    let routes = Control::Routes(Routes { sender: a, entries: vec![(b, 1), (a, 16)] });
-    let chunk = Control::CodeChunk { hash: [1; 32], total: 10, offset: 2, data: vec![0; 8] };
-    let payload = |p: &[u8]| AnepPacket::new_checked(p).map(|p| p.payload().to_vec()).expect("valid");
+    let hello = Control::Hello(Hello {
+        sender: a,
+        hello_ms: 1000,
+        dead_ms: 3500,
+        seq: 1,
+        seen: vec![b],
+    });
+    let routes = Control::Routes(Routes {
+        sender: a,
+        entries: vec![(b, 1), (a, 16)],
+    });
+    let chunk = Control::CodeChunk {
+        hash: [1; 32],
+        total: 10,
+        offset: 2,
+        data: vec![0; 8],
+    };
+    let payload = |p: &[u8]| {
+        AnepPacket::new_checked(p)
+            .map(|p| p.payload().to_vec())
+            .expect("valid")
+    };
     let seeds: Vec<(&str, Vec<Vec<u8>>)> = vec![
-        ("anep", vec![datagram.clone(), capsule.clone(), with_opts.clone()]),
+        (
+            "anep",
+            vec![datagram.clone(), capsule.clone(), with_opts.clone()],
+        ),
         ("transit", vec![payload(&datagram), payload(&capsule)]),
         ("capsule", vec![payload(&capsule)]),
-        ("control", vec![hello.to_bytes().expect("fits"), routes.to_bytes().expect("fits"), chunk.to_bytes().expect("fits")]),
+        (
+            "control",
+            vec![
+                hello.to_bytes().expect("fits"),
+                routes.to_bytes().expect("fits"),
+                chunk.to_bytes().expect("fits"),
+            ],
+        ),
         ("node_input", {
             let framed = |p: &[u8], link: u8| {
                 let mut v = (p.len() as u16).to_be_bytes().to_vec();
@@ -44,8 +101,17 @@ fn main() -> std::io::Result<()> {
                 v
             };
             vec![
-                [framed(&hello.to_packet().expect("fits"), 1), framed(&datagram, 0)].concat(),
-                [framed(&capsule, 0), framed(&with_opts, 0), framed(&routes.to_packet().expect("fits"), 1)].concat(),
+                [
+                    framed(&hello.to_packet().expect("fits"), 1),
+                    framed(&datagram, 0),
+                ]
+                .concat(),
+                [
+                    framed(&capsule, 0),
+                    framed(&with_opts, 0),
+                    framed(&routes.to_packet().expect("fits"), 1),
+                ]
+                .concat(),
             ]
         }),
     ];

@@ -135,11 +135,14 @@ impl<T: AsRef<[u8]>> Transit<T> {
         self.b().get(self.header_len..).unwrap_or(&[])
     }
 
-    /// Destination address bytes, for hashing/lookup without decoding.
-    pub fn dst_bytes(&self) -> &[u8] {
-        self.b()
-            .get(field::DST..field::DST + NODE_ADDR_LEN)
-            .unwrap_or(&[])
+    /// The destination's 18-byte encoding, for lookups without decoding.
+    #[inline]
+    pub fn dst_raw(&self) -> [u8; NODE_ADDR_LEN] {
+        let mut a = [0u8; NODE_ADDR_LEN];
+        if let Some(b) = self.b().get(field::DST..field::DST + NODE_ADDR_LEN) {
+            a.copy_from_slice(b);
+        }
+        a
     }
 }
 
@@ -152,6 +155,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Transit<T> {
     /// Sets the previous hop in place.
     pub fn set_prev_hop(&mut self, a: NodeAddr) {
         let _ = a.write(self.buf.as_mut(), field::PREV_HOP);
+    }
+
+    /// Sets the previous hop in place from its 18-byte encoding.
+    #[inline]
+    pub fn set_prev_hop_raw(&mut self, a: &[u8; NODE_ADDR_LEN]) {
+        let _ = util::put(self.buf.as_mut(), field::PREV_HOP, a);
     }
 
     /// Sets the destination in place.
