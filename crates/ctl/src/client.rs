@@ -1,0 +1,416 @@
+//! [`Client`]: a blocking connection to a node's control socket.
+//!
+//! ## Contract
+//! - [`Client::connect`] says hello and fails unless the node speaks [`PROTOCOL_VERSION`].
+//! - Requests are answered in order; a request helper returns the reply to its own id.
+//!   Stream messages (deliveries, events) that arrive while it waits are queued, not lost,
+//!   and come out of [`Client::next_item`] / [`Subscription`] in arrival order.
+//! - Stream messages of kinds this version does not know are skipped.
+//! - Nothing here panics on what the node sends: a bad line is a [`ClientError::BadMessage`].
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anode_wire::NodeAddr;
+
+use crate::{
+    DeliveryInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION,
+    Payload, Request, RequestFrame, Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
+};
+
+/// A client-side failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens at the socket path.
+    #[error(
+        "no node is running at {} ({source}); start one with `anode node --config FILE` (see examples/node-a.toml), or pass --socket PATH / --node-port PORT",
+        .path.display()
+    )]
+    NoNode {
+        /// The path tried.
+        path: PathBuf,
+        /// Why connecting failed.
+        source: std::io::Error,
+    },
+    /// Reading or writing the socket failed.
+    #[error("control connection failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The node closed the connection.
+    #[error("the node closed the control connection (did it stop?)")]
+    Closed,
+    /// Nothing arrived within the timeout.
+    #[error("timed out waiting for the node")]
+    Timeout,
+    /// The node sent a line that is not a protocol message.
+    #[error("the node sent a line that is not a protocol message ({source}): {line}")]
+    BadMessage {
+        /// The line.
+        line: String,
+        /// Why it did not parse.
+        source: serde_json::Error,
+    },
+    /// The node refused the request.
+    #[error("the node refused: {message} [{code}]")]
+    Refused {
+        /// Machine-readable reason.
+        code: ErrorCode,
+        /// What went wrong, for a person.
+        message: String,
+    },
+    /// The node speaks another protocol version.
+    #[error(
+        "the node speaks control protocol {node}, this client speaks {PROTOCOL_VERSION}; use matching anode versions"
+    )]
+    Version {
+        /// The node's version.
+        node: u32,
+    },
+    /// The reply does not fit the request.
+    #[error("unexpected reply to '{request}': {got}")]
+    Unexpected {
+        /// The request's op.
+        request: &'static str,
+        /// The reply, as JSON.
+        got: String,
+    },
+}
+
+/// Something streamed to a connection: a delivery or an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamItem {
+    /// A datagram for a bound port.
+    Delivery(DeliveryInfo),
+    /// A node event (after [`Client::subscribe`]).
+    Event(NodeEvent),
+}
+
+/// Options of [`Client::send`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendOptions {
+    /// Resource bound; the node's default when `None`.
+    pub rb: Option<u16>,
+    /// Flow id.
+    pub flow: u64,
+}
+
+/// A connection to a node.
+#[derive(Debug)]
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    line: Vec<u8>,
+    next_id: u64,
+    queued: VecDeque<StreamItem>,
+    hello: HelloInfo,
+    path: PathBuf,
+}
+
+impl Client {
+    /// Connects to the socket at `path` and says hello as `name`.
+    pub fn connect(path: impl AsRef<Path>, name: &str) -> Result<Client, ClientError> {
+        let path = path.as_ref().to_path_buf();
+        let stream = UnixStream::connect(&path).map_err(|source| ClientError::NoNode {
+            path: path.clone(),
+            source,
+        })?;
+        let writer = stream.try_clone()?;
+        let mut c = Client {
+            reader: BufReader::new(stream),
+            writer,
+            line: Vec::new(),
+            next_id: 1,
+            queued: VecDeque::new(),
+            hello: HelloInfo {
+                protocol: 0,
+                node: NodeAddr::UNSPECIFIED,
+                software: String::new(),
+            },
+            path,
+        };
+        c.set_timeout(Some(Duration::from_secs(10)))?;
+        let r = c.request(Request::Hello {
+            protocol: PROTOCOL_VERSION,
+            client: name.to_string(),
+        });
+        match r {
+            Ok(Response::Hello(h)) if h.protocol == PROTOCOL_VERSION => c.hello = h,
+            Ok(Response::Hello(h)) => return Err(ClientError::Version { node: h.protocol }),
+            Ok(other) => return Err(unexpected("hello", &other)),
+            Err(e) => return Err(e),
+        }
+        Ok(c)
+    }
+
+    /// The node's hello.
+    pub fn node_info(&self) -> &HelloInfo {
+        &self.hello
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How long a read may block (`None`: forever). Default 10 s.
+    pub fn set_timeout(&mut self, t: Option<Duration>) -> Result<(), ClientError> {
+        self.reader.get_ref().set_read_timeout(t)?;
+        Ok(())
+    }
+
+    /// Sends `req` and waits for its answer.
+    pub fn request(&mut self, req: Request) -> Result<Response, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let frame = RequestFrame { id, request: req };
+        self.writer.write_all(frame.to_line().as_bytes())?;
+        loop {
+            match self.read_message(None)? {
+                ServerMessage::Reply { id: rid, result } if rid == id => return Ok(result),
+                ServerMessage::Error { id: rid, error } if rid == Some(id) || rid.is_none() => {
+                    return Err(ClientError::Refused {
+                        code: error.code,
+                        message: error.message,
+                    });
+                }
+                ServerMessage::Delivery(d) => self.queued.push_back(StreamItem::Delivery(d)),
+                ServerMessage::Event(e) => self.queued.push_back(StreamItem::Event(e)),
+                // A reply to an id we are not waiting for: an older request's, skip it.
+                ServerMessage::Reply { .. } | ServerMessage::Error { .. } => {}
+            }
+        }
+    }
+
+    /// The node's status.
+    pub fn status(&mut self) -> Result<StatusInfo, ClientError> {
+        match self.request(Request::Status)? {
+            Response::Status(s) => Ok(s),
+            r => Err(unexpected("status", &r)),
+        }
+    }
+
+    /// The routing table.
+    pub fn routes(&mut self) -> Result<Vec<RouteInfo>, ClientError> {
+        match self.request(Request::Routes)? {
+            Response::Routes { routes } => Ok(routes),
+            r => Err(unexpected("routes", &r)),
+        }
+    }
+
+    /// The up neighbors.
+    pub fn neighbors(&mut self) -> Result<Vec<NeighborEntry>, ClientError> {
+        match self.request(Request::Neighbors)? {
+            Response::Neighbors { neighbors } => Ok(neighbors),
+            r => Err(unexpected("neighbors", &r)),
+        }
+    }
+
+    /// The links.
+    pub fn links(&mut self) -> Result<Vec<LinkEntry>, ClientError> {
+        match self.request(Request::Links)? {
+            Response::Links { links } => Ok(links),
+            r => Err(unexpected("links", &r)),
+        }
+    }
+
+    /// Counters and statistics.
+    pub fn stats(&mut self) -> Result<StatsInfo, ClientError> {
+        match self.request(Request::Stats)? {
+            Response::Stats(s) => Ok(s),
+            r => Err(unexpected("stats", &r)),
+        }
+    }
+
+    /// Sends a datagram to `port` at `dst`.
+    pub fn send(
+        &mut self,
+        dst: NodeAddr,
+        port: u16,
+        payload: impl Into<Payload>,
+        opts: SendOptions,
+    ) -> Result<(), ClientError> {
+        let req = Request::Send {
+            dst,
+            port,
+            payload: payload.into(),
+            rb: opts.rb,
+            flow: opts.flow,
+        };
+        self.expect_kind("send", req, |r| matches!(r, Response::Sent))
+    }
+
+    /// Claims `port`: its deliveries stream to this connection.
+    pub fn bind(&mut self, port: u16) -> Result<(), ClientError> {
+        self.expect_kind("bind", Request::Bind { port }, |r| {
+            matches!(r, Response::Bound { .. })
+        })
+    }
+
+    /// Gives `port` back.
+    pub fn unbind(&mut self, port: u16) -> Result<(), ClientError> {
+        self.expect_kind("unbind", Request::Unbind { port }, |r| {
+            matches!(r, Response::Unbound { .. })
+        })
+    }
+
+    /// Asks for node events on this connection.
+    pub fn subscribe(&mut self) -> Result<(), ClientError> {
+        self.expect_kind("subscribe", Request::Subscribe, |r| {
+            matches!(r, Response::Subscribed)
+        })
+    }
+
+    /// Adds a static route.
+    pub fn add_route(
+        &mut self,
+        dest: NodeAddr,
+        via: NodeAddr,
+        metric: u16,
+    ) -> Result<(), ClientError> {
+        let req = Request::AddRoute { dest, via, metric };
+        self.expect_kind("add_route", req, |r| matches!(r, Response::Done))
+    }
+
+    /// Takes the link named `link` (or with that index) up or down.
+    pub fn set_link(&mut self, link: &str, up: bool) -> Result<(), ClientError> {
+        let req = Request::SetLink {
+            link: link.to_string(),
+            up,
+        };
+        self.expect_kind("set_link", req, |r| matches!(r, Response::Done))
+    }
+
+    /// Asks the node to stop.
+    pub fn shutdown(&mut self) -> Result<(), ClientError> {
+        self.expect_kind("shutdown", Request::Shutdown, |r| {
+            matches!(r, Response::Done)
+        })
+    }
+
+    /// The next delivery or event, waiting at most until `deadline` (`None`: the read
+    /// timeout set with [`Client::set_timeout`]).
+    pub fn next_item(&mut self, deadline: Option<Instant>) -> Result<StreamItem, ClientError> {
+        if let Some(i) = self.queued.pop_front() {
+            return Ok(i);
+        }
+        loop {
+            match self.read_message(deadline)? {
+                ServerMessage::Delivery(d) => return Ok(StreamItem::Delivery(d)),
+                ServerMessage::Event(e) => return Ok(StreamItem::Event(e)),
+                ServerMessage::Reply { .. } | ServerMessage::Error { .. } => {}
+            }
+        }
+    }
+
+    /// An iterator over deliveries and events, ending at `deadline` (or never, if `None`
+    /// and no read timeout is set) or when the node closes the connection.
+    pub fn subscription(&mut self, deadline: Option<Instant>) -> Subscription<'_> {
+        Subscription {
+            client: self,
+            deadline,
+            done: false,
+        }
+    }
+
+    fn expect_kind(
+        &mut self,
+        op: &'static str,
+        req: Request,
+        ok: impl Fn(&Response) -> bool,
+    ) -> Result<(), ClientError> {
+        let r = self.request(req)?;
+        if ok(&r) {
+            Ok(())
+        } else {
+            Err(unexpected(op, &r))
+        }
+    }
+
+    /// Reads lines until one is a message this version knows.
+    fn read_message(&mut self, deadline: Option<Instant>) -> Result<ServerMessage, ClientError> {
+        loop {
+            let line = self.read_line(deadline)?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<ServerMessage>(&line) {
+                Ok(m) => return Ok(m),
+                Err(source) => {
+                    // A stream message of a newer kind: skip. Anything else is an error.
+                    let v: Option<serde_json::Value> = serde_json::from_str(&line).ok();
+                    let t = v.as_ref().and_then(|v| v.get("type")?.as_str());
+                    if matches!(t, Some("delivery" | "event")) || t.is_some_and(is_unknown_type) {
+                        continue;
+                    }
+                    return Err(ClientError::BadMessage { line, source });
+                }
+            }
+        }
+    }
+
+    fn read_line(&mut self, deadline: Option<Instant>) -> Result<String, ClientError> {
+        loop {
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(ClientError::Timeout);
+                }
+                self.reader.get_ref().set_read_timeout(Some(left))?;
+            }
+            // On a timeout the bytes read so far stay in `self.line` for the next call.
+            match self.reader.read_until(b'\n', &mut self.line) {
+                Ok(0) => return Err(ClientError::Closed),
+                Ok(_) if self.line.last() == Some(&b'\n') => {
+                    let line = String::from_utf8_lossy(&self.line).into_owned();
+                    self.line.clear();
+                    return Ok(line);
+                }
+                Ok(_) => return Err(ClientError::Closed),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(ClientError::Timeout);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+fn is_unknown_type(t: &str) -> bool {
+    !matches!(t, "reply" | "error")
+}
+
+fn unexpected(request: &'static str, r: &Response) -> ClientError {
+    ClientError::Unexpected {
+        request,
+        got: serde_json::to_string(r).unwrap_or_else(|_| format!("{r:?}")),
+    }
+}
+
+/// Deliveries and events as an iterator; see [`Client::subscription`].
+///
+/// Yields `Err(ClientError::Timeout)` once when the deadline passes, then ends; ends after
+/// [`ClientError::Closed`] too.
+#[derive(Debug)]
+pub struct Subscription<'a> {
+    client: &'a mut Client,
+    deadline: Option<Instant>,
+    done: bool,
+}
+
+impl Iterator for Subscription<'_> {
+    type Item = Result<StreamItem, ClientError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.client.next_item(self.deadline);
+        if r.is_err() {
+            self.done = true;
+        }
+        Some(r)
+    }
+}

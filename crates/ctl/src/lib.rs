@@ -1,0 +1,68 @@
+//! # anode control protocol and client
+//!
+//! A running `anode node` listens on a Unix-domain socket (mode 0600, see [`path`]) that
+//! tools and applications attach to. This crate holds the protocol's types and a blocking
+//! [`Client`]; the application library (ports, capsule injection, PLAN, tools like `ping`)
+//! builds on it.
+//!
+//! ## Protocol (version [`PROTOCOL_VERSION`])
+//! Line-delimited JSON: one object per `\n`-terminated line each way. A client sends
+//! [`RequestFrame`]s — an `id` it chooses and an `op` naming the [`Request`] — and the node
+//! answers each, in order, with a `reply` carrying a [`Response`] tagged by `kind`, or an
+//! `error` with an [`ErrorCode`] and a message for a person. The first request must be a
+//! hello. After `bind` (a datagram port) or `subscribe` (node events) the node also streams
+//! `delivery` and `event` messages, which carry no id and may come between replies.
+//!
+//! ```text
+//! > {"id":1,"op":"hello","protocol":1,"client":"my-app"}
+//! < {"type":"reply","id":1,"result":{"kind":"hello","protocol":1,"node":"127.0.0.1:4001","software":"anode 0.1.0"}}
+//! > {"id":2,"op":"bind","port":7}
+//! < {"type":"reply","id":2,"result":{"kind":"bound","port":7}}
+//! > {"id":3,"op":"send","dst":"127.0.0.1:4002","port":7,"payload":"6869"}
+//! < {"type":"reply","id":3,"result":{"kind":"sent"}}
+//! < {"type":"delivery","port":7,"src":"127.0.0.1:4002","flow":0,"rb":31,"type_id":1,"payload":"6f6b"}
+//! > {"id":4,"op":"frobnicate"}
+//! < {"type":"error","id":4,"error":{"code":"bad_request","message":"bad request: unknown variant `frobnicate`, ..."}}
+//! ```
+//!
+//! Payloads are hex strings ([`Payload`]); node addresses are strings (`"127.0.0.1:4001"`,
+//! `"[::1]:4001"`).
+//!
+//! ## Client
+//! ```no_run
+//! use anode_ctl::{Client, SendOptions, StreamItem, path};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut c = Client::connect(path::default_socket_path(4001), "example")?;
+//! c.bind(7)?;
+//! c.send("127.0.0.1:4002".parse()?, 7, "hi", SendOptions::default())?;
+//! for item in c.subscription(None) {
+//!     if let StreamItem::Delivery(d) = item? {
+//!         println!("{} says {:?}", d.src, d.payload.as_text());
+//!         break;
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! ## Extending
+//! New operations are new [`Request`] / [`Response`] variants, new streams new
+//! [`ServerMessage`] or [`NodeEvent`] variants. Additive changes keep the version; a change
+//! that alters the meaning of an existing message bumps [`PROTOCOL_VERSION`].
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod client;
+pub mod path;
+mod payload;
+mod proto;
+
+pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
+pub use payload::{Payload, PayloadError};
+pub use proto::{
+    ControlStats, CountersInfo, DeliveryInfo, ErrorCode, ErrorInfo, HelloInfo, LinkEntry,
+    NeighborEntry, NodeEvent, PROTOCOL_VERSION, Request, RequestFrame, Response, RouteInfo,
+    RouteOrigin, ServerMessage, StatsInfo, StatusInfo, parse_request,
+};
+
+#[cfg(test)]
+mod tests;

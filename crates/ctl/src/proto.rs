@@ -1,0 +1,506 @@
+//! The protocol's messages: what a client sends ([`RequestFrame`]) and what a node sends back
+//! ([`ServerMessage`]).
+//!
+//! ## Contract
+//! - One JSON object per line (UTF-8, `\n`-terminated), both ways.
+//! - Every request carries a client-chosen `id`; the node answers it with exactly one
+//!   [`ServerMessage::Reply`] or [`ServerMessage::Error`] carrying the same `id`, in request
+//!   order.
+//! - The first request on a connection must be [`Request::Hello`]; the node checks the major
+//!   protocol version and refuses anything else until then.
+//! - Stream messages ([`ServerMessage::Delivery`], [`ServerMessage::Event`]) have no `id`
+//!   and may arrive between replies once the connection asked for them with
+//!   [`Request::Bind`] or [`Request::Subscribe`].
+//! - New requests, responses, events and error codes are added as new variants; a client must
+//!   ignore stream messages it does not know (they parse as [`ServerMessage`] errors and the
+//!   [`crate::Client`] skips them) and treat unknown error codes as [`ErrorCode::Other`].
+
+use std::collections::BTreeMap;
+
+use anode_wire::NodeAddr;
+use serde::{Deserialize, Serialize};
+
+use crate::Payload;
+
+/// The protocol version this crate speaks. A node refuses a hello with another version.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// One request line: `{"id": 7, "op": "status"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestFrame {
+    /// Chosen by the client; echoed in the reply.
+    pub id: u64,
+    /// The request, tagged by `op`.
+    #[serde(flatten)]
+    pub request: Request,
+}
+
+fn default_metric() -> u16 {
+    1
+}
+
+/// What a client asks of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Must come first: the protocol version the client speaks and a name for logs.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the client.
+        protocol: u32,
+        /// A name for the node's logs ("anode-cli 0.1.0", "my-app").
+        #[serde(default)]
+        client: String,
+    },
+    /// Address, uptime, links, neighbors, route count and counters.
+    Status,
+    /// The routing table.
+    Routes,
+    /// The up neighbors.
+    Neighbors,
+    /// The links and their state.
+    Links,
+    /// Node counters, driver statistics and control-server statistics.
+    Stats,
+    /// Sends a datagram from this node to `port` at `dst`.
+    Send {
+        /// Destination node.
+        dst: NodeAddr,
+        /// Destination application port.
+        port: u16,
+        /// Application bytes.
+        payload: Payload,
+        /// Resource bound (hop budget); the node's `default_rb` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rb: Option<u16>,
+        /// Flow id.
+        #[serde(default)]
+        flow: u64,
+    },
+    /// Claims a datagram port: deliveries for it stream to this connection until it unbinds
+    /// or closes. A port has one owner at a time.
+    Bind {
+        /// The port.
+        port: u16,
+    },
+    /// Gives a port back.
+    Unbind {
+        /// The port.
+        port: u16,
+    },
+    /// Streams node events (neighbors, route changes, EE logs) to this connection.
+    Subscribe,
+    /// Adds (or replaces) a static route to `dest` through the neighbor `via`.
+    AddRoute {
+        /// Destination node.
+        dest: NodeAddr,
+        /// Next hop: must be the peer of one of the node's links.
+        via: NodeAddr,
+        /// Metric (default 1).
+        #[serde(default = "default_metric")]
+        metric: u16,
+    },
+    /// Takes a link administratively up or down.
+    SetLink {
+        /// The link's name, or its index (`"0"`).
+        link: String,
+        /// Up (true) or down.
+        up: bool,
+    },
+    /// Stops the node (it answers first).
+    Shutdown,
+}
+
+/// One message from the node, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// The answer to request `id`.
+    Reply {
+        /// The request's id.
+        id: u64,
+        /// The answer, tagged by `kind`.
+        result: Response,
+    },
+    /// Request `id` failed (no id when the line could not be read as a request at all).
+    Error {
+        /// The request's id, when it could be read.
+        id: Option<u64>,
+        /// What went wrong.
+        error: ErrorInfo,
+    },
+    /// A datagram for a port this connection bound.
+    Delivery(DeliveryInfo),
+    /// A node event, for connections that subscribed.
+    Event(NodeEvent),
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Response {
+    /// Answer to [`Request::Hello`].
+    Hello(HelloInfo),
+    /// Answer to [`Request::Status`].
+    Status(StatusInfo),
+    /// Answer to [`Request::Routes`].
+    Routes {
+        /// Sorted by destination, unreachable ones included.
+        routes: Vec<RouteInfo>,
+    },
+    /// Answer to [`Request::Neighbors`].
+    Neighbors {
+        /// The up neighbors.
+        neighbors: Vec<NeighborEntry>,
+    },
+    /// Answer to [`Request::Links`].
+    Links {
+        /// In link-id order.
+        links: Vec<LinkEntry>,
+    },
+    /// Answer to [`Request::Stats`].
+    Stats(StatsInfo),
+    /// The datagram left the node's hands (queued for a link or delivered locally).
+    Sent,
+    /// The port is now this connection's.
+    Bound {
+        /// The port.
+        port: u16,
+    },
+    /// The port is free again.
+    Unbound {
+        /// The port.
+        port: u16,
+    },
+    /// Events will stream to this connection.
+    Subscribed,
+    /// Done (route added, link set, shutdown started).
+    Done,
+}
+
+/// The node's side of the hello.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloInfo {
+    /// The node's [`PROTOCOL_VERSION`].
+    pub protocol: u32,
+    /// The node's address.
+    pub node: NodeAddr,
+    /// Software name and version ("anode 0.1.0").
+    pub software: String,
+}
+
+/// A node's status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusInfo {
+    /// The node's address.
+    pub address: NodeAddr,
+    /// The UDP address the node's socket is bound to.
+    pub bind: String,
+    /// Software name and version.
+    pub software: String,
+    /// Milliseconds since the node started.
+    pub uptime_ms: u64,
+    /// The links.
+    pub links: Vec<LinkEntry>,
+    /// The up neighbors.
+    pub neighbors: Vec<NeighborEntry>,
+    /// Reachable routes (the node's own included).
+    pub routes: usize,
+    /// Route changes since start.
+    pub route_changes: u64,
+    /// Node counters.
+    pub counters: CountersInfo,
+}
+
+/// One link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEntry {
+    /// Link index.
+    pub id: u32,
+    /// Its configured name ("" if none).
+    pub name: String,
+    /// The node at the other end.
+    pub peer: NodeAddr,
+    /// Largest ANEP packet it carries.
+    pub mtu: usize,
+    /// Routing cost.
+    pub cost: u16,
+    /// Neighbor configured as up without hellos.
+    #[serde(rename = "static")]
+    pub static_neighbor: bool,
+    /// Administratively up.
+    pub enabled: bool,
+    /// The neighbor on it is up.
+    pub neighbor_up: bool,
+}
+
+/// One up neighbor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeighborEntry {
+    /// Link index.
+    pub link: u32,
+    /// The link's name.
+    pub link_name: String,
+    /// The neighbor's address.
+    pub addr: NodeAddr,
+}
+
+/// How a route was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteOrigin {
+    /// The node itself.
+    Local,
+    /// From configuration or [`Request::AddRoute`].
+    Static,
+    /// Learned from a neighbor.
+    Learned,
+    /// A kind this client does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// One routing-table entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteInfo {
+    /// Destination node.
+    pub dest: NodeAddr,
+    /// Cost.
+    pub metric: u16,
+    /// Usable (metric below infinity).
+    pub reachable: bool,
+    /// Next hop (none for the node itself).
+    pub next_hop: Option<NodeAddr>,
+    /// Link index of the next hop.
+    pub link: Option<u32>,
+    /// How the route was made.
+    pub origin: RouteOrigin,
+}
+
+/// Node counters (the core's `Counters`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CountersInfo {
+    /// Packets received from links.
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Packets originated locally.
+    pub local_packets: u64,
+    /// Packets queued for transmission.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Packets forwarded by the fast path.
+    pub fast_path: u64,
+    /// Unknown-Type-ID packets forwarded.
+    pub unknown_type_forwarded: u64,
+    /// Packets handed to an execution environment.
+    pub to_ee: u64,
+    /// Deliveries to local applications.
+    pub delivered: u64,
+    /// Control messages received.
+    pub control_rx: u64,
+    /// Control messages sent.
+    pub control_tx: u64,
+    /// Non-zero drop counters by reason.
+    pub drops: BTreeMap<String, u64>,
+}
+
+/// Control-server statistics.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ControlStats {
+    /// Open control connections.
+    pub connections: u64,
+    /// Ports bound by applications.
+    pub bound_ports: u64,
+    /// Deliveries for ports no application bound (dropped).
+    pub unbound_port_drops: u64,
+    /// Stream messages dropped because a client did not read fast enough.
+    pub slow_client_drops: u64,
+}
+
+/// Answer to [`Request::Stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsInfo {
+    /// Node counters.
+    pub counters: CountersInfo,
+    /// The UDP driver's statistics by name.
+    pub driver: BTreeMap<String, u64>,
+    /// The control server's statistics.
+    pub control: ControlStats,
+}
+
+/// A datagram delivered to a bound port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryInfo {
+    /// The port.
+    pub port: u16,
+    /// The originating node.
+    pub src: NodeAddr,
+    /// Flow id.
+    pub flow: u64,
+    /// Resource bound left on arrival.
+    pub rb: u16,
+    /// ANEP Type ID it arrived under.
+    pub type_id: u16,
+    /// Application bytes.
+    pub payload: Payload,
+}
+
+/// A node event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum NodeEvent {
+    /// A neighbor came up.
+    NeighborUp {
+        /// Link index.
+        link: u32,
+        /// Link name.
+        link_name: String,
+        /// The neighbor.
+        addr: NodeAddr,
+    },
+    /// A neighbor went down.
+    NeighborDown {
+        /// Link index.
+        link: u32,
+        /// Link name.
+        link_name: String,
+        /// The neighbor.
+        addr: NodeAddr,
+    },
+    /// A route appeared, changed or became unreachable.
+    RouteChanged {
+        /// The route as it is now.
+        route: RouteInfo,
+    },
+    /// A route was deleted (after its garbage-collection time).
+    RouteRemoved {
+        /// Its destination.
+        dest: NodeAddr,
+    },
+    /// An execution environment logged a message.
+    Log {
+        /// The EE's name.
+        ee: String,
+        /// The message.
+        message: String,
+    },
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// Machine-readable reason.
+    pub code: ErrorCode,
+    /// What went wrong and what to do, for a person.
+    pub message: String,
+}
+
+/// Machine-readable error reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The line is not JSON, or not a known request, or a field is wrong.
+    BadRequest,
+    /// A request came before the hello.
+    HelloFirst,
+    /// The hello's protocol version is not spoken here.
+    Version,
+    /// Another connection owns the port.
+    PortInUse,
+    /// This connection does not own the port.
+    NotBound,
+    /// No link by that name or index.
+    NoSuchLink,
+    /// The route's `via` is not the peer of any link.
+    NotNeighbor,
+    /// The node dropped the datagram (the message names the drop reason).
+    Dropped,
+    /// The node's data path has stopped.
+    NodeGone,
+    /// A code this client does not know.
+    #[serde(other)]
+    Other,
+}
+
+impl ErrorCode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::HelloFirst => "hello_first",
+            ErrorCode::Version => "version",
+            ErrorCode::PortInUse => "port_in_use",
+            ErrorCode::NotBound => "not_bound",
+            ErrorCode::NoSuchLink => "no_such_link",
+            ErrorCode::NotNeighbor => "not_neighbor",
+            ErrorCode::Dropped => "dropped",
+            ErrorCode::NodeGone => "node_gone",
+            ErrorCode::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ServerMessage {
+    /// An error answer.
+    pub fn error(id: Option<u64>, code: ErrorCode, message: impl Into<String>) -> Self {
+        ServerMessage::Error {
+            id,
+            error: ErrorInfo {
+                code,
+                message: message.into(),
+            },
+        }
+    }
+
+    /// The message as one protocol line (JSON and a newline).
+    pub fn to_line(&self) -> String {
+        to_line(self)
+    }
+}
+
+impl RequestFrame {
+    /// The request as one protocol line (JSON and a newline).
+    pub fn to_line(&self) -> String {
+        to_line(self)
+    }
+}
+
+fn to_line<T: Serialize>(v: &T) -> String {
+    // Serializing these types cannot fail: every map key is a string and every value is
+    // plain data. Fall back to an error line rather than panic if that ever changes.
+    let mut s = serde_json::to_string(v).unwrap_or_else(|e| {
+        format!(
+            r#"{{"type":"error","id":null,"error":{{"code":"other","message":"cannot encode message: {e}"}}}}"#
+        )
+    });
+    s.push('\n');
+    s
+}
+
+/// Reads a request line. On failure returns the request id when one could be read, so the
+/// error can be answered to it, and a message saying what is wrong.
+pub fn parse_request(line: &str) -> Result<RequestFrame, (Option<u64>, String)> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+        (
+            None,
+            format!("not JSON ({e}); send one JSON object per line"),
+        )
+    })?;
+    let id = v.get("id").and_then(serde_json::Value::as_u64);
+    if id.is_none() {
+        return Err((
+            None,
+            "every request needs a numeric \"id\", e.g. {\"id\":1,\"op\":\"status\"}".into(),
+        ));
+    }
+    serde_json::from_value(v).map_err(|e| (id, format!("bad request: {e}")))
+}
