@@ -1,0 +1,641 @@
+//! The virtual-time runner: a discrete-event simulator of the whole network in one thread.
+//!
+//! Time: one base `Instant` is captured when the simulator is built; virtual now is
+//! `base + elapsed` and the clock is never read again, so a run takes as long as its events
+//! take to compute, not as long as it covers.
+//!
+//! Events sit in a min-heap ordered by (time, sequence number); the sequence number breaks
+//! ties in insertion order, so the run is a pure function of the topology file (and its seed).
+//! Three kinds: a node timer (from `Node::poll_timeout`), a packet arriving at the end of a
+//! link direction (see `link.rs`), and a scenario step.
+//!
+//! Invariants:
+//! - after every input to a node (timer, packet, step) the node is *serviced*: its transmits
+//!   are offered to its links, its events collected (deliveries go to the tracker), and its
+//!   timer rescheduled; so no node holds queued work between events;
+//! - a node has at most one live timer entry (`timers[i]`); heap entries that no longer match
+//!   are stale and skipped;
+//! - a timer scheduled right after `handle_timeout` lies strictly in the future, so a node that
+//!   keeps reporting a past deadline cannot stall virtual time;
+//! - all-pairs reachability is re-evaluated after any event that changed a routing table or a
+//!   link, and every change is logged (convergence and repair times come from that log).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::time::{Duration, Instant};
+
+use anode_core::{DropReason, Event, LinkConfig, LinkId, Node, NodeConfig, Transmit};
+use anode_wire::NodeAddr;
+use anode_wire::anep::TYPE_DATAGRAM;
+
+use crate::error::EmuError;
+use crate::link::{Link, Offer};
+use crate::report::{
+    Checks, LinkChange, LinkReport, NodeReport, ReachChange, Report, RouteReport, StepReport,
+    analyze_failures, us,
+};
+use crate::scenario::{Net, Next, Registry, ReportCtx, Step, StepCtx, all_pairs_reachable};
+use crate::topology::{LinkSpec, NodeSpec, Topology};
+use crate::track::{FlowRec, Tracker, datagram_flow};
+
+#[derive(Debug)]
+enum Ev {
+    Timer(usize),
+    Arrive {
+        link: usize,
+        dir: usize,
+        generation: u64,
+        buf: Vec<u8>,
+    },
+    Step(usize),
+}
+
+#[derive(Debug)]
+struct Entry {
+    at: Duration,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// The simulated network.
+#[derive(Debug)]
+pub struct Sim {
+    base: Instant,
+    now: Duration,
+    seq: u64,
+    heap: BinaryHeap<Reverse<Entry>>,
+    nodes: Vec<Node>,
+    timers: Vec<Option<Duration>>,
+    route_changes: Vec<u64>,
+    specs: Vec<NodeSpec>,
+    link_specs: Vec<LinkSpec>,
+    links: Vec<Link>,
+    /// The LinkId each end of a link has at its node: [at a, at b].
+    ends: Vec<[LinkId; 2]>,
+    /// node -> its LinkId index -> (link, direction when sending from this node).
+    ports: Vec<Vec<(usize, usize)>>,
+    by_addr: BTreeMap<NodeAddr, usize>,
+    tracker: Tracker,
+    delivered: Vec<BTreeMap<u16, u64>>,
+    dirty: bool,
+    reach_state: bool,
+    reach: Vec<ReachChange>,
+    link_log: Vec<LinkChange>,
+    events: u64,
+}
+
+impl Sim {
+    /// Builds the nodes and links of `topo` at virtual time 0; `registry`'s node hooks run on
+    /// every node.
+    pub fn new(topo: &Topology, registry: &Registry) -> Result<Sim, EmuError> {
+        let base = Instant::now();
+        let mut nodes = Vec::with_capacity(topo.nodes.len());
+        for (i, n) in topo.nodes.iter().enumerate() {
+            let mut cfg = NodeConfig::new(n.address);
+            cfg.routing = topo.routing;
+            let mut node = Node::new(cfg, base).map_err(|e| EmuError::Node {
+                node: n.name.clone(),
+                reason: e.to_string(),
+            })?;
+            registry.setup_node(i, &mut node);
+            nodes.push(node);
+        }
+        let mut ports = vec![Vec::new(); nodes.len()];
+        let mut links = Vec::with_capacity(topo.links.len());
+        let mut ends = Vec::with_capacity(topo.links.len());
+        for (li, l) in topo.links.iter().enumerate() {
+            let mut ids = [LinkId(0); 2];
+            for (dir, (me, peer)) in [(l.a, l.b), (l.b, l.a)].into_iter().enumerate() {
+                let (Some(peer_spec), Some(node)) = (topo.nodes.get(peer), nodes.get_mut(me))
+                else {
+                    return Err(EmuError::Node {
+                        node: topo.node_name(me).to_string(),
+                        reason: format!("link {li} names a node that does not exist"),
+                    });
+                };
+                let cfg = LinkConfig {
+                    name: format!("to-{}", peer_spec.name),
+                    peer: peer_spec.address,
+                    mtu: l.mtu,
+                    cost: l.cost,
+                    static_neighbor: false,
+                };
+                let id = node.add_link(cfg, base);
+                if let Some(p) = ports.get_mut(me) {
+                    p.push((li, dir));
+                }
+                if let Some(slot) = ids.get_mut(dir) {
+                    *slot = id;
+                }
+            }
+            ends.push(ids);
+            links.push(Link::new(
+                l.clone(),
+                topo.seed,
+                (topo.node_name(l.a), topo.node_name(l.b)),
+            ));
+        }
+        let n = nodes.len();
+        let mut sim = Sim {
+            base,
+            now: Duration::ZERO,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            nodes,
+            timers: vec![None; n],
+            route_changes: vec![0; n],
+            specs: topo.nodes.clone(),
+            link_specs: topo.links.clone(),
+            links,
+            ends,
+            ports,
+            by_addr: topo
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.address, i))
+                .collect(),
+            tracker: Tracker::default(),
+            delivered: vec![BTreeMap::new(); n],
+            dirty: true,
+            reach_state: false,
+            reach: Vec::new(),
+            link_log: Vec::new(),
+            events: 0,
+        };
+        for i in 0..n {
+            sim.service(i, false);
+        }
+        Ok(sim)
+    }
+
+    fn instant(&self) -> Instant {
+        self.base + self.now
+    }
+
+    fn push(&mut self, at: Duration, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn schedule_timer(&mut self, i: usize, after_timeout: bool) {
+        let Some(node) = self.nodes.get(i) else {
+            return;
+        };
+        let Some(t) = node.poll_timeout() else {
+            if let Some(slot) = self.timers.get_mut(i) {
+                *slot = None;
+            }
+            return;
+        };
+        let mut at = t.saturating_duration_since(self.base).max(self.now);
+        if after_timeout && at <= self.now {
+            at = self.now + Duration::from_micros(1);
+        }
+        if self.timers.get(i).copied().flatten() != Some(at) {
+            if let Some(slot) = self.timers.get_mut(i) {
+                *slot = Some(at);
+            }
+            self.push(at, Ev::Timer(i));
+        }
+    }
+
+    /// Offers the node's transmits to its links, collects its events, reschedules its timer.
+    fn service(&mut self, i: usize, after_timeout: bool) {
+        while let Some(t) = self.nodes.get_mut(i).and_then(|n| n.poll_transmit()) {
+            self.transmit(i, t);
+        }
+        let now = self.now;
+        while let Some(e) = self.nodes.get_mut(i).and_then(|n| n.poll_event()) {
+            if let Event::Delivered(d) = e {
+                if let Some(m) = self.delivered.get_mut(i) {
+                    *m.entry(d.port).or_insert(0) += 1;
+                }
+                if d.type_id == TYPE_DATAGRAM {
+                    self.tracker.deliver(d.flow, i, now, d.rb);
+                }
+            }
+        }
+        if let (Some(n), Some(rc)) = (self.nodes.get(i), self.route_changes.get_mut(i))
+            && n.route_changes() != *rc
+        {
+            *rc = n.route_changes();
+            self.dirty = true;
+        }
+        self.schedule_timer(i, after_timeout);
+    }
+
+    fn transmit(&mut self, from: usize, t: Transmit) {
+        let Some(&(li, dir)) = self.ports.get(from).and_then(|p| p.get(t.link.0 as usize)) else {
+            return;
+        };
+        if let Some(flow) = datagram_flow(&t.buf) {
+            self.tracker.hop(flow, from);
+        }
+        let now = self.now;
+        let Some(link) = self.links.get_mut(li) else {
+            return;
+        };
+        if let Offer::Arrive { at, generation } = link.offer(dir, now, t.buf.len()) {
+            self.push(
+                at,
+                Ev::Arrive {
+                    link: li,
+                    dir,
+                    generation,
+                    buf: t.buf,
+                },
+            );
+        }
+    }
+
+    fn handle(&mut self, ev: Ev, at: Duration) {
+        match ev {
+            Ev::Timer(i) => {
+                if self.timers.get(i).copied().flatten() != Some(at) {
+                    return;
+                }
+                if let Some(slot) = self.timers.get_mut(i) {
+                    *slot = None;
+                }
+                let now = self.instant();
+                if let Some(n) = self.nodes.get_mut(i) {
+                    n.handle_timeout(now);
+                }
+                self.service(i, true);
+            }
+            Ev::Arrive {
+                link,
+                dir,
+                generation,
+                buf,
+            } => {
+                let (Some(l), Some(ends)) = (self.links.get_mut(link), self.ends.get(link)) else {
+                    return;
+                };
+                if !l.arrive(dir, generation, buf.len()) {
+                    return;
+                }
+                let (to, id) = if dir == 0 {
+                    (l.spec.b, ends[1])
+                } else {
+                    (l.spec.a, ends[0])
+                };
+                let now = self.instant();
+                if let Some(n) = self.nodes.get_mut(to) {
+                    n.handle_packet(now, id, buf);
+                }
+                self.service(to, false);
+            }
+            Ev::Step(_) => {}
+        }
+    }
+
+    fn update_reachability(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        let ok = all_pairs_reachable(self);
+        if ok != self.reach_state || self.reach.is_empty() {
+            self.reach_state = ok;
+            self.reach.push(ReachChange {
+                at_us: us(self.now),
+                all_pairs: ok,
+            });
+        }
+    }
+
+    /// Whether the up links connect every node.
+    fn connected(&self) -> bool {
+        let n = self.nodes.len();
+        let mut seen = vec![false; n];
+        let mut stack = vec![0usize];
+        if let Some(s) = seen.first_mut() {
+            *s = true;
+        }
+        while let Some(x) = stack.pop() {
+            for l in self.links.iter().filter(|l| l.is_up()) {
+                let y = if l.spec.a == x {
+                    l.spec.b
+                } else if l.spec.b == x {
+                    l.spec.a
+                } else {
+                    continue;
+                };
+                if let Some(s) = seen.get_mut(y)
+                    && !*s
+                {
+                    *s = true;
+                    stack.push(y);
+                }
+            }
+        }
+        seen.iter().all(|s| *s)
+    }
+
+    /// Datagrams tracked so far.
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+}
+
+impl Net for Sim {
+    fn now(&self) -> Duration {
+        self.now
+    }
+
+    fn nodes(&self) -> &[NodeSpec] {
+        &self.specs
+    }
+
+    fn links(&self) -> &[LinkSpec] {
+        &self.link_specs
+    }
+
+    fn with_node(&mut self, node: usize, f: &mut dyn FnMut(&mut Node, Instant)) {
+        let now = self.instant();
+        if let Some(n) = self.nodes.get_mut(node) {
+            f(n, now);
+            self.service(node, false);
+        }
+    }
+
+    fn send_tracked(
+        &mut self,
+        step: usize,
+        from: usize,
+        to: usize,
+        port: u16,
+        rb: Option<u16>,
+        payload: &[u8],
+    ) -> Result<(), DropReason> {
+        let (Some(dst), Some(node)) = (self.specs.get(to).map(|s| s.address), self.nodes.get(from))
+        else {
+            return Err(DropReason::NoRoute);
+        };
+        let rb = rb.unwrap_or(node.config().default_rb);
+        let flow = self.tracker.open(FlowRec {
+            step,
+            from,
+            to,
+            sent_at: self.now,
+            rb,
+            bytes: payload.len(),
+            refused: None,
+            path: Vec::new(),
+            arrival: None,
+        });
+        let now = self.instant();
+        let r = match self.nodes.get_mut(from) {
+            Some(n) => n.send_datagram(now, dst, port, flow, Some(rb), payload),
+            None => Err(DropReason::NoRoute),
+        };
+        if let Err(e) = r {
+            self.tracker.refuse(flow, e);
+        }
+        self.service(from, false);
+        r
+    }
+
+    fn set_link_up(&mut self, link: usize, up: bool) {
+        let now = self.now;
+        let Some(l) = self.links.get_mut(link) else {
+            return;
+        };
+        if l.is_up() == up {
+            return;
+        }
+        l.set_up(up, now);
+        let partitions = !self.connected();
+        self.link_log.push(LinkChange {
+            at: now,
+            link,
+            up,
+            partitions,
+        });
+        self.dirty = true;
+    }
+
+    fn link_up(&self, link: usize) -> bool {
+        self.links.get(link).is_some_and(|l| l.is_up())
+    }
+
+    fn next_hop(&mut self, from: usize, to: usize) -> Option<usize> {
+        let dst = self.specs.get(to)?.address;
+        let hop = self.nodes.get(from)?.lookup(&dst)?;
+        let &(li, dir) = self.ports.get(from)?.get(hop.link.0 as usize)?;
+        let l = self.links.get(li)?;
+        Some(if dir == 0 { l.spec.b } else { l.spec.a })
+    }
+
+    fn delivered(&self, node: usize, port: Option<u16>) -> u64 {
+        self.delivered.get(node).map_or(0, |m| match port {
+            Some(p) => m.get(&p).copied().unwrap_or(0),
+            None => m.values().sum(),
+        })
+    }
+}
+
+/// Runs `topo` in virtual time with the built-in actions' node hooks from `registry` and
+/// returns the report.
+pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+    let mut sim = Sim::new(&topo, registry)?;
+    let end = topo.duration;
+    let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
+    for k in 0..steps.len() {
+        let at = steps.get(k).map_or(Duration::ZERO, |s| s.at);
+        sim.push(at, Ev::Step(k));
+    }
+    sim.update_reachability();
+    while let Some(Reverse(top)) = sim.heap.peek() {
+        if top.at > end {
+            break;
+        }
+        let Some(Reverse(e)) = sim.heap.pop() else {
+            break;
+        };
+        sim.now = e.at;
+        sim.events += 1;
+        match e.ev {
+            Ev::Step(k) => {
+                if let Some(step) = steps.get_mut(k) {
+                    let mut ctx = StepCtx {
+                        net: &mut sim,
+                        step: step.index,
+                    };
+                    if let Next::After(d) = step.action.run(&mut ctx) {
+                        sim.push(e.at + d, Ev::Step(k));
+                    }
+                }
+            }
+            ev => sim.handle(ev, e.at),
+        }
+        sim.update_reachability();
+    }
+    sim.now = end;
+    Ok(build_report(&sim, &topo.file, &topo, &steps, true))
+}
+
+/// Node name of an address, or the address.
+fn addr_name(by_addr: &BTreeMap<NodeAddr, usize>, specs: &[NodeSpec], a: &NodeAddr) -> String {
+    by_addr
+        .get(a)
+        .and_then(|i| specs.get(*i))
+        .map_or_else(|| a.to_string(), |s| s.name.clone())
+}
+
+fn build_report(
+    sim: &Sim,
+    file: &str,
+    topo_meta: &Topology,
+    steps: &[Step],
+    deterministic: bool,
+) -> Report {
+    let link_name = |i: usize| {
+        sim.link_specs.get(i).map_or(format!("link{i}"), |l| {
+            let n = |x: usize| sim.specs.get(x).map_or("?", |s| s.name.as_str());
+            format!("{}-{}", n(l.a), n(l.b))
+        })
+    };
+    let failures = analyze_failures(&sim.link_log, &sim.reach, &sim.tracker, sim.now, &link_name);
+    let mut step_reports = Vec::with_capacity(steps.len());
+    let mut checks = Checks {
+        passed: 0,
+        failed: 0,
+    };
+    for s in steps {
+        let ctx = ReportCtx {
+            step: s.index,
+            at: s.at,
+            nodes: &sim.specs,
+            links: &sim.link_specs,
+            tracker: &sim.tracker,
+            failures: &failures,
+        };
+        let outcome = s.action.report(&ctx);
+        if let Some(c) = &outcome.check {
+            if c.passed {
+                checks.passed += 1;
+            } else {
+                checks.failed += 1;
+            }
+        }
+        step_reports.push(StepReport {
+            number: s.index + 1,
+            at_us: us(s.at),
+            action: s.action_name.clone(),
+            outcome,
+        });
+    }
+    let links = sim
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| LinkReport {
+            name: link_name(i),
+            delay_us: us(l.spec.delay),
+            bandwidth_bps: l.spec.bandwidth_bps,
+            loss: l.spec.loss,
+            mtu: l.spec.mtu,
+            queue_bytes: l.spec.queue_bytes,
+            up_at_end: l.is_up(),
+            a_to_b: Some(l.stats(0)),
+            b_to_a: Some(l.stats(1)),
+        })
+        .collect();
+    let nodes = sim
+        .nodes
+        .iter()
+        .zip(&sim.specs)
+        .map(|(n, s)| node_report(n, s, &sim.by_addr, &sim.specs))
+        .collect();
+    Report {
+        mode: if deterministic {
+            "virtual-time"
+        } else {
+            "realtime"
+        }
+        .to_string(),
+        deterministic,
+        note: "Deterministic virtual time: the same file and seed give a byte-identical report."
+            .to_string(),
+        file: file.to_string(),
+        description: topo_meta.description.clone(),
+        seed: topo_meta.seed,
+        duration_us: us(topo_meta.duration),
+        routing: topo_meta.routing,
+        converged_at_us: sim.reach.iter().find(|r| r.all_pairs).map(|r| r.at_us),
+        reachability_changes: sim.reach.clone(),
+        steps: step_reports,
+        failures,
+        checks,
+        links,
+        nodes,
+        events: sim.events,
+    }
+}
+
+/// One node's report entry: counters, neighbors and routes by name.
+pub(crate) fn node_report(
+    n: &Node,
+    s: &NodeSpec,
+    by_addr: &BTreeMap<NodeAddr, usize>,
+    specs: &[NodeSpec],
+) -> NodeReport {
+    let mut routes: Vec<(usize, RouteReport)> = n
+        .routes()
+        .into_iter()
+        .map(|r| {
+            (
+                by_addr.get(&r.dest).copied().unwrap_or(usize::MAX),
+                RouteReport {
+                    dest: addr_name(by_addr, specs, &r.dest),
+                    metric: r.metric,
+                    next_hop: r.next_hop.map(|h| addr_name(by_addr, specs, &h.addr)),
+                    kind: r.kind,
+                },
+            )
+        })
+        .collect();
+    routes.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.dest.cmp(&b.1.dest)));
+    let mut neighbors: Vec<(usize, String)> = n
+        .neighbors()
+        .iter()
+        .map(|x| {
+            (
+                by_addr.get(&x.addr).copied().unwrap_or(usize::MAX),
+                addr_name(by_addr, specs, &x.addr),
+            )
+        })
+        .collect();
+    neighbors.sort();
+    NodeReport {
+        name: s.name.clone(),
+        address: s.address.to_string(),
+        neighbors: neighbors.into_iter().map(|x| x.1).collect(),
+        counters: n.counters().clone(),
+        routes: routes.into_iter().map(|x| x.1).collect(),
+    }
+}

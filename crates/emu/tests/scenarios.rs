@@ -1,0 +1,244 @@
+//! The emulator end to end: the shipped topology files, convergence, reroute within the
+//! routing timers, determinism, and the effect of the seed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anode_emu::{Report, Topology};
+
+fn topo_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../topologies")
+        .join(name)
+}
+
+fn run_file(name: &str) -> Report {
+    let t = Topology::load(&topo_path(name)).unwrap();
+    anode_emu::run(t).unwrap()
+}
+
+fn run_src(src: &str) -> Report {
+    anode_emu::run(Topology::parse(src, "test.toml").unwrap()).unwrap()
+}
+
+fn failed_checks(r: &Report) -> Vec<String> {
+    r.steps
+        .iter()
+        .filter(|s| s.outcome.check.as_ref().is_some_and(|c| !c.passed))
+        .map(|s| s.outcome.summary.clone())
+        .collect()
+}
+
+/// A ring of `n` nodes n0..n(n-1) with the given routing timers and extra steps.
+fn ring(n: usize, seed: u64, loss: f64, steps: &str) -> String {
+    let mut s = format!(
+        "[network]\nseed = {seed}\nduration_ms = 20000\n[routing]\nhello_interval_ms = 250\ndead_interval_ms = 800\nupdate_interval_ms = 1000\nroute_timeout_ms = 6000\ngc_interval_ms = 4000\ntriggered_delay_ms = 20\n"
+    );
+    for i in 0..n {
+        s += &format!("[[node]]\nname = \"n{i}\"\n");
+    }
+    for i in 0..n {
+        s += &format!(
+            "[[link]]\na = \"n{i}\"\nb = \"n{}\"\ndelay_ms = 1.5\nloss = {loss}\n",
+            (i + 1) % n
+        );
+    }
+    s + steps
+}
+
+#[test]
+fn ring5_file_converges_reroutes_and_passes_its_checks() {
+    let r = run_file("ring5.toml");
+    assert!(r.passed(), "failed: {:?}", failed_checks(&r));
+    assert_eq!(r.checks.passed, 7);
+    assert!(r.converged_at_us.is_some_and(|t| t < 3_000_000));
+    // Every node reached every other: 5 senders x 4 destinations, all delivered.
+    for s in r
+        .steps
+        .iter()
+        .filter(|s| s.action == "send" && s.at_us == 3_000_000)
+    {
+        assert_eq!(
+            s.outcome.data["total"]["delivered"], 4,
+            "{}",
+            s.outcome.summary
+        );
+        assert_eq!(s.outcome.data["total"]["lost"], 0);
+    }
+    // The failure: repaired within dead_interval + update_interval (RIP semantics), traffic
+    // resumed, and the stream used both paths.
+    let f = &r.failures[0];
+    assert_eq!(f.link, "b-c");
+    let bound = (r.routing.dead_interval + r.routing.update_interval).as_micros() as u64;
+    let repaired = f.routes_repaired_after_us.unwrap();
+    assert!(repaired >= r.routing.dead_interval.as_micros() as u64 - 300_000);
+    assert!(repaired <= bound, "repaired after {repaired} us > {bound}");
+    let t = f.traffic.as_ref().unwrap();
+    assert!(t.lost > 0 && t.lost < t.sent);
+    assert!(t.resumed_after_us.unwrap() <= bound + 50_000);
+    let stream = r.steps.iter().find(|s| s.number == 9).unwrap();
+    let paths = stream.outcome.data["per_destination"][0]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_array().unwrap().len())
+        .collect::<Vec<_>>();
+    assert!(paths.contains(&2) && paths.contains(&5), "{paths:?}");
+    // Final tables: the direct route is back.
+    let b = r.nodes.iter().find(|n| n.name == "b").unwrap();
+    let to_c = b.routes.iter().find(|x| x.dest == "c").unwrap();
+    assert_eq!((to_c.metric, to_c.next_hop.as_deref()), (1, Some("c")));
+}
+
+#[test]
+fn every_node_reaches_every_other_in_a_generated_ring() {
+    let mut steps = String::new();
+    for i in 0..5 {
+        steps += &format!(
+            "[[step]]\nat_ms = 3000\naction = \"send\"\nfrom = \"n{i}\"\nto = \"*\"\ncount = 3\n"
+        );
+    }
+    steps += "[[step]]\nat_ms = 3000\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n";
+    let r = run_src(&ring(5, 1, 0.0, &steps));
+    assert!(r.passed(), "{:?}", failed_checks(&r));
+    let mut delivered = 0;
+    for s in r.steps.iter().filter(|s| s.action == "send") {
+        delivered += s.outcome.data["total"]["delivered"].as_u64().unwrap();
+        // In a 5-ring the farthest node is 2 hops away.
+        assert!(s.outcome.data["total"]["hops"]["max"].as_u64().unwrap() <= 2);
+    }
+    assert_eq!(delivered, 5 * 4 * 3);
+    for n in &r.nodes {
+        assert_eq!(n.counters.delivered, 12, "{}", n.name);
+        assert_eq!(n.routes.len(), 5);
+        assert!(n.routes.iter().all(|x| x.metric <= 2));
+    }
+}
+
+#[test]
+fn failed_link_reroutes_within_the_configured_timers() {
+    // Fail n0-n1 at 5 s; check the route and reachability one RIP bound later.
+    let steps = "
+[[step]]
+at_ms = 5000
+action = \"fail-link\"
+a = \"n0\"
+b = \"n1\"
+[[step]]
+at_ms = 4000
+action = \"send\"
+from = \"n0\"
+to = \"n1\"
+count = 200
+interval_ms = 20
+[[step]]
+at_ms = 6800
+action = \"expect\"
+check = \"route\"
+from = \"n0\"
+to = \"n1\"
+via = \"n4\"
+[[step]]
+at_ms = 6800
+action = \"expect\"
+check = \"reachable\"
+from = \"*\"
+to = \"*\"
+";
+    let r = run_src(&ring(5, 3, 0.0, steps));
+    assert!(r.passed(), "{:?}", failed_checks(&r));
+    let f = &r.failures[0];
+    assert!(!f.partitions);
+    assert!(f.routes_repaired_after_us.unwrap() <= 1_800_000);
+    let t = f.traffic.as_ref().unwrap();
+    assert!(t.resumed_at_us.is_some());
+    assert!(t.lost >= 1);
+    // Traffic flows again over the detour: the last datagrams took 4 hops.
+    let send = r.steps.iter().find(|s| s.action == "send").unwrap();
+    assert_eq!(send.outcome.data["total"]["hops"]["max"], 4);
+}
+
+#[test]
+fn same_seed_gives_byte_identical_json_and_text() {
+    let src = ring(
+        5,
+        11,
+        0.1,
+        "[[step]]\nat_ms = 3000\naction = \"send\"\nfrom = \"n0\"\nto = \"*\"\ncount = 50\ninterval_ms = 5\n",
+    );
+    let a = run_src(&src);
+    let b = run_src(&src);
+    assert_eq!(a.to_json(), b.to_json());
+    assert_eq!(a.to_text(), b.to_text());
+    let f1 = run_file("ring5.toml").to_json();
+    let f2 = run_file("ring5.toml").to_json();
+    assert_eq!(f1, f2);
+    assert!(!f1.contains("NaN"));
+}
+
+#[test]
+fn a_different_seed_with_loss_gives_a_different_result() {
+    let steps = "[[step]]\nat_ms = 3000\naction = \"send\"\nfrom = \"n0\"\nto = \"*\"\ncount = 100\ninterval_ms = 5\n";
+    let a = run_src(&ring(5, 1, 0.05, steps));
+    let b = run_src(&ring(5, 2, 0.05, steps));
+    assert_ne!(a.to_json(), b.to_json());
+    let lost = |r: &Report| {
+        r.links
+            .iter()
+            .map(|l| l.a_to_b.unwrap().lost + l.b_to_a.unwrap().lost)
+            .sum::<u64>()
+    };
+    assert!(lost(&a) > 0 && lost(&b) > 0);
+    // Without loss the seed does not matter (nothing random is drawn).
+    let c = run_src(&ring(5, 1, 0.0, steps)).to_json();
+    let d = run_src(&ring(5, 2, 0.0, steps)).to_json();
+    let strip = |s: &str| s.replace("\"seed\": 1,", "").replace("\"seed\": 2,", "");
+    assert_eq!(strip(&c), strip(&d));
+}
+
+#[test]
+fn line4_file_shows_queueing_loss_mtu_and_partition() {
+    let r = run_file("line4.toml");
+    assert!(r.passed(), "{:?}", failed_checks(&r));
+    let bc = r.links.iter().find(|l| l.name == "b-c").unwrap();
+    let st = bc.a_to_b.unwrap();
+    assert!(st.queue_drops > 0, "burst overflows the queue");
+    assert!(st.lost > 0, "5% loss");
+    // Serialization: 1000 bytes at 1 Mbit/s take 8 ms, plus 10 ms propagation.
+    let s2 = r.steps.iter().find(|s| s.number == 2).unwrap();
+    assert!(
+        s2.outcome.data["total"]["latency_us"]["min"]
+            .as_u64()
+            .unwrap()
+            > 18_000
+    );
+    let too_big = r.steps.iter().find(|s| s.number == 4).unwrap();
+    assert_eq!(too_big.outcome.data["total"]["refused"]["too_big"], 1);
+    assert!(r.failures[0].partitions);
+}
+
+#[test]
+fn demo_file_passes_and_is_fast() {
+    let t0 = std::time::Instant::now();
+    let r = run_file("demo.toml");
+    assert!(r.passed(), "{:?}", failed_checks(&r));
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn a_failing_expectation_is_reported_as_failed() {
+    let steps = "[[step]]\nat_ms = 3000\naction = \"expect\"\ncheck = \"route\"\nfrom = \"n0\"\nto = \"n1\"\nvia = \"n4\"\n[[step]]\nat_ms = 3000\naction = \"expect\"\ncheck = \"delivered\"\nnode = \"n1\"\nat_least = 1\n";
+    let r = run_src(&ring(5, 1, 0.0, steps));
+    assert_eq!(r.checks.failed, 2);
+    assert!(!r.passed());
+    assert!(r.to_text().contains("FAIL"));
+}
+
+#[test]
+fn ipv6_default_addresses_work() {
+    let src = ring(3, 1, 0.0, "[[step]]\nat_ms = 3000\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n")
+        .replace("duration_ms = 20000\n", "duration_ms = 4000\nipv6 = true\n");
+    let r = run_src(&src);
+    assert!(r.passed());
+    assert_eq!(r.nodes[0].address, "[2001:2::1]:3322");
+}
