@@ -1,0 +1,248 @@
+//! The code cache: compiled code objects in memory (LRU by bytes, each with its live
+//! instance) and, optionally, on disk as wasmtime serialized artifacts so a restarted node
+//! runs cached protocols without recompiling.
+//!
+//! Disk layout, per code object `H` (64 hex digits) in the cache directory:
+//! - `H.wasm`: the module bytes (served to neighbors; SHA-256 must equal `H`),
+//! - `H.cwasm`: `Module::serialize` output of this engine,
+//! - `H.meta`: `anode-cwasm 1`, the engine compatibility key, and the SHA-256 of `H.cwasm`.
+//!
+//! Invariant: an artifact is deserialized only if its meta names this engine's compatibility
+//! key and its SHA-256 matches the meta (so a truncated, foreign or tampered file is never
+//! handed to `Module::deserialize`, which trusts its input); otherwise the module is
+//! recompiled from `H.wasm` (itself verified against `H`) and the artifact rewritten.
+//! Files are written to a temporary name and renamed, so a crash leaves no half file.
+
+use std::collections::HashMap;
+use std::fs;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::Module;
+
+use crate::runtime::{CodeObject, Live, Runtime, code_hash};
+use crate::{CapsuleError, CodeHash};
+
+/// Hashes a code hash by its first 8 bytes (it is already uniformly distributed).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PrefixHasher(u64);
+
+impl Hasher for PrefixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b.get_mut(..chunk.len())
+                .unwrap_or(&mut [])
+                .copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+        }
+    }
+}
+
+/// A map keyed by code hash.
+pub type CodeMap<V> = HashMap<CodeHash, V, BuildHasherDefault<PrefixHasher>>;
+
+/// One cached code object with its live instance (if instantiated and healthy).
+#[derive(Debug)]
+pub(crate) struct Cached {
+    pub obj: Arc<CodeObject>,
+    pub live: Option<Live>,
+    pub used: u64,
+}
+
+/// Compiled code objects in memory, bounded by bytes, least recently used out first.
+#[derive(Debug)]
+pub(crate) struct MemCache {
+    pub map: CodeMap<Cached>,
+    bytes: usize,
+    budget: usize,
+    tick: u64,
+}
+
+impl MemCache {
+    pub fn new(budget: usize) -> Self {
+        MemCache {
+            map: CodeMap::default(),
+            bytes: 0,
+            budget,
+            tick: 0,
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The entry for `h`, marked used.
+    #[inline]
+    pub fn get_mut(&mut self, h: &CodeHash) -> Option<&mut Cached> {
+        let e = self.map.get_mut(h)?;
+        self.tick += 1;
+        e.used = self.tick;
+        Some(e)
+    }
+
+    /// Inserts `obj`; returns the entries evicted to make room (never `obj` itself).
+    pub fn insert(&mut self, obj: Arc<CodeObject>) -> Vec<Cached> {
+        let mut out = Vec::new();
+        if let Some(old) = self.map.remove(&obj.hash) {
+            self.bytes -= old.obj.cost;
+            out.push(old);
+        }
+        while self.bytes + obj.cost > self.budget {
+            let Some(victim) = self.map.iter().min_by_key(|(_, c)| c.used).map(|(h, _)| *h) else {
+                break;
+            };
+            if let Some(c) = self.remove(&victim) {
+                out.push(c);
+            }
+        }
+        self.tick += 1;
+        self.bytes += obj.cost;
+        self.map.insert(
+            obj.hash,
+            Cached {
+                obj,
+                live: None,
+                used: self.tick,
+            },
+        );
+        out
+    }
+
+    pub fn remove(&mut self, h: &CodeHash) -> Option<Cached> {
+        let c = self.map.remove(h)?;
+        self.bytes -= c.obj.cost;
+        Some(c)
+    }
+}
+
+/// The on-disk artifact cache.
+#[derive(Debug, Clone)]
+pub struct DiskCache {
+    dir: PathBuf,
+}
+
+const META_MAGIC: &str = "anode-cwasm 1";
+
+fn disk_err(path: &Path, e: impl std::fmt::Display) -> CapsuleError {
+    CapsuleError::Disk {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CapsuleError> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    fs::write(&tmp, bytes).map_err(|e| disk_err(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| disk_err(path, e))
+}
+
+/// How a code object came out of the disk cache.
+#[derive(Debug)]
+pub(crate) enum DiskHit {
+    /// The artifact was valid and deserialized.
+    Deserialized(Arc<[u8]>, Module),
+    /// Only the module bytes were usable: they must be compiled.
+    WasmOnly(Arc<[u8]>),
+}
+
+impl DiskCache {
+    /// A cache in `dir` (created if missing).
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, CapsuleError> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(|e| disk_err(&dir, e))?;
+        Ok(DiskCache { dir })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, h: &CodeHash, ext: &str) -> PathBuf {
+        self.dir.join(format!("{}.{ext}", hex::encode(h)))
+    }
+
+    /// Writes the module bytes, the serialized artifact and its meta.
+    pub(crate) fn store(&self, rt: &Runtime, obj: &CodeObject) -> Result<(), CapsuleError> {
+        let art = obj.module.serialize().map_err(|e| disk_err(&self.dir, e))?;
+        let wasm_path = self.path(&obj.hash, "wasm");
+        if !wasm_path.exists() {
+            write_atomic(&wasm_path, &obj.wasm)?;
+        }
+        write_atomic(&self.path(&obj.hash, "cwasm"), &art)?;
+        let meta = format!(
+            "{META_MAGIC}\n{}\n{}\n",
+            rt.compat(),
+            hex::encode(code_hash(&art))
+        );
+        write_atomic(&self.path(&obj.hash, "meta"), meta.as_bytes())
+    }
+
+    /// The module bytes of `h`, if held and intact.
+    pub fn wasm(&self, h: &CodeHash) -> Option<Arc<[u8]>> {
+        let b = fs::read(self.path(h, "wasm")).ok()?;
+        (code_hash(&b) == *h).then(|| Arc::from(b))
+    }
+
+    /// Loads `h`: the artifact if it is valid for this engine, else just the module bytes.
+    pub(crate) fn load(&self, rt: &Runtime, h: &CodeHash) -> Option<DiskHit> {
+        let wasm = self.wasm(h)?;
+        let Some(art) = self.artifact(rt, h) else {
+            return Some(DiskHit::WasmOnly(wasm));
+        };
+        // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of a
+        // compatible engine. These bytes were written by `store` above: their SHA-256 matches
+        // the meta written with them, and the meta names this engine's compatibility key
+        // (wasmtime additionally checks its own version and configuration header).
+        match unsafe { Module::deserialize(&rt.engine, &art) } {
+            Ok(m) => Some(DiskHit::Deserialized(wasm, m)),
+            Err(_) => Some(DiskHit::WasmOnly(wasm)),
+        }
+    }
+
+    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<Vec<u8>> {
+        let meta = fs::read_to_string(self.path(h, "meta")).ok()?;
+        let mut lines = meta.lines();
+        if lines.next()? != META_MAGIC || lines.next()? != rt.compat() {
+            return None;
+        }
+        let want = lines.next()?;
+        let art = fs::read(self.path(h, "cwasm")).ok()?;
+        (hex::encode(code_hash(&art)) == want).then_some(art)
+    }
+
+    /// The code objects held (by their `.wasm` files).
+    pub fn list(&self) -> Vec<CodeHash> {
+        let Ok(rd) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut v: Vec<CodeHash> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let stem = name.strip_suffix(".wasm")?;
+                let mut h = [0u8; 32];
+                hex::decode_to_slice(stem, &mut h).ok()?;
+                Some(h)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Removes `h`'s files; true if any existed.
+    pub fn remove(&self, h: &CodeHash) -> bool {
+        ["wasm", "cwasm", "meta"]
+            .iter()
+            .filter(|ext| fs::remove_file(self.path(h, ext)).is_ok())
+            .count()
+            > 0
+    }
+}

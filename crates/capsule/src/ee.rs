@@ -1,0 +1,632 @@
+//! [`CapsuleEe`]: the execution environment for ANEP Type ID `TYPE_CAPSULE`.
+//!
+//! Per capsule: parse the capsule header, find the code object in the memory cache (or load it
+//! from the disk cache), run its `accept` with a fresh fuel budget on the code object's live
+//! instance, and act on the verdict. A capsule whose code is missing is parked while the code
+//! is demand-loaded (`loader.rs`).
+//!
+//! Contracts:
+//! - Every capsule handed in ends in exactly one of: forwarded, delivered, consumed by its
+//!   code (counted in [`CapsuleStats::consumed`]), parked (and later one of these), or a drop
+//!   counted under `capsule/<reason>` in the node's counters. Reasons: `bad_header`,
+//!   `fuel_exhausted`, `memory_limit`, `trap`, `guest_drop`, `bad_verdict`,
+//!   `instantiate_failed`, `park_full`, `no_code_source`, `code_unavailable`, `load_timeout`,
+//!   `code_too_big`, `code_hash_mismatch`, `code_invalid`.
+//! - A failing capsule never stops the node: a trapped instance is discarded and re-created
+//!   on next use; other capsules and the fast path go on.
+//! - Code bytes from the network are used only if their SHA-256 equals the name asked for.
+
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anode_core::{EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
+use anode_wire::capsule::CapsuleRepr;
+use anode_wire::control::Control;
+use wasmtime::Trap;
+
+use crate::abi::{self, verdict};
+use crate::cache::{DiskCache, DiskHit, MemCache};
+use crate::host::{CallEnv, CurCapsule, EnvPtr};
+use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
+use crate::runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
+use crate::softstate::SoftState;
+use crate::{CapsuleError, CodeHash, PortTable};
+
+/// Configuration of a capsule EE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapsuleConfig {
+    /// Runtime bounds (used when the EE creates its own runtime).
+    pub runtime: RuntimeConfig,
+    /// Fuel for one `accept` call (about one unit per WebAssembly instruction).
+    pub fuel: u64,
+    /// Sends and copies one capsule may make.
+    pub max_actions: u32,
+    /// Memory cache budget, bytes (module bytes + compiled code).
+    pub mem_cache_bytes: usize,
+    /// Soft-state budget of the node, bytes.
+    pub soft_state_bytes: usize,
+    /// Soft-state budget of one code object, bytes.
+    pub soft_state_per_code: usize,
+    /// Data bytes per `CodeChunk` (must fit the links' MTU with 56 bytes of headers).
+    pub chunk_size: usize,
+    /// Most bytes answered to one `CodeRequest`.
+    pub serve_max: u32,
+    /// Demand loading.
+    pub loader: LoaderConfig,
+    /// Directory of the disk cache (`None`: memory only).
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for CapsuleConfig {
+    fn default() -> Self {
+        CapsuleConfig {
+            runtime: RuntimeConfig::default(),
+            fuel: 1_000_000,
+            max_actions: 16,
+            mem_cache_bytes: 64 << 20,
+            soft_state_bytes: 4 << 20,
+            soft_state_per_code: 1 << 20,
+            chunk_size: 1200,
+            serve_max: 64 * 1024,
+            loader: LoaderConfig::default(),
+            cache_dir: None,
+        }
+    }
+}
+
+/// What the EE did, for reports and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapsuleStats {
+    /// Capsules handed to the EE.
+    pub capsules: u64,
+    /// `accept` calls.
+    pub runs: u64,
+    /// Capsules consumed by their code (verdict DONE with the capsule still held).
+    pub consumed: u64,
+    /// Traps (fuel, memory, other), each followed by a fresh instance.
+    pub traps: u64,
+    /// Modules compiled from bytes.
+    pub compiled: u64,
+    /// Modules deserialized from the disk cache.
+    pub disk_loads: u64,
+    /// Demand loads completed.
+    pub loads_completed: u64,
+    /// Demand loads failed.
+    pub load_failures: u64,
+    /// Code requests sent.
+    pub requests_sent: u64,
+    /// Code chunks received.
+    pub chunks_received: u64,
+    /// Code chunks sent to neighbors.
+    pub chunks_served: u64,
+    /// `CodeUnavailable` answers sent.
+    pub unavailable_sent: u64,
+    /// Time from the first parked capsule to running code, of the last demand load.
+    pub last_load: Option<Duration>,
+}
+
+/// A code object as [`CapsuleEe::code_list`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeInfo {
+    /// Its name.
+    pub hash: CodeHash,
+    /// Module size, bytes.
+    pub wasm_len: usize,
+    /// Bytes it holds in the memory cache (0 if only on disk).
+    pub cost: usize,
+    /// In the memory cache.
+    pub in_memory: bool,
+    /// Has a live instance.
+    pub live: bool,
+    /// In the disk cache.
+    pub on_disk: bool,
+}
+
+/// The capsule execution environment.
+pub struct CapsuleEe {
+    rt: Arc<Runtime>,
+    cfg: CapsuleConfig,
+    mem: MemCache,
+    disk: Option<DiskCache>,
+    loader: Loader,
+    soft: SoftState,
+    ports: PortTable,
+    epoch: Option<Instant>,
+    stats: CapsuleStats,
+}
+
+impl fmt::Debug for CapsuleEe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CapsuleEe")
+            .field("code", &self.mem.map.len())
+            .field("parked", &self.loader.parked())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl CapsuleEe {
+    /// An EE with its own runtime.
+    pub fn new(cfg: CapsuleConfig) -> Result<Self, CapsuleError> {
+        let rt = Runtime::new(cfg.runtime)?;
+        Self::with_runtime(rt, cfg)
+    }
+
+    /// An EE sharing `rt` (e.g. all nodes of an emulated network share one engine).
+    pub fn with_runtime(rt: Arc<Runtime>, cfg: CapsuleConfig) -> Result<Self, CapsuleError> {
+        let disk = cfg.cache_dir.clone().map(DiskCache::open).transpose()?;
+        Ok(CapsuleEe {
+            mem: MemCache::new(cfg.mem_cache_bytes),
+            loader: Loader::new(cfg.loader),
+            soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
+            ports: PortTable::default(),
+            epoch: None,
+            stats: CapsuleStats::default(),
+            disk,
+            rt,
+            cfg,
+        })
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// Statistics.
+    pub fn stats(&self) -> &CapsuleStats {
+        &self.stats
+    }
+
+    /// The soft state (for inspection).
+    pub fn soft_state(&mut self) -> &mut SoftState {
+        &mut self.soft
+    }
+
+    /// Capsules waiting for code.
+    pub fn parked(&self) -> usize {
+        self.loader.parked()
+    }
+
+    /// Code objects being demand-loaded.
+    pub fn fetching(&self) -> Vec<CodeHash> {
+        self.loader.fetching()
+    }
+
+    /// Lets code objects deliver to application port `port`.
+    pub fn register_port(&mut self, port: u16) {
+        self.ports.insert(port);
+    }
+
+    /// Revokes `port`.
+    pub fn unregister_port(&mut self, port: u16) -> bool {
+        self.ports.remove(&port)
+    }
+
+    /// Installs a code object locally (compiled, cached in memory and on disk, served to
+    /// neighbors); returns its name.
+    pub fn install(&mut self, wasm: &[u8]) -> Result<CodeHash, CapsuleError> {
+        let max = self.cfg.loader.max_code_bytes as usize;
+        if wasm.len() > max {
+            return Err(CapsuleError::TooBig {
+                len: wasm.len(),
+                max,
+            });
+        }
+        let obj = self.rt.compile(wasm)?;
+        self.stats.compiled += 1;
+        let h = obj.hash;
+        self.admit(obj)?;
+        Ok(h)
+    }
+
+    /// Whether `hash` is usable now (memory, or disk: loads it).
+    pub fn has_code(&mut self, hash: &CodeHash) -> bool {
+        self.mem.map.contains_key(hash) || self.load_local(hash)
+    }
+
+    /// The module bytes of `hash`.
+    pub fn code_bytes(&self, hash: &CodeHash) -> Option<Arc<[u8]>> {
+        match self.mem.map.get(hash) {
+            Some(c) => Some(c.obj.wasm.clone()),
+            None => self.disk.as_ref()?.wasm(hash),
+        }
+    }
+
+    /// Code objects in memory and on disk.
+    pub fn code_list(&self) -> Vec<CodeInfo> {
+        let on_disk: HashSet<CodeHash> = self
+            .disk
+            .as_ref()
+            .map(|d| d.list().into_iter().collect())
+            .unwrap_or_default();
+        let mut v: Vec<CodeInfo> = self
+            .mem
+            .map
+            .values()
+            .map(|c| CodeInfo {
+                hash: c.obj.hash,
+                wasm_len: c.obj.wasm.len(),
+                cost: c.obj.cost,
+                in_memory: true,
+                live: c.live.is_some(),
+                on_disk: on_disk.contains(&c.obj.hash),
+            })
+            .collect();
+        for h in &on_disk {
+            if !self.mem.map.contains_key(h) {
+                v.push(CodeInfo {
+                    hash: *h,
+                    wasm_len: self
+                        .disk
+                        .as_ref()
+                        .and_then(|d| d.wasm(h))
+                        .map_or(0, |w| w.len()),
+                    cost: 0,
+                    in_memory: false,
+                    live: false,
+                    on_disk: true,
+                });
+            }
+        }
+        v.sort_by_key(|c| c.hash);
+        v
+    }
+
+    /// Bytes of the memory cache.
+    pub fn mem_cache_bytes(&self) -> usize {
+        self.mem.bytes()
+    }
+
+    /// Removes `hash` from memory (finalizing its instance, dropping its soft state) and disk.
+    pub fn evict(&mut self, hash: &CodeHash) -> bool {
+        let m = self.mem.remove(hash).map(|c| self.retire(c)).is_some();
+        let d = self.disk.as_ref().is_some_and(|d| d.remove(hash));
+        m || d
+    }
+
+    fn retire(&mut self, mut c: crate::cache::Cached) {
+        if let Some(mut live) = c.live.take()
+            && let Some(fin) = live.finalize
+        {
+            let _ = live.store.set_fuel(self.cfg.fuel);
+            let _ = fin.call(&mut live.store, ());
+        }
+        self.soft.clear(&c.obj.hash);
+    }
+
+    fn admit(&mut self, obj: CodeObject) -> Result<(), CapsuleError> {
+        if let Some(d) = &self.disk {
+            d.store(&self.rt, &obj)?;
+        }
+        for old in self.mem.insert(Arc::new(obj)) {
+            self.retire(old);
+        }
+        Ok(())
+    }
+
+    /// Loads `hash` from the disk cache into memory.
+    fn load_local(&mut self, hash: &CodeHash) -> bool {
+        let Some(d) = &self.disk else {
+            return false;
+        };
+        let obj = match d.load(&self.rt, hash) {
+            None => return false,
+            Some(DiskHit::Deserialized(wasm, module)) => {
+                match self.rt.code_object(*hash, wasm, module) {
+                    Ok(o) => {
+                        self.stats.disk_loads += 1;
+                        o
+                    }
+                    Err(_) => return false,
+                }
+            }
+            Some(DiskHit::WasmOnly(wasm)) => match self.rt.compile(&wasm) {
+                Ok(o) => {
+                    self.stats.compiled += 1;
+                    o
+                }
+                Err(_) => return false,
+            },
+        };
+        self.admit(obj).is_ok()
+    }
+
+    fn park(&mut self, ctx: &mut NodeContext<'_>, hdr: CapsuleRepr, pkt: EePacket, at: usize) {
+        let mut sources: Vec<LinkId> = Vec::new();
+        if let Some(cs) = hdr.code_source {
+            let hop = ctx
+                .neighbors()
+                .into_iter()
+                .find(|n| n.addr == cs)
+                .or_else(|| ctx.lookup(&cs));
+            if let Some(h) = hop {
+                sources.push(h.link);
+            }
+        }
+        if let Some(l) = pkt.link
+            && !sources.contains(&l)
+        {
+            sources.push(l);
+        }
+        let p = Parked {
+            pkt,
+            payload_at: at,
+        };
+        match self.loader.park(ctx.now(), hdr.code, p, sources) {
+            Park::Waiting => {}
+            Park::Started(step) => self.apply(ctx, step),
+            Park::Refused(reason) => ctx.count_drop("capsule", reason),
+        }
+    }
+
+    fn apply(&mut self, ctx: &mut NodeContext<'_>, step: Step) {
+        match step {
+            Step::None => {}
+            Step::Request {
+                link,
+                hash,
+                offset,
+                max,
+            } => {
+                self.stats.requests_sent += 1;
+                let _ = ctx.send_control(link, &Control::CodeRequest { hash, offset, max });
+            }
+            Step::Failed {
+                hash,
+                reason,
+                parked,
+            } => {
+                self.stats.load_failures += 1;
+                ctx.log(
+                    "capsule",
+                    format!("loading {} failed: {reason}", hex::encode(hash)),
+                );
+                drop_all(ctx, parked, reason);
+            }
+            Step::Complete {
+                hash,
+                bytes,
+                parked,
+                started,
+            } => {
+                if code_hash(&bytes) != hash {
+                    self.stats.load_failures += 1;
+                    return drop_all(ctx, parked, "code_hash_mismatch");
+                }
+                let obj = match self.rt.compile(&bytes) {
+                    Ok(o) => o,
+                    Err(_) => {
+                        self.stats.load_failures += 1;
+                        return drop_all(ctx, parked, "code_invalid");
+                    }
+                };
+                self.stats.compiled += 1;
+                if self.admit(obj).is_err() {
+                    // The disk cache failed; the code still runs from memory.
+                    ctx.log(
+                        "capsule",
+                        format!("disk cache: cannot store {}", hex::encode(hash)),
+                    );
+                }
+                self.stats.loads_completed += 1;
+                self.stats.last_load = Some(ctx.now().saturating_duration_since(started));
+                for p in parked {
+                    self.run(ctx, hash, p.pkt, p.payload_at);
+                }
+            }
+        }
+    }
+
+    fn serve(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        link: LinkId,
+        hash: CodeHash,
+        off: u32,
+        max: u32,
+    ) {
+        let Some(wasm) = self.code_bytes(&hash) else {
+            self.stats.unavailable_sent += 1;
+            let _ = ctx.send_control(link, &Control::CodeUnavailable { hash });
+            return;
+        };
+        let total = wasm.len();
+        let start = off as usize;
+        let end = total.min(start.saturating_add(max.min(self.cfg.serve_max) as usize));
+        let mut o = start;
+        while o < end {
+            let n = self.cfg.chunk_size.max(1).min(end - o);
+            let Some(data) = wasm.get(o..o + n) else {
+                break;
+            };
+            let msg = Control::CodeChunk {
+                hash,
+                total: total as u32,
+                offset: o as u32,
+                data: data.to_vec(),
+            };
+            if ctx.send_control(link, &msg).is_err() {
+                break;
+            }
+            self.stats.chunks_served += 1;
+            o += n;
+        }
+    }
+
+    /// Runs `hash`'s `accept` on the capsule.
+    fn run(&mut self, ctx: &mut NodeContext<'_>, hash: CodeHash, pkt: EePacket, payload_at: usize) {
+        let fuel = self.cfg.fuel;
+        let epoch = *self.epoch.get_or_insert(ctx.now());
+        let Some(c) = self.mem.get_mut(&hash) else {
+            return ctx.count_drop("capsule", "code_invalid");
+        };
+        if c.live.is_none() {
+            match self.rt.instantiate(&c.obj, fuel) {
+                Ok(l) => c.live = Some(l),
+                Err(_) => return ctx.count_drop("capsule", "instantiate_failed"),
+            }
+        }
+        let Some(live) = c.live.as_mut() else {
+            return ctx.count_drop("capsule", "instantiate_failed");
+        };
+        let mut buf = pkt.buf;
+        let plen = AnepPacket::new_checked(&buf[..]).map_or(0, |p| p.packet_len());
+        if plen < payload_at || plen > buf.len() {
+            return ctx.count_drop("capsule", "bad_header");
+        }
+        buf.truncate(plen);
+        let why = match pkt.why {
+            anode_core::Dispatch::Destination => abi::why::DESTINATION,
+            anode_core::Dispatch::EveryHop => abi::why::EVERY_HOP,
+            anode_core::Dispatch::Route => abi::why::ROUTE,
+            anode_core::Dispatch::Local => abi::why::LOCAL,
+        };
+        {
+            let st = live.store.data_mut();
+            st.cap = Some(CurCapsule {
+                buf,
+                anep_len: pkt.anep_len,
+                payload_at,
+                why: pkt.why,
+                dirty: false,
+            });
+            st.actions = 0;
+            st.limits.hit = false;
+        }
+        if live.store.set_fuel(fuel).is_err() {
+            live.store.data_mut().cap = None;
+            return ctx.count_drop("capsule", "trap");
+        }
+        self.stats.runs += 1;
+        let r = {
+            let mut env = CallEnv {
+                ctx: &mut *ctx,
+                soft: &mut self.soft,
+                ports: &self.ports,
+                epoch,
+                max_actions: self.cfg.max_actions,
+            };
+            live.store.data_mut().env = EnvPtr::to(&mut env);
+            let r = live
+                .accept
+                .call(&mut live.store, ((plen - payload_at) as i32, why));
+            live.store.data_mut().env = EnvPtr::NULL;
+            r
+        };
+        let cap = live.store.data_mut().cap.take();
+        match r {
+            Ok(v) => match (v, cap) {
+                (_, None) => {}
+                (verdict::FORWARD, Some(mut k)) => {
+                    k.fix_up();
+                    let _ = ctx.forward(k.buf, k.anep_len);
+                }
+                (verdict::DONE, Some(_)) => self.stats.consumed += 1,
+                (verdict::DROP, Some(_)) => ctx.count_drop("capsule", "guest_drop"),
+                (_, Some(_)) => ctx.count_drop("capsule", "bad_verdict"),
+            },
+            Err(e) => {
+                let reason = if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
+                    "fuel_exhausted"
+                } else if live.store.data().limits.hit {
+                    "memory_limit"
+                } else {
+                    "trap"
+                };
+                self.stats.traps += 1;
+                // The instance's state is unknown after a trap: start afresh next time.
+                c.live = None;
+                if cap.is_some() {
+                    ctx.count_drop("capsule", reason);
+                } else {
+                    ctx.log("capsule", format!("{reason} after the capsule was sent on"));
+                }
+            }
+        }
+    }
+}
+
+fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: &str) {
+    for _ in parked {
+        ctx.count_drop("capsule", reason);
+    }
+}
+
+impl ExecutionEnvironment for CapsuleEe {
+    fn type_id(&self) -> u16 {
+        TYPE_CAPSULE
+    }
+
+    fn name(&self) -> &str {
+        "capsule"
+    }
+
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        self.stats.capsules += 1;
+        let (hdr, hl) = match CapsuleRepr::parse(pkt.ee_bytes()) {
+            Ok(x) => x,
+            Err(_) => return ctx.count_drop("capsule", "bad_header"),
+        };
+        let payload_at = pkt.anep_len + pkt.transit_len + hl;
+        if self.mem.map.contains_key(&hdr.code) || self.load_local(&hdr.code) {
+            self.run(ctx, hdr.code, pkt, payload_at);
+        } else {
+            self.park(ctx, hdr, pkt, payload_at);
+        }
+    }
+
+    fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
+        match msg {
+            Control::CodeRequest { hash, offset, max } => {
+                self.serve(ctx, link, *hash, *offset, *max);
+            }
+            Control::CodeChunk {
+                hash,
+                total,
+                offset,
+                data,
+            } => {
+                self.stats.chunks_received += 1;
+                let step = self
+                    .loader
+                    .on_chunk(ctx.now(), link, *hash, *total, *offset, data);
+                self.apply(ctx, step);
+            }
+            Control::CodeUnavailable { hash } => {
+                let step = self.loader.on_unavailable(ctx.now(), link, *hash);
+                self.apply(ctx, step);
+            }
+            _ => {}
+        }
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
+        for step in self.loader.handle_timeout(ctx.now()) {
+            self.apply(ctx, step);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.loader.poll_timeout()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+impl Drop for CapsuleEe {
+    fn drop(&mut self) {
+        let all: Vec<CodeHash> = self.mem.map.keys().copied().collect();
+        for h in all {
+            if let Some(c) = self.mem.remove(&h) {
+                self.retire(c);
+            }
+        }
+    }
+}

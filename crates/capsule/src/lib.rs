@@ -1,0 +1,51 @@
+//! # anode capsule execution environment
+//!
+//! Capsules (ANEP Type ID `TYPE_CAPSULE`) carry the name of a code object: the SHA-256 of a
+//! WebAssembly module. Every node a capsule passes (it normally carries the transit flag
+//! `FLAG_EVAL_EVERY_HOP`) runs that module's `accept` export on it, inside wasmtime with a fuel
+//! budget and a memory limit (PAN §III, ANTS). A node lacking the code parks the capsule and
+//! demand-loads the code from the previous hop in MTU-sized chunks, verifies its hash,
+//! compiles it, caches it in memory and on disk, and serves it to its own neighbors.
+//!
+//! Layout:
+//! - `abi.rs`: the guest ABI v1 constants (normative text: `ABI.md`);
+//! - `runtime.rs`: engine, pooling allocator, compilation and ABI check, instances;
+//! - `host.rs`: the node interface as host imports;
+//! - `softstate.rs`: per-code-object soft state with TTL and byte budgets;
+//! - `cache.rs`: memory LRU and disk cache of compiled code;
+//! - `loader.rs`: demand loading with retries and bounds;
+//! - `ee.rs`: [`CapsuleEe`], the `ExecutionEnvironment`;
+//! - `packet.rs`: building capsules for applications;
+//! - `protocols.rs`: the protocols of `guest/`, built by `build.rs` and embedded.
+//!
+//! Contract: network input and guest code are hostile. No input bytes and no guest behavior
+//! make the node panic, block, or exceed the configured CPU, memory and state bounds; every
+//! capsule that is not forwarded or delivered is counted with a reason.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
+pub mod abi;
+mod cache;
+mod ee;
+mod error;
+mod host;
+mod loader;
+mod packet;
+pub mod protocols;
+mod runtime;
+mod softstate;
+
+pub use anode_wire::capsule::CodeHash;
+pub use cache::DiskCache;
+pub use ee::{CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo};
+pub use error::CapsuleError;
+pub use loader::LoaderConfig;
+pub use packet::capsule_packet;
+pub use runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
+pub use softstate::{PutError, SoftState};
+
+/// Application ports code objects may deliver to.
+pub type PortTable = std::collections::HashSet<u16>;

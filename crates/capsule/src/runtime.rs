@@ -1,0 +1,330 @@
+//! The WebAssembly runtime: one wasmtime [`Engine`] (Cranelift, pooling instance allocator,
+//! fuel metering) and one [`Linker`] holding the host imports, shared by any number of EEs
+//! (e.g. every node of an emulated network).
+//!
+//! A [`CodeObject`] is a compiled, ABI-checked module with its `InstancePre` (imports resolved
+//! once). A [`Live`] is one instantiation of it in its own [`Store`], which persists across
+//! capsules so a code object's globals and linear memory are its private, per-node state (PAN:
+//! "static variables persist for the code object's lifetime in the node"). After a trap the
+//! instance is discarded (its shadow stack and invariants are unknown) and re-created from the
+//! `InstancePre` on next use.
+//!
+//! Invariants:
+//! - A code object's name is the SHA-256 of its bytes; [`Runtime::compile`] computes it, it is
+//!   never taken from the network.
+//! - Every store has a [`Limits`] resource limiter (memory and table growth beyond the bound
+//!   trap with a recorded reason) and fuel metering is always on.
+
+use std::fmt;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::{
+    Config, Engine, ExternType, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
+    PoolingAllocationConfig, ResourceLimiter, Store, TypedFunc, ValType,
+};
+
+use crate::abi;
+use crate::host::HostState;
+use crate::{CapsuleError, CodeHash};
+
+/// Bounds of the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Largest linear memory of one instance, bytes.
+    pub max_memory_bytes: usize,
+    /// Most table elements of one instance.
+    pub max_table_elements: usize,
+    /// Instances that may be live at once in this runtime (pooling allocator slots).
+    pub max_instances: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_memory_bytes: 4 << 20,
+            max_table_elements: 10_000,
+            max_instances: 256,
+        }
+    }
+}
+
+/// The engine and the host-import linker.
+pub struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    cfg: RuntimeConfig,
+    compat: String,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("cfg", &self.cfg).finish()
+    }
+}
+
+/// The resource limiter of one store.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    max_memory: usize,
+    max_table: usize,
+    /// Set when a growth was refused; tells a trap caused by it from others.
+    pub(crate) hit: bool,
+}
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max_memory {
+            self.hit = true;
+            return Err(wasmtime::format_err!(
+                "memory limit: {desired} bytes wanted, {} allowed",
+                self.max_memory
+            ));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max_table {
+            self.hit = true;
+            return Err(wasmtime::format_err!(
+                "table limit: {desired} elements wanted"
+            ));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        4
+    }
+
+    fn memories(&self) -> usize {
+        1
+    }
+}
+
+/// A compiled, ABI-checked code object.
+pub struct CodeObject {
+    /// Its name: SHA-256 of `wasm`.
+    pub hash: CodeHash,
+    /// The module's bytes (served to neighbors that ask).
+    pub wasm: Arc<[u8]>,
+    pub(crate) module: Module,
+    pub(crate) pre: InstancePre<HostState>,
+    pub(crate) has_init: bool,
+    pub(crate) has_finalize: bool,
+    /// Bytes it holds in memory (module bytes + compiled image), for the cache's budget.
+    pub cost: usize,
+}
+
+impl fmt::Debug for CodeObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeObject")
+            .field("hash", &hex::encode(self.hash))
+            .field("wasm_len", &self.wasm.len())
+            .field("cost", &self.cost)
+            .finish()
+    }
+}
+
+/// One live instance of a code object, in its own store.
+pub(crate) struct Live {
+    pub store: Store<HostState>,
+    pub accept: TypedFunc<(i32, i32), i32>,
+    pub finalize: Option<TypedFunc<(), ()>>,
+}
+
+impl fmt::Debug for Live {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Live").finish_non_exhaustive()
+    }
+}
+
+/// SHA-256 of `bytes`.
+pub fn code_hash(bytes: &[u8]) -> CodeHash {
+    Sha256::digest(bytes).into()
+}
+
+impl Runtime {
+    /// A runtime with the given bounds.
+    pub fn new(cfg: RuntimeConfig) -> Result<Arc<Runtime>, CapsuleError> {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_core_instances(cfg.max_instances)
+            .total_memories(cfg.max_instances)
+            .total_tables(cfg.max_instances)
+            .max_memory_size(cfg.max_memory_bytes)
+            .table_elements(cfg.max_table_elements)
+            .max_memories_per_module(1)
+            .max_tables_per_module(4);
+        let mut c = Config::new();
+        c.consume_fuel(true)
+            .cranelift_opt_level(OptLevel::Speed)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&c).map_err(|e| CapsuleError::Engine(e.to_string()))?;
+        let mut linker = Linker::new(&engine);
+        crate::host::define_imports(&mut linker)
+            .map_err(|e| CapsuleError::Engine(e.to_string()))?;
+        let compat = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut h);
+            format!("{:016x}", h.finish())
+        };
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            cfg,
+            compat,
+        }))
+    }
+
+    /// The runtime's bounds.
+    pub fn config(&self) -> RuntimeConfig {
+        self.cfg
+    }
+
+    /// A string naming everything that makes a serialized artifact usable by this engine.
+    pub(crate) fn compat(&self) -> &str {
+        &self.compat
+    }
+
+    /// Compiles `wasm` and checks it against the ABI.
+    pub fn compile(&self, wasm: &[u8]) -> Result<CodeObject, CapsuleError> {
+        let module =
+            Module::new(&self.engine, wasm).map_err(|e| CapsuleError::Compile(format!("{e:#}")))?;
+        self.code_object(code_hash(wasm), Arc::from(wasm), module)
+    }
+
+    /// Wraps an already compiled (or deserialized) module.
+    pub(crate) fn code_object(
+        &self,
+        hash: CodeHash,
+        wasm: Arc<[u8]>,
+        module: Module,
+    ) -> Result<CodeObject, CapsuleError> {
+        let (has_init, has_finalize) = check_abi(&module)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&module)
+            .map_err(|e| CapsuleError::Abi {
+                reason: format!("imports: {e:#}"),
+            })?;
+        let image = module.image_range();
+        let cost = wasm.len() + (image.end as usize).saturating_sub(image.start as usize);
+        Ok(CodeObject {
+            hash,
+            wasm,
+            module,
+            pre,
+            has_init,
+            has_finalize,
+            cost,
+        })
+    }
+
+    /// Instantiates a code object in a fresh store and runs its `init` (with `fuel`).
+    pub(crate) fn instantiate(&self, obj: &CodeObject, fuel: u64) -> Result<Live, CapsuleError> {
+        let limits = Limits {
+            max_memory: self.cfg.max_memory_bytes,
+            max_table: self.cfg.max_table_elements,
+            hit: false,
+        };
+        let mut store = Store::new(&self.engine, HostState::new(obj.hash, limits));
+        store.limiter(|s| &mut s.limits);
+        store
+            .set_fuel(fuel)
+            .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
+        let inst = obj
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| CapsuleError::Instantiate(format!("{e:#}")))?;
+        let mem = inst
+            .get_memory(&mut store, abi::EXPORT_MEMORY)
+            .ok_or_else(|| CapsuleError::Instantiate("no memory export".into()))?;
+        store.data_mut().mem = Some(mem);
+        let accept = inst
+            .get_typed_func::<(i32, i32), i32>(&mut store, abi::EXPORT_ACCEPT)
+            .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
+        if obj.has_init {
+            let init = inst
+                .get_typed_func::<(), i32>(&mut store, abi::EXPORT_INIT)
+                .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
+            match init.call(&mut store, ()) {
+                Ok(0) => {}
+                Ok(r) => return Err(CapsuleError::Instantiate(format!("init returned {r}"))),
+                Err(e) => return Err(CapsuleError::Instantiate(format!("init: {e:#}"))),
+            }
+        }
+        let finalize = if obj.has_finalize {
+            inst.get_typed_func::<(), ()>(&mut store, abi::EXPORT_FINALIZE)
+                .ok()
+        } else {
+            None
+        };
+        Ok(Live {
+            store,
+            accept,
+            finalize,
+        })
+    }
+}
+
+/// Checks the exports ABI v1 requires; returns whether `init` and `finalize` are present.
+fn check_abi(module: &Module) -> Result<(bool, bool), CapsuleError> {
+    let bad = |reason: String| Err(CapsuleError::Abi { reason });
+    let func_sig = |name: &str| -> Option<(Vec<ValType>, Vec<ValType>)> {
+        match module.get_export(name)? {
+            ExternType::Func(f) => Some((f.params().collect(), f.results().collect())),
+            _ => None,
+        }
+    };
+    let is_i32 = |v: &[ValType]| v.iter().all(|t| matches!(t, ValType::I32));
+    match func_sig(abi::EXPORT_ABI_MARKER) {
+        Some((p, r)) if p.is_empty() && r.is_empty() => {}
+        _ => return bad(format!("no `{}` marker function", abi::EXPORT_ABI_MARKER)),
+    }
+    match func_sig(abi::EXPORT_ACCEPT) {
+        Some((p, r)) if p.len() == 2 && r.len() == 1 && is_i32(&p) && is_i32(&r) => {}
+        _ => return bad("no `accept(i32, i32) -> i32` export".into()),
+    }
+    if !matches!(
+        module.get_export(abi::EXPORT_MEMORY),
+        Some(ExternType::Memory(_))
+    ) {
+        return bad("no exported `memory`".into());
+    }
+    let has_init = match func_sig(abi::EXPORT_INIT) {
+        None => false,
+        Some((p, r)) if p.is_empty() && r.len() == 1 && is_i32(&r) => true,
+        Some(_) => return bad("`init` must be `() -> i32`".into()),
+    };
+    let has_finalize = match func_sig(abi::EXPORT_FINALIZE) {
+        None => false,
+        Some((p, r)) if p.is_empty() && r.is_empty() => true,
+        Some(_) => return bad("`finalize` must be `() -> ()`".into()),
+    };
+    for imp in module.imports() {
+        if imp.module() != abi::IMPORT_MODULE {
+            return bad(format!(
+                "import from module `{}` (only `{}` exists)",
+                imp.module(),
+                abi::IMPORT_MODULE
+            ));
+        }
+    }
+    Ok((has_init, has_finalize))
+}
