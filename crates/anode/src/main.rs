@@ -6,6 +6,9 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod config;
+mod control;
+mod signals;
 
 /// anode: a programmable ("active") network node.
 ///

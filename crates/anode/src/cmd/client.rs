@@ -1,13 +1,267 @@
-//! Commands that talk to a running node over its control socket (being built).
+//! Commands that talk to a running node over its control socket: `status`, `routes`,
+//! `neighbors`, `links`, `stats`, `send`, `listen`, `link up|down`, `stop`.
+//!
+//! Each takes `--socket PATH` or `--node-port PORT` to pick the node (default: the only node
+//! running under the default socket directory) and `--json` for the protocol's JSON instead
+//! of tables.
+
+mod show;
+mod table;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anode_ctl::{Client, ClientError, Payload, SendOptions, StreamItem, path};
+use anode_wire::NodeAddr;
+use serde::Serialize;
+
+/// Which node, and how to print.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Conn {
+    /// The node's control socket.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Pick the node by its UDP port (its default control socket).
+    #[arg(long, value_name = "PORT", conflicts_with = "socket")]
+    node_port: Option<u16>,
+    /// Print JSON (one object per line) instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `up` or `down`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum UpDown {
+    /// Administratively up.
+    Up,
+    /// Administratively down (its neighbor goes down at once).
+    Down,
+}
 
 /// Client subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ClientCommand {
-    /// Show a running node's status.
-    Status,
+    /// Show a running node's address, uptime, links, neighbors and traffic.
+    Status(Conn),
+    /// Show a running node's routing table.
+    Routes(Conn),
+    /// Show a running node's up neighbors.
+    Neighbors(Conn),
+    /// Show a running node's links.
+    Links(Conn),
+    /// Show a running node's counters (node, UDP driver, control server).
+    Stats(Conn),
+    /// Send a datagram from the node to an application port at DEST.
+    #[command(after_help = "Example: anode send --node-port 4001 127.0.0.1:4002 --port 7 hello")]
+    Send {
+        /// The destination node (IP:PORT).
+        dest: NodeAddr,
+        /// The destination application port.
+        #[arg(long, short)]
+        port: u16,
+        /// Resource bound (hops the datagram may take); the node's default_rb if not given.
+        #[arg(long)]
+        rb: Option<u16>,
+        /// Flow id.
+        #[arg(long, default_value_t = 0)]
+        flow: u64,
+        /// MESSAGE is hex (e.g. 00ff10), not text.
+        #[arg(long)]
+        hex: bool,
+        /// The payload.
+        message: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Receive datagrams for an application port and print them.
+    #[command(
+        after_help = "Example: anode listen --node-port 4002 --port 7 --count 1 --timeout 10"
+    )]
+    Listen {
+        /// The application port to claim.
+        #[arg(long, short)]
+        port: u16,
+        /// Exit after this many datagrams.
+        #[arg(long)]
+        count: Option<u64>,
+        /// Exit after this many seconds (an error if --count was not reached).
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<f64>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Take a link administratively up or down (by name or number).
+    Link {
+        /// up or down.
+        state: UpDown,
+        /// The link's name or number (see `anode links`).
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Stop a running node.
+    Stop(Conn),
 }
 
 /// Runs a client command.
-pub fn run(_c: ClientCommand) -> super::CmdResult {
-    Err("client commands are not built yet".into())
+pub fn run(c: ClientCommand) -> super::CmdResult {
+    run_inner(c).map_err(|e| e.to_string())
+}
+
+/// A failure of a client command.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// No socket could be chosen.
+    #[error(transparent)]
+    Find(#[from] path::FindSocketError),
+    /// The node or the connection failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A bad argument.
+    #[error("{0}")]
+    Usage(String),
+    /// `listen` ended before --count datagrams.
+    #[error("timed out after {secs} s with {got} of {want} datagram(s)")]
+    ListenTimeout {
+        /// Seconds waited.
+        secs: f64,
+        /// Datagrams received.
+        got: u64,
+        /// Datagrams wanted.
+        want: u64,
+    },
+}
+
+fn connect(c: &Conn) -> Result<Client, CliError> {
+    let p = path::find_socket(c.socket.as_deref(), c.node_port)?;
+    Ok(Client::connect(
+        p,
+        concat!("anode-cli ", env!("CARGO_PKG_VERSION")),
+    )?)
+}
+
+fn print<T: Serialize>(json: bool, v: &T, human: impl FnOnce(&T) -> String) {
+    if json {
+        match serde_json::to_string(v) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("anode: cannot encode JSON: {e}"),
+        }
+    } else {
+        print!("{}", human(v));
+    }
+}
+
+fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
+    match cmd {
+        ClientCommand::Status(c) => print(c.json, &connect(&c)?.status()?, show::status),
+        ClientCommand::Routes(c) => print(c.json, &connect(&c)?.routes()?, |r| show::routes(r)),
+        ClientCommand::Neighbors(c) => {
+            print(c.json, &connect(&c)?.neighbors()?, |n| show::neighbors(n))
+        }
+        ClientCommand::Links(c) => print(c.json, &connect(&c)?.links()?, |l| show::links(l)),
+        ClientCommand::Stats(c) => print(c.json, &connect(&c)?.stats()?, show::stats),
+        ClientCommand::Send {
+            dest,
+            port,
+            rb,
+            flow,
+            hex,
+            message,
+            conn,
+        } => {
+            if rb == Some(0) {
+                return Err(CliError::Usage("--rb must be at least 1".into()));
+            }
+            let payload = if hex {
+                Payload::from_hex(&message).map_err(|e| CliError::Usage(e.to_string()))?
+            } else {
+                Payload::from(message.as_str())
+            };
+            let n = payload.0.len();
+            connect(&conn)?.send(dest, port, payload, SendOptions { rb, flow })?;
+            let v = serde_json::json!({"sent": n, "dst": dest, "port": port});
+            print(conn.json, &v, |_| {
+                format!("sent {n} bytes to {dest} port {port}\n")
+            });
+        }
+        ClientCommand::Listen {
+            port,
+            count,
+            timeout,
+            conn,
+        } => listen(port, count, timeout, &conn)?,
+        ClientCommand::Link { state, name, conn } => {
+            let up = matches!(state, UpDown::Up);
+            connect(&conn)?.set_link(&name, up)?;
+            let word = if up { "up" } else { "down" };
+            let v = serde_json::json!({"link": name, "up": up});
+            print(conn.json, &v, |_| format!("link {name} is {word}\n"));
+        }
+        ClientCommand::Stop(c) => {
+            let mut cl = connect(&c)?;
+            let node = cl.node_info().node;
+            cl.shutdown()?;
+            let v = serde_json::json!({"stopping": node});
+            print(c.json, &v, |_| format!("node {node} is stopping\n"));
+        }
+    }
+    Ok(())
+}
+
+fn listen(
+    port: u16,
+    count: Option<u64>,
+    timeout: Option<f64>,
+    conn: &Conn,
+) -> Result<(), CliError> {
+    let limit = match timeout {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            return Err(CliError::Usage(
+                "--timeout must be a positive number of seconds".into(),
+            ));
+        }
+        Some(t) => Some(Duration::from_secs_f64(t.min(1e9))),
+        None => None,
+    };
+    let mut c = connect(conn)?;
+    c.set_timeout(None)?;
+    c.bind(port)?;
+    let deadline = limit.map(|l| Instant::now() + l);
+    eprintln!(
+        "anode: listening on port {port} of node {}{}",
+        c.node_info().node,
+        if count.is_none() && deadline.is_none() {
+            " (Ctrl-C to stop)"
+        } else {
+            ""
+        }
+    );
+    let mut got = 0u64;
+    if count == Some(0) {
+        return Ok(());
+    }
+    for item in c.subscription(deadline) {
+        match item {
+            Ok(StreamItem::Delivery(d)) => {
+                got += 1;
+                print(conn.json, &d, |d| format!("{}\n", show::delivery(d)));
+                if count.is_some_and(|n| got >= n) {
+                    return Ok(());
+                }
+            }
+            Ok(StreamItem::Event(_)) => {}
+            Err(ClientError::Timeout) => match count {
+                Some(want) => {
+                    return Err(CliError::ListenTimeout {
+                        secs: timeout.unwrap_or(0.0),
+                        got,
+                        want,
+                    });
+                }
+                None => return Ok(()),
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }

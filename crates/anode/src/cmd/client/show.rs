@@ -1,0 +1,194 @@
+//! Readable renderings of replies (the `--json` output is the protocol's own JSON).
+
+use anode_ctl::{
+    DeliveryInfo, LinkEntry, NeighborEntry, RouteInfo, RouteOrigin, StatsInfo, StatusInfo,
+};
+
+use super::table::Table;
+
+fn ms(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{}.{:01}s", s, (ms % 1000) / 100),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+fn link_label(id: Option<u32>, name: &str) -> String {
+    match (id, name.is_empty()) {
+        (None, _) => "-".into(),
+        (Some(i), true) => i.to_string(),
+        (Some(i), false) => format!("{i} ({name})"),
+    }
+}
+
+/// `anode status`.
+pub fn status(s: &StatusInfo) -> String {
+    let mut out = format!(
+        "node      {}  ({}, UDP {}, up {})\nrouting   {} reachable routes, {} changes\ntraffic   {} in, {} out, {} forwarded, {} delivered, {} dropped\n\n",
+        s.address,
+        s.software,
+        s.bind,
+        ms(s.uptime_ms),
+        s.routes,
+        s.route_changes,
+        s.counters.rx_packets,
+        s.counters.tx_packets,
+        s.counters.fast_path,
+        s.counters.delivered,
+        s.counters.drops.values().sum::<u64>(),
+    );
+    out.push_str(&links(&s.links));
+    out
+}
+
+/// The links table.
+pub fn links(links: &[LinkEntry]) -> String {
+    if links.is_empty() {
+        return "no links (add [[link]] tables to the node's config)\n".into();
+    }
+    let mut t = Table::new(&["LINK", "PEER", "STATE", "NEIGHBOR", "MTU", "COST"]);
+    for l in links {
+        t.row(vec![
+            link_label(Some(l.id), &l.name),
+            l.peer.to_string(),
+            if l.enabled { "up" } else { "down (admin)" }.into(),
+            match (l.neighbor_up, l.static_neighbor) {
+                (true, true) => "up (static)".into(),
+                (true, false) => "up".into(),
+                (false, _) => "-".into(),
+            },
+            l.mtu.to_string(),
+            l.cost.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// `anode routes`.
+pub fn routes(routes: &[RouteInfo]) -> String {
+    let mut t = Table::new(&["DEST", "NEXT HOP", "LINK", "METRIC", "ORIGIN"]);
+    for r in routes {
+        t.row(vec![
+            r.dest.to_string(),
+            r.next_hop.map_or("-".into(), |h| h.to_string()),
+            r.link.map_or("-".into(), |l| l.to_string()),
+            if r.reachable {
+                r.metric.to_string()
+            } else {
+                format!("{} (unreachable)", r.metric)
+            },
+            match r.origin {
+                RouteOrigin::Local => "local",
+                RouteOrigin::Static => "static",
+                RouteOrigin::Learned => "learned",
+                RouteOrigin::Other => "?",
+            }
+            .into(),
+        ]);
+    }
+    t.render()
+}
+
+/// `anode neighbors`.
+pub fn neighbors(ns: &[NeighborEntry]) -> String {
+    if ns.is_empty() {
+        return "no neighbors up (are the peers running, with a [[link]] back to this node?)\n"
+            .into();
+    }
+    let mut t = Table::new(&["NEIGHBOR", "LINK"]);
+    for n in ns {
+        t.row(vec![
+            n.addr.to_string(),
+            link_label(Some(n.link), &n.link_name),
+        ]);
+    }
+    t.render()
+}
+
+/// `anode stats`.
+pub fn stats(s: &StatsInfo) -> String {
+    let c = &s.counters;
+    let mut t = Table::new(&["COUNTER", "VALUE"]);
+    let node = [
+        ("rx_packets", c.rx_packets),
+        ("rx_bytes", c.rx_bytes),
+        ("local_packets", c.local_packets),
+        ("tx_packets", c.tx_packets),
+        ("tx_bytes", c.tx_bytes),
+        ("fast_path", c.fast_path),
+        ("unknown_type_forwarded", c.unknown_type_forwarded),
+        ("to_ee", c.to_ee),
+        ("delivered", c.delivered),
+        ("control_rx", c.control_rx),
+        ("control_tx", c.control_tx),
+    ];
+    for (k, v) in node {
+        t.row(vec![k.into(), v.to_string()]);
+    }
+    for (k, v) in &c.drops {
+        t.row(vec![format!("drop/{k}"), v.to_string()]);
+    }
+    for (k, v) in &s.driver {
+        t.row(vec![format!("udp/{k}"), v.to_string()]);
+    }
+    let ctl = [
+        ("connections", s.control.connections),
+        ("bound_ports", s.control.bound_ports),
+        ("unbound_port_drops", s.control.unbound_port_drops),
+        ("slow_client_drops", s.control.slow_client_drops),
+    ];
+    for (k, v) in ctl {
+        t.row(vec![format!("control/{k}"), v.to_string()]);
+    }
+    t.render()
+}
+
+/// One delivery, for `anode listen`.
+pub fn delivery(d: &DeliveryInfo) -> String {
+    let body = match d.payload.as_text() {
+        Some(t) if !t.chars().any(|c| c.is_control() && c != '\n' && c != '\t') => {
+            t.trim_end_matches('\n').to_string()
+        }
+        _ => format!("hex:{}", d.payload.to_hex()),
+    };
+    format!(
+        "{} -> port {} ({} bytes, rb {}, flow {}): {body}",
+        d.src,
+        d.port,
+        d.payload.0.len(),
+        d.rb,
+        d.flow
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_ctl::Payload;
+
+    #[test]
+    fn durations_and_deliveries() {
+        assert_eq!(ms(1500), "1.5s");
+        assert_eq!(ms(61_000), "1m01s");
+        assert_eq!(ms(3_700_000), "1h01m");
+        let d = DeliveryInfo {
+            port: 7,
+            src: "127.0.0.1:4001".parse().unwrap(),
+            flow: 0,
+            rb: 31,
+            type_id: 1,
+            payload: Payload::from("hi\n"),
+        };
+        assert_eq!(
+            delivery(&d),
+            "127.0.0.1:4001 -> port 7 (3 bytes, rb 31, flow 0): hi"
+        );
+        let b = DeliveryInfo {
+            payload: Payload(vec![0, 1]),
+            ..d
+        };
+        assert!(delivery(&b).ends_with("hex:0001"));
+    }
+}

@@ -1,0 +1,334 @@
+//! Semantic checks of a parsed config file: each problem points at the offending key.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anode_core::{LinkConfig, NodeConfig};
+use anode_wire::NodeAddr;
+use toml::Spanned;
+
+use super::locate::{Pos, key_pos, pos_of, section_pos};
+use super::raw::RawFile;
+use super::{NodeFile, StaticRoute};
+
+/// Largest UDP payload over IPv4.
+const MAX_MTU: usize = 65507;
+/// Smallest MTU that carries a routing update and a useful datagram.
+const MIN_MTU: usize = 256;
+/// Longest Unix socket path (`sun_path` less the terminating NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// One problem, at a place.
+#[derive(Debug)]
+pub(super) struct Problem {
+    pub pos: Pos,
+    pub what: String,
+    pub fix: String,
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn at<T>(&self, s: &Spanned<T>, what: String, fix: impl Into<String>) -> Problem {
+        Problem {
+            pos: pos_of(self.text, s.span().start),
+            what,
+            fix: fix.into(),
+        }
+    }
+}
+
+/// Checks `raw` (parsed from `text`) and builds the node file.
+pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, Problem> {
+    let cx = Ctx { text };
+    let address = *raw.node.address.get_ref();
+    let mut node = NodeConfig::new(address);
+    if let Some(v) = raw.node.default_rb {
+        node.default_rb = v;
+    }
+    if let Some(v) = raw.node.max_tx_queue {
+        node.max_tx_queue = v;
+    }
+    if let Some(v) = raw.node.max_events {
+        node.max_events = v;
+    }
+    node.routing = raw.routing;
+    if address.is_unspecified() || address.ip().is_unspecified() || address.port() == 0 {
+        return Err(cx.at(
+            &raw.node.address,
+            format!("address '{address}' is not an address peers can send to"),
+            "give this node's reachable IP and UDP port, e.g. \"127.0.0.1:4001\"; put a wildcard like \"[::]:4001\" in bind instead",
+        ));
+    }
+    if let Err(e) = node.validate() {
+        return Err(validate_problem(text, &e.0));
+    }
+    let bind = check_bind(&cx, &raw, address)?;
+    let links = check_links(&cx, &raw, address, bind, node.routing.infinity)?;
+    let routes = check_routes(&cx, &raw, address, &links, node.routing.infinity)?;
+    let socket = check_socket(&cx, path, &raw, address)?;
+    Ok(NodeFile {
+        path: path.to_path_buf(),
+        node,
+        bind,
+        links,
+        routes,
+        socket,
+    })
+}
+
+/// Places a `NodeConfig::validate` message at the first key it names that the file sets.
+fn validate_problem(text: &str, msg: &str) -> Problem {
+    const KEYS: &[(&str, &str)] = &[
+        ("routing", "hello_interval_ms"),
+        ("routing", "dead_interval_ms"),
+        ("routing", "update_interval_ms"),
+        ("routing", "route_timeout_ms"),
+        ("routing", "gc_interval_ms"),
+        ("routing", "triggered_delay_ms"),
+        ("routing", "infinity"),
+        ("node", "default_rb"),
+        ("node", "max_tx_queue"),
+        ("node", "max_events"),
+    ];
+    let mut named: Vec<(usize, &str, &str)> = KEYS
+        .iter()
+        .filter_map(|(s, k)| msg.find(k).map(|i| (i, *s, *k)))
+        .collect();
+    named.sort();
+    let pos = named
+        .iter()
+        .find_map(|(_, s, k)| key_pos(text, s, k))
+        .or_else(|| named.first().and_then(|(_, s, _)| section_pos(text, s)))
+        .unwrap_or(Pos { line: 1, col: 1 });
+    let msg = msg.strip_prefix("routing: ").unwrap_or(msg);
+    let (what, fix) = match msg.split_once("; ") {
+        Some((w, f)) => (w.to_string(), f.to_string()),
+        None => (
+            msg.to_string(),
+            "change the value; examples/node-a.toml has working timers".to_string(),
+        ),
+    };
+    Problem { pos, what, fix }
+}
+
+fn check_bind(cx: &Ctx<'_>, raw: &RawFile, address: NodeAddr) -> Result<SocketAddr, Problem> {
+    let Some(b) = &raw.node.bind else {
+        return Ok(address.socket_addr());
+    };
+    let s = b.get_ref().trim();
+    let parsed = s.parse::<SocketAddr>().ok().or_else(|| {
+        let ip = s.trim_start_matches('[').trim_end_matches(']');
+        ip.parse::<IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, address.port()))
+    });
+    match parsed {
+        Some(sa) if sa.port() != 0 => Ok(sa),
+        Some(_) => Err(cx.at(
+            b,
+            format!("bind '{s}' has port 0"),
+            "bind the port peers send to, e.g. bind = \"0.0.0.0:4001\"",
+        )),
+        None => Err(cx.at(
+            b,
+            format!("bind '{s}' is not a socket address"),
+            "write IP:PORT, e.g. \"0.0.0.0:4001\" or \"[::]:4001\", or leave bind out to bind the node address",
+        )),
+    }
+}
+
+fn same_family_ok(bind: SocketAddr, peer: NodeAddr) -> bool {
+    match (bind.ip(), peer.ip()) {
+        (IpAddr::V4(_), IpAddr::V6(_)) => false,
+        // A specific IPv6 bind cannot reach IPv4 peers; the wildcard `[::]` is dual-stack.
+        (IpAddr::V6(b), IpAddr::V4(_)) => b.is_unspecified(),
+        _ => true,
+    }
+}
+
+fn check_links(
+    cx: &Ctx<'_>,
+    raw: &RawFile,
+    address: NodeAddr,
+    bind: SocketAddr,
+    infinity: u16,
+) -> Result<Vec<LinkConfig>, Problem> {
+    let mut peers = BTreeSet::new();
+    let mut names = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, l) in raw.links.iter().enumerate() {
+        let peer = *l.peer.get_ref();
+        if peer == address {
+            return Err(cx.at(
+                &l.peer,
+                format!("link {} has peer {peer}, this node's own address", i + 1),
+                "a link joins this node to another one: set peer to the neighbor's [node] address",
+            ));
+        }
+        if peer.ip().is_unspecified() || peer.port() == 0 {
+            return Err(cx.at(
+                &l.peer,
+                format!("link peer '{peer}' is not an address a datagram can go to"),
+                "give the neighbor's IP and UDP port, e.g. \"127.0.0.1:4002\"",
+            ));
+        }
+        if !same_family_ok(bind, peer) {
+            return Err(cx.at(
+                &l.peer,
+                format!(
+                    "this node's socket ({bind}) cannot reach peer {peer}: the IP versions differ"
+                ),
+                "use peers of the node address's IP version, or bind = \"[::]:PORT\" for both",
+            ));
+        }
+        if !peers.insert(peer) {
+            return Err(cx.at(
+                &l.peer,
+                format!("two links have peer {peer}"),
+                "keep one [[link]] per neighbor",
+            ));
+        }
+        let mut cfg = LinkConfig::new(peer);
+        cfg.static_neighbor = l.static_neighbor;
+        if let Some(n) = &l.name {
+            let name = n.get_ref().trim().to_string();
+            if name.parse::<u32>().is_ok() || name.chars().any(char::is_whitespace) {
+                return Err(cx.at(
+                    n,
+                    format!("link name '{name}' is a number or has spaces"),
+                    "use a word like \"to-b\" (link numbers are already names: `anode link down 0`)",
+                ));
+            }
+            if !name.is_empty() && !names.insert(name.clone()) {
+                return Err(cx.at(
+                    n,
+                    format!("two links are named '{name}'"),
+                    "give each link its own name",
+                ));
+            }
+            cfg.name = name;
+        }
+        if let Some(m) = &l.mtu {
+            let mtu = *m.get_ref();
+            if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
+                return Err(cx.at(
+                    m,
+                    format!("mtu {mtu} is outside {MIN_MTU}..={MAX_MTU}"),
+                    "use 1472 for paths over Ethernet (1500 less IP and UDP headers), or leave mtu out",
+                ));
+            }
+            cfg.mtu = mtu;
+        }
+        if let Some(c) = &l.cost {
+            let cost = *c.get_ref();
+            if cost == 0 || cost >= infinity {
+                return Err(cx.at(
+                    c,
+                    format!("cost {cost} is outside 1..{infinity} (infinity)"),
+                    "use a cost of at least 1 and below [routing] infinity; 1 is usual",
+                ));
+            }
+            cfg.cost = cost;
+        }
+        out.push(cfg);
+    }
+    Ok(out)
+}
+
+fn check_routes(
+    cx: &Ctx<'_>,
+    raw: &RawFile,
+    address: NodeAddr,
+    links: &[LinkConfig],
+    infinity: u16,
+) -> Result<Vec<StaticRoute>, Problem> {
+    let mut dests = BTreeSet::new();
+    let mut out = Vec::new();
+    for r in &raw.routes {
+        let (dest, via) = (*r.dest.get_ref(), *r.via.get_ref());
+        if dest == address {
+            return Err(cx.at(
+                &r.dest,
+                format!("route to {dest}, this node itself"),
+                "remove this [[route]]: a node always reaches itself",
+            ));
+        }
+        if !links.iter().any(|l| l.peer == via) {
+            let peers: Vec<String> = links.iter().map(|l| format!("\"{}\"", l.peer)).collect();
+            let fix = if peers.is_empty() {
+                format!("add a [[link]] with peer = \"{via}\" first: a route goes via a neighbor")
+            } else {
+                format!(
+                    "route via a [[link]] peer ({}), or add a [[link]] with peer = \"{via}\"",
+                    peers.join(", ")
+                )
+            };
+            return Err(cx.at(
+                &r.via,
+                format!("route via {via}, which is not the peer of any [[link]]"),
+                fix,
+            ));
+        }
+        if !dests.insert(dest) {
+            return Err(cx.at(
+                &r.dest,
+                format!("two routes to {dest}"),
+                "keep one [[route]] per destination",
+            ));
+        }
+        let metric = match &r.metric {
+            Some(m) if *m.get_ref() == 0 || *m.get_ref() >= infinity => {
+                return Err(cx.at(
+                    m,
+                    format!("metric {} is outside 1..{infinity} (infinity)", m.get_ref()),
+                    "use a metric of at least 1 and below [routing] infinity",
+                ));
+            }
+            Some(m) => *m.get_ref(),
+            None => 1,
+        };
+        out.push(StaticRoute { dest, via, metric });
+    }
+    Ok(out)
+}
+
+fn check_socket(
+    cx: &Ctx<'_>,
+    path: &Path,
+    raw: &RawFile,
+    address: NodeAddr,
+) -> Result<PathBuf, Problem> {
+    let Some(s) = &raw.control.socket else {
+        return Ok(anode_ctl::path::default_socket_path(address.port()));
+    };
+    let given = s.get_ref().trim();
+    if given.is_empty() {
+        return Err(cx.at(
+            s,
+            "control socket path is empty".into(),
+            "give a path like \"/tmp/anode-a.sock\", or leave socket out for the default",
+        ));
+    }
+    let p = Path::new(given);
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        // Relative to the config file, so the file means the same from any directory.
+        path.parent().unwrap_or(Path::new(".")).join(p)
+    };
+    let len = p.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(cx.at(
+            s,
+            format!(
+                "control socket path is {len} bytes long; Unix sockets allow {MAX_SOCKET_PATH}"
+            ),
+            "use a shorter path",
+        ));
+    }
+    Ok(p)
+}

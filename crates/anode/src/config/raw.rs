@@ -1,0 +1,62 @@
+//! The node config file as written, with source spans, before any semantic check.
+//!
+//! Every table denies unknown keys, so a typo is an error that names the key and its line.
+
+use anode_core::RoutingConfig;
+use anode_wire::NodeAddr;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub node: RawNode,
+    #[serde(default)]
+    pub routing: RoutingConfig,
+    #[serde(default, rename = "link")]
+    pub links: Vec<RawLink>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RawRoute>,
+    #[serde(default)]
+    pub control: RawControl,
+}
+
+/// `[node]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNode {
+    pub address: Spanned<NodeAddr>,
+    pub bind: Option<Spanned<String>>,
+    pub default_rb: Option<u16>,
+    pub max_tx_queue: Option<usize>,
+    pub max_events: Option<usize>,
+}
+
+/// One `[[link]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLink {
+    pub peer: Spanned<NodeAddr>,
+    pub name: Option<Spanned<String>>,
+    pub mtu: Option<Spanned<usize>>,
+    pub cost: Option<Spanned<u16>>,
+    #[serde(default, rename = "static")]
+    pub static_neighbor: bool,
+}
+
+/// One `[[route]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRoute {
+    pub dest: Spanned<NodeAddr>,
+    pub via: Spanned<NodeAddr>,
+    pub metric: Option<Spanned<u16>>,
+}
+
+/// `[control]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawControl {
+    pub socket: Option<Spanned<String>>,
+}

@@ -1,0 +1,221 @@
+//! Config parsing: good files, and every kind of bad file naming its line and a fix.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+const GOOD: &str = r#"
+[node]
+address = "127.0.0.1:4001"
+default_rb = 16
+
+[routing]
+hello_interval_ms = 100
+dead_interval_ms = 400
+
+[[link]]
+name = "to-b"
+peer = "127.0.0.1:4002"
+cost = 2
+
+[[link]]
+peer = "127.0.0.1:4003"
+static = true
+mtu = 1200
+
+[[route]]
+dest = "127.0.0.1:4009"
+via = "127.0.0.1:4002"
+metric = 3
+
+[control]
+socket = "/tmp/x/a.sock"
+"#;
+
+fn err(text: &str) -> (usize, String) {
+    match parse(Path::new("n.toml"), text) {
+        Ok(f) => panic!("accepted: {f:?}"),
+        Err(e @ ConfigFileError::Invalid { line, .. }) => (line, e.to_string()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn with(extra_node: &str, rest: &str) -> String {
+    format!("[node]\naddress = \"127.0.0.1:4001\"\n{extra_node}\n{rest}")
+}
+
+#[test]
+fn good_file() {
+    let f = parse(Path::new("/etc/anode/a.toml"), GOOD).unwrap();
+    assert_eq!(f.node.address, "127.0.0.1:4001".parse().unwrap());
+    assert_eq!(f.node.default_rb, 16);
+    assert_eq!(f.node.routing.hello_interval, Duration::from_millis(100));
+    assert_eq!(f.node.routing.update_interval, Duration::from_secs(5));
+    assert_eq!(f.bind, "127.0.0.1:4001".parse().unwrap());
+    assert_eq!(f.links.len(), 2);
+    assert_eq!(f.links[0].name, "to-b");
+    assert_eq!(f.links[0].cost, 2);
+    assert!(!f.links[0].static_neighbor);
+    assert!(f.links[1].static_neighbor);
+    assert_eq!(f.links[1].mtu, 1200);
+    assert_eq!(
+        f.routes,
+        vec![StaticRoute {
+            dest: "127.0.0.1:4009".parse().unwrap(),
+            via: "127.0.0.1:4002".parse().unwrap(),
+            metric: 3
+        }]
+    );
+    assert_eq!(f.socket, Path::new("/tmp/x/a.sock"));
+}
+
+#[test]
+fn defaults_bind_and_socket() {
+    let f = parse(
+        Path::new("/etc/anode/a.toml"),
+        &with("bind = \"[::]:5000\"", "[control]\nsocket = \"run/a.sock\""),
+    )
+    .unwrap();
+    assert_eq!(f.bind, "[::]:5000".parse().unwrap());
+    assert_eq!(f.socket, Path::new("/etc/anode/run/a.sock"));
+    let f = parse(Path::new("a.toml"), &with("bind = \"0.0.0.0\"", "")).unwrap();
+    assert_eq!(f.bind, "0.0.0.0:4001".parse().unwrap());
+    assert!(f.socket.ends_with("4001.sock"));
+}
+
+#[test]
+fn ipv6_file() {
+    let f = parse(
+        Path::new("a.toml"),
+        "[node]\naddress = \"[::1]:4001\"\n[[link]]\npeer = \"[::1]:4002\"\n",
+    )
+    .unwrap();
+    assert_eq!(f.links[0].peer, "[::1]:4002".parse().unwrap());
+}
+
+#[test]
+fn unknown_key_names_line_and_fix() {
+    let (line, m) = err(&with("adress = \"x\"", ""));
+    assert_eq!(line, 3, "{m}");
+    assert!(m.starts_with("n.toml:3:"), "{m}");
+    assert!(m.contains("adress") && m.contains("spelling"), "{m}");
+    let (line, m) = err(&with("", "[[link]]\npeer = \"127.0.0.1:4002\"\nmut = 3"));
+    assert_eq!(line, 6, "{m}");
+    let (line, m) = err(&with("", "[routing]\nhello_ms = 3"));
+    assert_eq!(line, 5, "{m}");
+    let (_, m) = err(&with("", "[[links]]\npeer = \"127.0.0.1:4002\""));
+    assert!(m.contains("[[link]]"), "{m}");
+}
+
+#[test]
+fn bad_values_name_line_and_fix() {
+    let (line, m) = err("[node]\n\naddress = \"node-a\"\n");
+    assert_eq!(line, 3, "{m}");
+    assert!(
+        m.contains("not a node address") && m.contains("198.18.0.1:3322"),
+        "{m}"
+    );
+    let (line, m) = err(&with(
+        "",
+        "[[link]]\npeer = \"127.0.0.1:4002\"\nmtu = \"big\"",
+    ));
+    assert_eq!(line, 6, "{m}");
+    assert!(m.contains("without quotes"), "{m}");
+    let (line, m) = err("[node]\naddress = \"127.0.0.1:4001\n");
+    assert_eq!(line, 2, "{m}");
+    assert!(m.contains("TOML syntax"), "{m}");
+    let (_, m) = err("[node]\n");
+    assert!(m.contains("address = "), "{m}");
+    let (line, m) = err(&with("", "[[link]]\nname = \"x\""));
+    assert_eq!(line, 4, "{m}");
+    assert!(m.contains("peer = "), "{m}");
+    let (line, m) = err(&with("bind = \"here\"", ""));
+    assert_eq!(line, 3, "{m}");
+    assert!(m.contains("bind 'here'"), "{m}");
+    let (line, m) = err("[node]\naddress = \"0.0.0.0:4001\"\n");
+    assert_eq!(line, 2, "{m}");
+    assert!(m.contains("bind"), "{m}");
+}
+
+#[test]
+fn link_to_self() {
+    let (line, m) = err(&with(
+        "",
+        "[[link]]\nname = \"loop\"\npeer = \"127.0.0.1:4001\"",
+    ));
+    assert_eq!(line, 6, "{m}");
+    assert!(m.contains("own address") && m.contains("neighbor's"), "{m}");
+}
+
+#[test]
+fn link_problems() {
+    let two = "[[link]]\npeer = \"127.0.0.1:4002\"\n[[link]]\npeer = \"127.0.0.1:4002\"";
+    let (line, m) = err(&with("", two));
+    assert_eq!(line, 7, "{m}");
+    assert!(m.contains("one [[link]] per neighbor"), "{m}");
+    let (line, m) = err(&with("", "[[link]]\npeer = \"[::1]:4002\""));
+    assert_eq!(line, 5, "{m}");
+    assert!(m.contains("IP versions"), "{m}");
+    let (line, m) = err(&with("", "[[link]]\npeer = \"127.0.0.1:4002\"\ncost = 0"));
+    assert_eq!(line, 6, "{m}");
+    let (line, m) = err(&with("", "[[link]]\npeer = \"127.0.0.1:4002\"\nmtu = 20"));
+    assert_eq!(line, 6, "{m}");
+    assert!(m.contains("1472"), "{m}");
+}
+
+#[test]
+fn route_via_non_neighbor() {
+    let text = with(
+        "",
+        "[[link]]\npeer = \"127.0.0.1:4002\"\n[[route]]\ndest = \"127.0.0.1:4009\"\nvia = \"127.0.0.1:4003\"",
+    );
+    let (line, m) = err(&text);
+    assert_eq!(line, 8, "{m}");
+    assert!(m.contains("not the peer of any [[link]]"), "{m}");
+    assert!(m.contains("\"127.0.0.1:4002\""), "{m}");
+    let (line, m) = err(&with(
+        "",
+        "[[link]]\npeer = \"127.0.0.1:4002\"\n[[route]]\ndest = \"127.0.0.1:4001\"\nvia = \"127.0.0.1:4002\"",
+    ));
+    assert_eq!(line, 7, "{m}");
+}
+
+#[test]
+fn timers_from_validate_point_at_the_key() {
+    let (line, m) = err(&with(
+        "",
+        "[routing]\nhello_interval_ms = 1000\ndead_interval_ms = 500",
+    ));
+    assert_eq!(line, 6, "{m}");
+    assert!(m.contains("must exceed hello_interval_ms"), "{m}");
+    assert!(m.contains("; 3-4 times is usual"), "{m}");
+    // Only the hello is set: the message points at it.
+    let (line, m) = err(&with("", "[routing]\n\nhello_interval_ms = 9000"));
+    assert_eq!(line, 6, "{m}");
+    let (line, m) = err(&with("default_rb = 0", ""));
+    assert_eq!(line, 3, "{m}");
+}
+
+#[test]
+fn socket_path_too_long() {
+    let long = "x".repeat(120);
+    let (line, m) = err(&with("", &format!("[control]\nsocket = \"/{long}\"")));
+    assert_eq!(line, 5, "{m}");
+    assert!(m.contains("shorter"), "{m}");
+}
+
+#[test]
+fn examples_parse() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in ["node-a.toml", "node-b.toml"] {
+        let f = load(&root.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.links.len(), 1, "{name}");
+    }
+}
+
+#[test]
+fn unreadable_file() {
+    let e = load(Path::new("/nonexistent/n.toml")).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/n.toml: cannot read"));
+}

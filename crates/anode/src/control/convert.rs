@@ -1,0 +1,96 @@
+//! The node's data as protocol types. These run on the node's thread (inside `call`), so they
+//! only copy.
+
+use anode_core::{Counters, Delivery, Node, Route, RouteKind};
+use anode_ctl::{
+    CountersInfo, DeliveryInfo, LinkEntry, NeighborEntry, Payload, RouteInfo, RouteOrigin,
+};
+
+/// The links.
+pub(super) fn links(node: &Node) -> Vec<LinkEntry> {
+    let up: Vec<u32> = node.neighbors().iter().map(|n| n.link.0).collect();
+    node.links()
+        .map(|(id, cfg, enabled)| LinkEntry {
+            id: id.0,
+            name: cfg.name.clone(),
+            peer: cfg.peer,
+            mtu: cfg.mtu,
+            cost: cfg.cost,
+            static_neighbor: cfg.static_neighbor,
+            enabled,
+            neighbor_up: up.contains(&id.0),
+        })
+        .collect()
+}
+
+/// The name of link `id` ("" if none or unknown).
+pub(super) fn link_name(node: &Node, id: u32) -> String {
+    node.links()
+        .find(|(l, _, _)| l.0 == id)
+        .map(|(_, c, _)| c.name.clone())
+        .unwrap_or_default()
+}
+
+/// The up neighbors.
+pub(super) fn neighbors(node: &Node) -> Vec<NeighborEntry> {
+    node.neighbors()
+        .into_iter()
+        .map(|n| NeighborEntry {
+            link: n.link.0,
+            link_name: link_name(node, n.link.0),
+            addr: n.addr,
+        })
+        .collect()
+}
+
+/// The routing table.
+pub(super) fn routes(node: &Node) -> Vec<RouteInfo> {
+    let inf = node.config().routing.infinity;
+    node.routes().iter().map(|r| route(r, inf)).collect()
+}
+
+/// One route.
+pub(super) fn route(r: &Route, infinity: u16) -> RouteInfo {
+    RouteInfo {
+        dest: r.dest,
+        metric: r.metric,
+        reachable: r.metric < infinity,
+        next_hop: r.next_hop.map(|h| h.addr),
+        link: r.next_hop.map(|h| h.link.0),
+        origin: match r.kind {
+            RouteKind::Local => RouteOrigin::Local,
+            RouteKind::Static => RouteOrigin::Static,
+            RouteKind::Learned => RouteOrigin::Learned,
+        },
+    }
+}
+
+/// The counters.
+pub(super) fn counters(c: &Counters) -> CountersInfo {
+    CountersInfo {
+        rx_packets: c.rx_packets,
+        rx_bytes: c.rx_bytes,
+        local_packets: c.local_packets,
+        tx_packets: c.tx_packets,
+        tx_bytes: c.tx_bytes,
+        fast_path: c.fast_path,
+        unknown_type_forwarded: c.unknown_type_forwarded,
+        to_ee: c.to_ee,
+        delivered: c.delivered,
+        control_rx: c.control_rx,
+        control_tx: c.control_tx,
+        drops: c.drop_map(),
+    }
+}
+
+/// A delivery.
+pub(super) fn delivery(d: &Delivery) -> DeliveryInfo {
+    DeliveryInfo {
+        port: d.port,
+        src: d.src,
+        flow: d.flow,
+        rb: d.rb,
+        type_id: d.type_id,
+        payload: Payload(d.payload().to_vec()),
+    }
+}

@@ -1,0 +1,257 @@
+//! One request in, one reply out. Node work runs on the node's thread through
+//! [`super::call`]; port ownership lives in [`Shared`].
+
+use std::sync::atomic::Ordering;
+
+use anode_core::DropReason;
+use anode_ctl::{
+    ErrorCode, HelloInfo, PROTOCOL_VERSION, Request, RequestFrame, Response, ServerMessage,
+    StatsInfo, StatusInfo,
+};
+
+use super::state::{ConnId, Shared};
+use super::{NodeGone, call, convert};
+
+/// The software name and version reported in hellos and status.
+pub(super) const SOFTWARE: &str = concat!("anode ", env!("CARGO_PKG_VERSION"));
+
+/// Per-connection state.
+#[derive(Debug)]
+pub(super) struct ConnState {
+    pub id: ConnId,
+    pub hello: bool,
+    pub client: String,
+}
+
+impl ConnState {
+    pub fn new(id: ConnId) -> Self {
+        ConnState {
+            id,
+            hello: false,
+            client: String::new(),
+        }
+    }
+}
+
+type Failure = (ErrorCode, String);
+
+impl From<NodeGone> for (ErrorCode, String) {
+    fn from(e: NodeGone) -> Self {
+        (ErrorCode::NodeGone, e.to_string())
+    }
+}
+
+/// Answers one request.
+pub(super) fn handle(shared: &Shared, st: &mut ConnState, f: RequestFrame) -> ServerMessage {
+    match run(shared, st, f.request) {
+        Ok(result) => ServerMessage::Reply { id: f.id, result },
+        Err((code, msg)) => ServerMessage::error(Some(f.id), code, msg),
+    }
+}
+
+fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Failure> {
+    let req = match (st.hello, req) {
+        (_, Request::Hello { protocol, client }) => return hello(shared, st, protocol, client),
+        (false, _) => {
+            return Err((
+                ErrorCode::HelloFirst,
+                format!(
+                    "say hello first: {{\"id\":1,\"op\":\"hello\",\"protocol\":{PROTOCOL_VERSION}}}"
+                ),
+            ));
+        }
+        (true, r) => r,
+    };
+    let d = &*shared.driver;
+    match req {
+        Request::Hello { .. } => Err((ErrorCode::BadRequest, "hello already done".into())),
+        Request::Status => status(shared),
+        Request::Routes => Ok(Response::Routes {
+            routes: call(d, |n, _| convert::routes(n))?,
+        }),
+        Request::Neighbors => Ok(Response::Neighbors {
+            neighbors: call(d, |n, _| convert::neighbors(n))?,
+        }),
+        Request::Links => Ok(Response::Links {
+            links: call(d, |n, _| convert::links(n))?,
+        }),
+        Request::Stats => Ok(Response::Stats(StatsInfo {
+            counters: call(d, |n, _| convert::counters(n.counters()))?,
+            driver: d.driver_stats(),
+            control: shared.stats(),
+        })),
+        Request::Send {
+            dst,
+            port,
+            payload,
+            rb,
+            flow,
+        } => {
+            if rb == Some(0) {
+                return Err((ErrorCode::BadRequest, "rb must be at least 1".into()));
+            }
+            let r = call(d, move |n, now| {
+                n.send_datagram(now, dst, port, flow, rb, payload.as_bytes())
+            })?;
+            r.map(|()| Response::Sent)
+                .map_err(|why| (ErrorCode::Dropped, dropped_message(why, dst)))
+        }
+        Request::Bind { port } => {
+            if shared.bind_port(st.id, port) {
+                Ok(Response::Bound { port })
+            } else {
+                Err((
+                    ErrorCode::PortInUse,
+                    format!("port {port} is bound by another application; pick another port"),
+                ))
+            }
+        }
+        Request::Unbind { port } => {
+            if shared.unbind_port(st.id, port) {
+                Ok(Response::Unbound { port })
+            } else {
+                Err((
+                    ErrorCode::NotBound,
+                    format!("port {port} is not bound by this connection"),
+                ))
+            }
+        }
+        Request::Subscribe => {
+            shared.set_subscribed(st.id);
+            Ok(Response::Subscribed)
+        }
+        Request::AddRoute { dest, via, metric } => add_route(shared, dest, via, metric),
+        Request::SetLink { link, up } => set_link(shared, link, up),
+        Request::Shutdown => {
+            tracing::info!(client = %st.client, "shutdown requested over the control socket");
+            shared.shutdown.store(true, Ordering::Release);
+            Ok(Response::Done)
+        }
+    }
+}
+
+fn hello(
+    shared: &Shared,
+    st: &mut ConnState,
+    protocol: u32,
+    client: String,
+) -> Result<Response, Failure> {
+    if protocol != PROTOCOL_VERSION {
+        return Err((
+            ErrorCode::Version,
+            format!(
+                "this node speaks control protocol {PROTOCOL_VERSION}, the client {protocol}; use matching anode versions"
+            ),
+        ));
+    }
+    let node = call(&*shared.driver, |n, _| n.address())?;
+    st.hello = true;
+    st.client = client;
+    tracing::debug!(conn = st.id, client = %st.client, "control client connected");
+    Ok(Response::Hello(HelloInfo {
+        protocol: PROTOCOL_VERSION,
+        node,
+        software: SOFTWARE.into(),
+    }))
+}
+
+fn status(shared: &Shared) -> Result<Response, Failure> {
+    let bind = shared.driver.bound_addr();
+    let uptime_ms = u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let s = call(&*shared.driver, move |n, _| {
+        let routes = convert::routes(n);
+        StatusInfo {
+            address: n.address(),
+            bind,
+            software: SOFTWARE.into(),
+            uptime_ms,
+            links: convert::links(n),
+            neighbors: convert::neighbors(n),
+            routes: routes.iter().filter(|r| r.reachable).count(),
+            route_changes: n.route_changes(),
+            counters: convert::counters(n.counters()),
+        }
+    })?;
+    Ok(Response::Status(s))
+}
+
+fn add_route(
+    shared: &Shared,
+    dest: anode_wire::NodeAddr,
+    via: anode_wire::NodeAddr,
+    metric: u16,
+) -> Result<Response, Failure> {
+    let r = call(&*shared.driver, move |n, now| {
+        let inf = n.config().routing.infinity;
+        if metric == 0 || metric >= inf {
+            return Err((
+                ErrorCode::BadRequest,
+                format!("metric {metric} is outside 1..{inf}"),
+            ));
+        }
+        if dest == n.address() {
+            return Err((ErrorCode::BadRequest, "a node always reaches itself".into()));
+        }
+        if n.link_by_peer(&via).is_none() {
+            return Err((
+                ErrorCode::NotNeighbor,
+                format!(
+                    "{via} is not the peer of any link; route via a link peer (see `anode status`)"
+                ),
+            ));
+        }
+        n.add_static_route(dest, via, metric, now);
+        Ok(())
+    })?;
+    r.map(|()| {
+        tracing::info!(%dest, %via, metric, "static route added over the control socket");
+        Response::Done
+    })
+}
+
+fn set_link(shared: &Shared, link: String, up: bool) -> Result<Response, Failure> {
+    let r = call(&*shared.driver, move |n, now| {
+        let found = n
+            .links()
+            .find(|(id, cfg, _)| cfg.name == link || id.0.to_string() == link)
+            .map(|(id, _, _)| id);
+        match found {
+            Some(id) => {
+                n.set_link_up(id, up, now);
+                Ok(id)
+            }
+            None => {
+                let names: Vec<String> = n
+                    .links()
+                    .map(|(id, c, _)| {
+                        if c.name.is_empty() {
+                            id.0.to_string()
+                        } else {
+                            c.name.clone()
+                        }
+                    })
+                    .collect();
+                Err((
+                    ErrorCode::NoSuchLink,
+                    format!("no link '{link}'; the links are: {}", names.join(", ")),
+                ))
+            }
+        }
+    })?;
+    r.map(|id| {
+        tracing::info!(link = id.0, up, "link set over the control socket");
+        Response::Done
+    })
+}
+
+fn dropped_message(why: DropReason, dst: anode_wire::NodeAddr) -> String {
+    let hint = match why {
+        DropReason::NoRoute => format!("no route to {dst}; check `anode routes`"),
+        DropReason::TooBig => "the datagram is larger than the link MTU; send less".into(),
+        DropReason::LinkDown => "the next hop's link is down; see `anode status`".into(),
+        DropReason::TxQueueFull => "the transmit queue is full; retry later".into(),
+        DropReason::RbExhausted => "the resource bound is exhausted; raise --rb".into(),
+        other => format!("see `anode stats` ({other})"),
+    };
+    format!("the node dropped the datagram: {why}: {hint}")
+}

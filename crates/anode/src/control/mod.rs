@@ -1,0 +1,143 @@
+//! The control server: a running node's Unix-domain socket for tools and applications, speaking
+//! the `anode-ctl` protocol.
+//!
+//! ## Threads
+//! - one accept thread (`ControlServer::start`);
+//! - per connection a reader thread (parses requests, runs them on the node through
+//!   [`Driver`], queues the reply) and a writer thread (writes queued messages in order);
+//! - one event pump (`pump.rs`) that takes the node's events: deliveries go to the connection
+//!   that bound their port, neighbor and route changes are logged and go to subscribers.
+//!
+//! ## Contracts
+//! - The socket file is mode 0600 in a 0700 directory; a stale socket is replaced, a live one
+//!   (another node answers on it) is refused (`socket.rs`).
+//! - Nothing a client sends can crash the node: bad lines get an `error` reply.
+//! - A slow client never blocks the node or other clients: its stream messages are dropped and
+//!   counted once its queue is full; replies are never dropped.
+//! - A port belongs to at most one connection and is freed when that connection closes;
+//!   deliveries to unbound ports are dropped and counted (`unbound_port_drops`).
+//! - [`ControlServer::stop`] closes every connection and removes the socket file.
+
+mod conn;
+mod convert;
+mod handlers;
+mod pump;
+mod socket;
+mod state;
+
+use std::collections::BTreeMap;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anode_core::{Event, Node};
+
+pub use socket::{SocketError, bind as bind_socket, remove as remove_socket};
+use state::Shared;
+
+/// The node's data path is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the node's data path has stopped")]
+pub struct NodeGone;
+
+/// A job for the node's thread.
+pub type Job = Box<dyn FnOnce(&mut Node, Instant) + Send>;
+
+/// What the control server needs from whatever runs the node (the UDP driver, or a plain
+/// mutex in tests).
+pub trait Driver: Send + Sync + 'static {
+    /// Runs `job` on the node and waits for it to finish.
+    fn run(&self, job: Job) -> Result<(), NodeGone>;
+    /// The driver's statistics by name.
+    fn driver_stats(&self) -> BTreeMap<String, u64>;
+    /// The address the node's socket is bound to.
+    fn bound_addr(&self) -> String;
+}
+
+/// Runs `f` on the node and returns its result.
+pub fn call<R: Send + 'static>(
+    d: &dyn Driver,
+    f: impl FnOnce(&mut Node, Instant) -> R + Send + 'static,
+) -> Result<R, NodeGone> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    d.run(Box::new(move |n, now| {
+        let _ = tx.send(f(n, now));
+    }))?;
+    rx.recv().map_err(|_| NodeGone)
+}
+
+/// A running control server.
+#[derive(Debug)]
+pub struct ControlServer {
+    shared: Arc<Shared>,
+    path: PathBuf,
+    accept: Option<JoinHandle<()>>,
+    pump: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Binds the socket at `path` and starts serving `driver`, taking the node's `events`.
+    #[cfg(test)]
+    pub fn start(
+        path: &Path,
+        driver: Arc<dyn Driver>,
+        events: Receiver<Event>,
+    ) -> Result<ControlServer, SocketError> {
+        let listener = socket::bind(path)?;
+        Self::serve(listener, path, driver, events)
+    }
+
+    /// Starts serving `driver` on a listener from [`bind_socket`] (so a program can claim the
+    /// socket before it starts the node).
+    pub fn serve(
+        listener: UnixListener,
+        path: &Path,
+        driver: Arc<dyn Driver>,
+        events: Receiver<Event>,
+    ) -> Result<ControlServer, SocketError> {
+        let shared = Shared::new(driver, path.to_path_buf());
+        let sh = Arc::clone(&shared);
+        let pump = std::thread::Builder::new()
+            .name("anode-ctl-pump".into())
+            .spawn(move || pump::run(&sh, &events))
+            .map_err(|source| SocketError::Thread { source })?;
+        let sh = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("anode-ctl-accept".into())
+            .spawn(move || conn::accept_loop(&sh, &listener))
+            .map_err(|source| SocketError::Thread { source })?;
+        Ok(ControlServer {
+            shared,
+            path: path.to_path_buf(),
+            accept: Some(accept),
+            pump: Some(pump),
+        })
+    }
+
+    /// True once a client asked the node to shut down.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shared.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Closes every connection, stops the threads and removes the socket file.
+    pub fn stop(mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        // Wake the accept thread.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        self.shared.close_all();
+        if let Some(t) = self.pump.take() {
+            let _ = t.join();
+        }
+        socket::remove(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests;
