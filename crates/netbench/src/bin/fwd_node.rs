@@ -1,0 +1,89 @@
+//! anode-fwd-node: one anode node with statically configured neighbors, run by `anode-io`
+//! until SIGINT/SIGTERM or `--secs`; prints the node's counters and the driver's stats as
+//! JSON. The forwarder under test in `scripts/bench-netns.sh`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anode_core::{LinkConfig, Node, NodeConfig};
+use anode_io::DriverConfig;
+use anode_netbench::{BenchError, signals};
+use anode_wire::NodeAddr;
+use clap::Parser;
+
+/// A minimal anode forwarding node for the benchmark.
+#[derive(Debug, Parser)]
+#[command(name = "anode-fwd-node")]
+struct Args {
+    /// The node's address (its UDP socket is bound here).
+    #[arg(long, default_value = "198.18.1.2:3322")]
+    addr: NodeAddr,
+    /// A statically configured neighbor (repeat for each link).
+    #[arg(long = "peer", required = true)]
+    peers: Vec<NodeAddr>,
+    /// Run at most this many seconds (at most 600).
+    #[arg(long, default_value_t = 10.0)]
+    secs: f64,
+    /// Datagrams per recvmmsg/sendmmsg.
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+}
+
+fn run(a: &Args) -> Result<(), BenchError> {
+    if !anode_netbench::positive_at_most(a.secs, 600.0) {
+        return Err(BenchError::io("arguments")(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "need 0 < --secs <= 600",
+        )));
+    }
+    signals::block_stop_signals().map_err(BenchError::io("block signals"))?;
+    let now = Instant::now();
+    let bad = |e: anode_core::ConfigError| {
+        BenchError::io("node config")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let mut node = Node::new(NodeConfig::new(a.addr), now).map_err(bad)?;
+    for p in &a.peers {
+        let mut l = LinkConfig::new(*p);
+        l.static_neighbor = true;
+        node.add_link(l, now);
+    }
+    let mut cfg = DriverConfig::new(a.addr.socket_addr());
+    cfg.batch = a.batch;
+    let h = anode_io::spawn(node, cfg).map_err(BenchError::io(format!("driver on {}", a.addr)))?;
+    println!("ready {}", h.local_addr());
+    let sig = signals::wait(Duration::from_secs_f64(a.secs)).map_err(BenchError::io("wait"))?;
+    let stats = h.stats();
+    let node = h.shutdown();
+    let driver: serde_json::Map<String, serde_json::Value> = stats
+        .fields()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.into()))
+        .collect();
+    let c = node.counters();
+    let batch_avg = if stats.rx_batches > 0 {
+        stats.rx_datagrams as f64 / stats.rx_batches as f64
+    } else {
+        0.0
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "stopped_by": sig.map_or("time".to_string(), |s| format!("signal {s}")),
+            "node": c,
+            "driver": driver,
+            "rx_batch_avg": (batch_avg * 10.0).round() / 10.0,
+        })
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    match run(&a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("anode-fwd-node: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

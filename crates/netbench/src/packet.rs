@@ -1,0 +1,92 @@
+//! The benchmark's packets: ANEP datagrams of an exact total size.
+//!
+//! Contract: [`datagram_of_size`] returns a packet of exactly `size` bytes (the UDP payload)
+//! that an anode node forwards on its fast path toward `dst`: transit header with resource
+//! bound 64, source and previous hop `src`, no flags, no ANEP options.
+
+use anode_wire::NodeAddr;
+use anode_wire::anep::{BASIC_HEADER_LEN, TYPE_DATAGRAM};
+use anode_wire::datagram::{self, Datagram};
+use anode_wire::transit::{self, TransitRepr};
+
+use crate::BenchError;
+
+/// Bytes of an ANEP datagram before its payload.
+pub const OVERHEAD: usize = BASIC_HEADER_LEN + transit::LEN + datagram::LEN;
+/// Largest UDP payload over IPv4.
+pub const MAX_SIZE: usize = 65507;
+/// The application port the benchmark datagrams are addressed to.
+pub const BENCH_PORT: u16 = 9;
+
+/// An ANEP datagram of exactly `size` bytes from `src` to `dst` with flow id `flow`.
+pub fn datagram_of_size(
+    size: usize,
+    src: NodeAddr,
+    dst: NodeAddr,
+    flow: u64,
+) -> Result<Vec<u8>, BenchError> {
+    if !(OVERHEAD..=MAX_SIZE).contains(&size) {
+        return Err(BenchError::Size {
+            size,
+            min: OVERHEAD,
+            max: MAX_SIZE,
+        });
+    }
+    let d = Datagram {
+        transit: TransitRepr {
+            rb: 64,
+            flow,
+            src,
+            dst,
+            prev_hop: src,
+            ..Default::default()
+        },
+        port: BENCH_PORT,
+        payload: vec![0x5a; size - OVERHEAD],
+    };
+    Ok(d.to_packet()?)
+}
+
+/// True if `buf` starts like an ANEP datagram (version 1, datagram Type ID): what the sink
+/// counts, so the node's hellos and routing updates are not counted as traffic.
+pub fn is_anep_datagram(buf: &[u8]) -> bool {
+    matches!(buf, [1, _, t0, t1, ..] if u16::from_be_bytes([*t0, *t1]) == TYPE_DATAGRAM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_wire::anep::AnepPacket;
+
+    #[test]
+    fn exact_sizes_and_fast_path_fields() {
+        let (s, d): (NodeAddr, NodeAddr) = (
+            "198.18.1.1:3322".parse().unwrap(),
+            "198.18.2.2:3322".parse().unwrap(),
+        );
+        for size in [OVERHEAD, 100, 1472] {
+            let p = datagram_of_size(size, s, d, 3).unwrap();
+            assert_eq!(p.len(), size);
+            assert!(is_anep_datagram(&p));
+            let a = AnepPacket::new_checked(&p[..]).unwrap();
+            let g = Datagram::parse(a.payload()).unwrap();
+            assert_eq!(g.transit.rb, 64);
+            assert_eq!(g.transit.dst, d);
+            assert_eq!(g.transit.prev_hop, s);
+            assert_eq!(g.transit.flow, 3);
+            assert_eq!(g.transit.flags, 0);
+        }
+        assert_eq!(OVERHEAD, 84);
+        let e = datagram_of_size(64, s, d, 0).unwrap_err();
+        assert!(e.to_string().contains("84 to 65507"));
+        assert!(datagram_of_size(MAX_SIZE + 1, s, d, 0).is_err());
+    }
+
+    #[test]
+    fn classification() {
+        assert!(!is_anep_datagram(&[1, 0x80, 0x0a, 0x01, 0, 2]));
+        assert!(!is_anep_datagram(&[1, 0x80]));
+        assert!(!is_anep_datagram(&[]));
+        assert!(is_anep_datagram(&[1, 0x80, 0x0a, 0x02]));
+    }
+}
