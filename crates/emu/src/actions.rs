@@ -140,9 +140,12 @@ impl Stats {
             self.lat_sum += l;
             self.hop_min = Some(self.hop_min.map_or(h, |m| m.min(h)));
             self.hop_max = self.hop_max.max(h);
-            let mut p = f.path.clone();
-            p.push(f.to);
-            *self.paths.entry(p).or_insert(0) += 1;
+            // Paths are traced in virtual time only.
+            if !f.path.is_empty() {
+                let mut p = f.path.clone();
+                p.push(f.to);
+                *self.paths.entry(p).or_insert(0) += 1;
+            }
         }
     }
 

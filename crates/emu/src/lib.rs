@@ -4,7 +4,8 @@
 //! - in **deterministic virtual time** ([`run`]): a discrete-event simulator drives the
 //!   sans-IO [`anode_core::Node`]s over emulated links (delay, bandwidth, queue, loss, MTU);
 //!   the same file and seed give a byte-identical report; or
-//! - in **real time** over loopback UDP (`realtime`, when the `anode-io` driver is available).
+//! - in **real time** over loopback UDP ([`realtime::run`]): every node in its own `anode-io`
+//!   UDP driver on 127.0.0.1; not reproducible (the report says so).
 //!
 //! The file (see [`topology`]) lists nodes, links and scenario steps: send datagrams, fail
 //! and restore links, and `expect` checks that state the expected results, so a topology file
@@ -55,6 +56,7 @@
 mod actions;
 mod error;
 mod link;
+pub mod realtime;
 mod report;
 mod scenario;
 mod sim;
@@ -68,8 +70,8 @@ pub use report::{
     TrafficImpact, fmt_ms, fmt_span, fmt_time,
 };
 pub use scenario::{
-    Action, Check, Net, Next, NodeHook, Registry, ReportCtx, Step, StepArgs, StepCtx, StepOutcome,
-    StepParser, Target,
+    Action, Check, Net, Next, NodeFn, NodeHook, Registry, ReportCtx, Step, StepArgs, StepCtx,
+    StepOutcome, StepParser, Target,
 };
 pub use sim::Sim;
 pub use topology::{LinkSpec, NodeSpec, Topology};

@@ -13,7 +13,8 @@ use anode_core::{Counters, RouteKind, RoutingConfig};
 use serde::Serialize;
 
 use crate::link::DirStats;
-use crate::scenario::StepOutcome;
+use crate::scenario::{ReportCtx, Step, StepOutcome};
+use crate::topology::{LinkSpec, NodeSpec, Topology};
 use crate::track::Tracker;
 
 /// Microseconds of a duration (for JSON).
@@ -489,5 +490,88 @@ impl Report {
             ));
         }
         o
+    }
+}
+
+/// "a-b" for link `i`.
+pub(crate) fn link_name(specs: &[NodeSpec], links: &[LinkSpec], i: usize) -> String {
+    links.get(i).map_or(format!("link{i}"), |l| {
+        let n = |x: usize| specs.get(x).map_or("?", |s| s.name.as_str());
+        format!("{}-{}", n(l.a), n(l.b))
+    })
+}
+
+/// Everything a runner hands over to build its report.
+pub(crate) struct Assembly<'a> {
+    pub topo: &'a Topology,
+    pub deterministic: bool,
+    pub note: &'a str,
+    pub specs: &'a [NodeSpec],
+    pub link_specs: &'a [LinkSpec],
+    pub steps: &'a [Step],
+    pub tracker: &'a Tracker,
+    pub reach: &'a [ReachChange],
+    pub link_log: &'a [LinkChange],
+    pub end: Duration,
+    pub links: Vec<LinkReport>,
+    pub nodes: Vec<NodeReport>,
+    pub events: u64,
+}
+
+/// Builds the report: failure analyses, every step's outcome, check totals.
+pub(crate) fn assemble(a: Assembly<'_>) -> Report {
+    let name = |i: usize| link_name(a.specs, a.link_specs, i);
+    let failures = analyze_failures(a.link_log, a.reach, a.tracker, a.end, &name);
+    let mut steps = Vec::with_capacity(a.steps.len());
+    let mut checks = Checks {
+        passed: 0,
+        failed: 0,
+    };
+    for s in a.steps {
+        let ctx = ReportCtx {
+            step: s.index,
+            at: s.at,
+            nodes: a.specs,
+            links: a.link_specs,
+            tracker: a.tracker,
+            failures: &failures,
+        };
+        let outcome = s.action.report(&ctx);
+        if let Some(c) = &outcome.check {
+            if c.passed {
+                checks.passed += 1;
+            } else {
+                checks.failed += 1;
+            }
+        }
+        steps.push(StepReport {
+            number: s.index + 1,
+            at_us: us(s.at),
+            action: s.action_name.clone(),
+            outcome,
+        });
+    }
+    Report {
+        mode: if a.deterministic {
+            "virtual-time"
+        } else {
+            "realtime"
+        }
+        .to_string(),
+        deterministic: a.deterministic,
+        note: a.note.to_string(),
+        file: a.topo.file.clone(),
+        description: a.topo.description.clone(),
+        seed: a.topo.seed,
+        duration_us: us(a.topo.duration),
+        routing: a.topo.routing,
+        converged_at_us: a.reach.iter().find(|r| r.all_pairs).map(|r| r.at_us),
+        reachability_changes: a.reach.to_vec(),
+        steps,
+        failures,
+        checks,
+        links: a.links,
+        nodes: a.nodes,
+        events: a.events,
     }
 }

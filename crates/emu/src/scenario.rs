@@ -461,6 +461,9 @@ fn example(want: &str, key: &str) -> String {
     }
 }
 
+/// Work to run on one node (see [`Net::with_node`]).
+pub type NodeFn = Box<dyn FnOnce(&mut Node, Instant) + Send + 'static>;
+
 /// What a runner offers the actions. Implemented by the virtual-time simulator and by the
 /// realtime runner; actions use it through [`StepCtx`].
 pub trait Net {
@@ -471,7 +474,9 @@ pub trait Net {
     /// The links.
     fn links(&self) -> &[LinkSpec];
     /// Runs `f` on node `node` with the current time; the runner then sends what it queued.
-    fn with_node(&mut self, node: usize, f: &mut dyn FnMut(&mut Node, Instant));
+    /// (`'static + Send` because in realtime it runs on the node's driver thread; return
+    /// results through a channel or an `Arc<Mutex<_>>`.)
+    fn with_node(&mut self, node: usize, f: NodeFn);
     /// Sends a datagram from a local application on `from` to `to`, tracked for the report
     /// under `step`.
     fn send_tracked(
@@ -582,7 +587,7 @@ impl StepCtx<'_> {
     }
 
     /// Runs `f` on a node (e.g. to inject a packet or install a module).
-    pub fn with_node(&mut self, node: usize, f: &mut dyn FnMut(&mut Node, Instant)) {
+    pub fn with_node(&mut self, node: usize, f: NodeFn) {
         self.net.with_node(node, f);
     }
 
@@ -655,10 +660,12 @@ impl ReportCtx<'_> {
         self.tracker.of_step(self.step)
     }
 
-    /// The analysis of the failure of `link` at this step's time, if this step failed it.
+    /// The analysis of the first failure of `link` at or after this step's time (in
+    /// realtime the failure happens a little after the step's nominal time).
     pub fn failure(&self, link: usize) -> Option<&FailureReport> {
+        let at = self.at.as_micros() as u64;
         self.failures
             .iter()
-            .find(|f| f.link_index == link && f.failed_at_us == self.at.as_micros() as u64)
+            .find(|f| f.link_index == link && f.failed_at_us >= at)
     }
 }

@@ -31,10 +31,10 @@ use anode_wire::anep::TYPE_DATAGRAM;
 use crate::error::EmuError;
 use crate::link::{Link, Offer};
 use crate::report::{
-    Checks, LinkChange, LinkReport, NodeReport, ReachChange, Report, RouteReport, StepReport,
-    analyze_failures, us,
+    Assembly, LinkChange, LinkReport, NodeReport, ReachChange, Report, RouteReport, assemble,
+    link_name, us,
 };
-use crate::scenario::{Net, Next, Registry, ReportCtx, Step, StepCtx, all_pairs_reachable};
+use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx, all_pairs_reachable};
 use crate::topology::{LinkSpec, NodeSpec, Topology};
 use crate::track::{FlowRec, Tracker, datagram_flow};
 
@@ -374,7 +374,7 @@ impl Net for Sim {
         &self.link_specs
     }
 
-    fn with_node(&mut self, node: usize, f: &mut dyn FnMut(&mut Node, Instant)) {
+    fn with_node(&mut self, node: usize, f: NodeFn) {
         let now = self.instant();
         if let Some(n) = self.nodes.get_mut(node) {
             f(n, now);
@@ -495,7 +495,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         sim.update_reachability();
     }
     sim.now = end;
-    Ok(build_report(&sim, &topo.file, &topo, &steps, true))
+    Ok(build_report(&sim, &topo, &steps))
 }
 
 /// Node name of an address, or the address.
@@ -506,55 +506,13 @@ fn addr_name(by_addr: &BTreeMap<NodeAddr, usize>, specs: &[NodeSpec], a: &NodeAd
         .map_or_else(|| a.to_string(), |s| s.name.clone())
 }
 
-fn build_report(
-    sim: &Sim,
-    file: &str,
-    topo_meta: &Topology,
-    steps: &[Step],
-    deterministic: bool,
-) -> Report {
-    let link_name = |i: usize| {
-        sim.link_specs.get(i).map_or(format!("link{i}"), |l| {
-            let n = |x: usize| sim.specs.get(x).map_or("?", |s| s.name.as_str());
-            format!("{}-{}", n(l.a), n(l.b))
-        })
-    };
-    let failures = analyze_failures(&sim.link_log, &sim.reach, &sim.tracker, sim.now, &link_name);
-    let mut step_reports = Vec::with_capacity(steps.len());
-    let mut checks = Checks {
-        passed: 0,
-        failed: 0,
-    };
-    for s in steps {
-        let ctx = ReportCtx {
-            step: s.index,
-            at: s.at,
-            nodes: &sim.specs,
-            links: &sim.link_specs,
-            tracker: &sim.tracker,
-            failures: &failures,
-        };
-        let outcome = s.action.report(&ctx);
-        if let Some(c) = &outcome.check {
-            if c.passed {
-                checks.passed += 1;
-            } else {
-                checks.failed += 1;
-            }
-        }
-        step_reports.push(StepReport {
-            number: s.index + 1,
-            at_us: us(s.at),
-            action: s.action_name.clone(),
-            outcome,
-        });
-    }
+fn build_report(sim: &Sim, topo: &Topology, steps: &[Step]) -> Report {
     let links = sim
         .links
         .iter()
         .enumerate()
         .map(|(i, l)| LinkReport {
-            name: link_name(i),
+            name: link_name(&sim.specs, &sim.link_specs, i),
             delay_us: us(l.spec.delay),
             bandwidth_bps: l.spec.bandwidth_bps,
             loss: l.spec.loss,
@@ -571,30 +529,21 @@ fn build_report(
         .zip(&sim.specs)
         .map(|(n, s)| node_report(n, s, &sim.by_addr, &sim.specs))
         .collect();
-    Report {
-        mode: if deterministic {
-            "virtual-time"
-        } else {
-            "realtime"
-        }
-        .to_string(),
-        deterministic,
-        note: "Deterministic virtual time: the same file and seed give a byte-identical report."
-            .to_string(),
-        file: file.to_string(),
-        description: topo_meta.description.clone(),
-        seed: topo_meta.seed,
-        duration_us: us(topo_meta.duration),
-        routing: topo_meta.routing,
-        converged_at_us: sim.reach.iter().find(|r| r.all_pairs).map(|r| r.at_us),
-        reachability_changes: sim.reach.clone(),
-        steps: step_reports,
-        failures,
-        checks,
+    assemble(Assembly {
+        topo,
+        deterministic: true,
+        note: "Deterministic virtual time: the same file and seed give a byte-identical report.",
+        specs: &sim.specs,
+        link_specs: &sim.link_specs,
+        steps,
+        tracker: &sim.tracker,
+        reach: &sim.reach,
+        link_log: &sim.link_log,
+        end: sim.now,
         links,
         nodes,
         events: sim.events,
-    }
+    })
 }
 
 /// One node's report entry: counters, neighbors and routes by name.

@@ -1,4 +1,4 @@
-//! `anode emulate TOPOLOGY.toml [--json]`: runs the network a topology file
+//! `anode emulate TOPOLOGY.toml [--json] [--realtime]`: runs the network a topology file
 //! describes and prints the report. Exit status 1 if the file is wrong (the message names
 //! file, line and the fix) or if any `expect` step failed.
 
@@ -16,6 +16,10 @@ pub struct Args {
     /// Print the report as JSON (for tools) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Run every node over real UDP sockets on 127.0.0.1 instead of in virtual time. Takes as
+    /// long as [network] duration_ms says; the report is not reproducible.
+    #[arg(long)]
+    pub realtime: bool,
 }
 
 const HELP: &str = "\
@@ -53,7 +57,12 @@ counters and routes. Exit status: 0 if every check held, 1 otherwise.";
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
     let topo = Topology::load(&args.topology).map_err(|e| e.to_string())?;
-    let report = anode_emu::run(topo).map_err(|e| e.to_string())?;
+    let report = if args.realtime {
+        anode_emu::realtime::run(topo, &anode_emu::Registry::builtin())
+    } else {
+        anode_emu::run(topo)
+    }
+    .map_err(|e| e.to_string())?;
     print_report(&report, args.json);
     verdict(&report)
 }

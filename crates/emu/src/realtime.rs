@@ -1,0 +1,472 @@
+//! The realtime runner (`anode emulate --realtime`): every node runs in its own `anode-io`
+//! UDP driver thread on 127.0.0.1 (or `[::1]` with `ipv6 = true`), with its own port, and the
+//! scenario runs on the wall clock.
+//!
+//! Mapping from the file: node addresses become `127.0.0.1:PORT` (free ports reserved just
+//! before start); each link direction becomes an egress [`anode_io::Impairment`] at the
+//! sending node (delay, loss, rate, queue; loss draws are seeded from the file's seed, but
+//! thread scheduling still makes runs differ).
+//!
+//! Differences from virtual time, stated in the report's `note`:
+//! - times are wall-clock measurements: deliveries are timestamped when the runner collects
+//!   them (every millisecond), reachability is sampled every 10 ms, and the report is not
+//!   byte-identical from run to run;
+//! - the driver cannot change impairments while it runs, so a failed link is taken
+//!   administratively down at both ends (`Node::set_link_up`): the nodes learn of it at once
+//!   instead of through missed hellos;
+//! - per-link counters are not available (the drivers count per node); paths are not traced
+//!   (hop counts come from the resource bound left).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use anode_core::{DropReason, Event, LinkConfig, LinkId, Node, NodeConfig};
+use anode_io::{DriverConfig, Impairment, NodeHandle};
+use anode_wire::NodeAddr;
+use anode_wire::anep::TYPE_DATAGRAM;
+
+use crate::error::EmuError;
+use crate::report::{
+    Assembly, LinkChange, LinkReport, ReachChange, Report, assemble, link_name, us,
+};
+use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx, all_pairs_reachable};
+use crate::sim::node_report;
+use crate::topology::{LinkSpec, NodeSpec, Topology};
+use crate::track::{FlowRec, Tracker};
+
+const COLLECT_EVERY: Duration = Duration::from_millis(1);
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+
+/// The note every realtime report carries.
+pub const NOTE: &str = "Real time over loopback UDP: times are wall-clock measurements (1 ms resolution, reachability sampled every 10 ms), so reports differ from run to run; a failed link is taken administratively down at both ends (nodes learn of it at once, not by missed hellos); per-link counters and paths are not available.";
+
+struct RtNet {
+    start: Instant,
+    specs: Vec<NodeSpec>,
+    link_specs: Vec<LinkSpec>,
+    handles: Vec<NodeHandle>,
+    events: Vec<Receiver<Event>>,
+    ends: Vec<[LinkId; 2]>,
+    /// node -> its LinkId index -> peer node.
+    peers: Vec<Vec<usize>>,
+    by_addr: BTreeMap<NodeAddr, usize>,
+    up: Vec<bool>,
+    default_rb: Vec<u16>,
+    tracker: Tracker,
+    delivered: Vec<BTreeMap<u16, u64>>,
+    /// Next-hop snapshot: tables[from][to].
+    tables: Vec<Vec<Option<usize>>>,
+    reach_state: bool,
+    reach: Vec<ReachChange>,
+    link_log: Vec<LinkChange>,
+}
+
+/// Reserves `n` distinct free UDP ports on `ip` (bound together, then released).
+fn reserve_ports(ip: IpAddr, n: usize) -> Result<Vec<u16>, EmuError> {
+    let mut socks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = UdpSocket::bind(SocketAddr::new(ip, 0))
+            .map_err(|e| EmuError::Realtime(format!("cannot bind a UDP socket on {ip}: {e}")))?;
+        socks.push(s);
+    }
+    socks
+        .iter()
+        .map(|s| {
+            s.local_addr()
+                .map(|a| a.port())
+                .map_err(|e| EmuError::Realtime(format!("cannot read a socket's port: {e}")))
+        })
+        .collect()
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl RtNet {
+    fn collect(&mut self) {
+        let now = self.start.elapsed();
+        for (i, rx) in self.events.iter().enumerate() {
+            while let Ok(e) = rx.try_recv() {
+                if let Event::Delivered(d) = e {
+                    if let Some(m) = self.delivered.get_mut(i) {
+                        *m.entry(d.port).or_insert(0) += 1;
+                    }
+                    if d.type_id == TYPE_DATAGRAM {
+                        self.tracker.deliver(d.flow, i, now, d.rb);
+                    }
+                }
+            }
+        }
+    }
+
+    fn refresh(&mut self) {
+        let n = self.specs.len();
+        for from in 0..n {
+            let Some(h) = self.handles.get(from) else {
+                continue;
+            };
+            let hops: Vec<(NodeAddr, LinkId)> = h
+                .call(|node, _| {
+                    node.routes()
+                        .into_iter()
+                        .filter_map(|r| {
+                            r.next_hop
+                                .filter(|_| r.metric < node.config().routing.infinity)
+                                .map(|h| (r.dest, h.link))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut row = vec![None; n];
+            for (dest, link) in hops {
+                if let (Some(&to), Some(&peer)) = (
+                    self.by_addr.get(&dest),
+                    self.peers.get(from).and_then(|p| p.get(link.0 as usize)),
+                ) && let Some(slot) = row.get_mut(to)
+                {
+                    *slot = Some(peer);
+                }
+            }
+            if let Some(t) = self.tables.get_mut(from) {
+                *t = row;
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        self.refresh();
+        let ok = all_pairs_reachable(self);
+        if ok != self.reach_state || self.reach.is_empty() {
+            self.reach_state = ok;
+            self.reach.push(ReachChange {
+                at_us: us(self.start.elapsed()),
+                all_pairs: ok,
+            });
+        }
+    }
+
+    fn connected(&self) -> bool {
+        let n = self.specs.len();
+        let mut seen = vec![false; n];
+        let mut stack = vec![0usize];
+        if let Some(s) = seen.first_mut() {
+            *s = true;
+        }
+        while let Some(x) = stack.pop() {
+            for (l, up) in self.link_specs.iter().zip(&self.up) {
+                if !*up {
+                    continue;
+                }
+                let y = if l.a == x {
+                    l.b
+                } else if l.b == x {
+                    l.a
+                } else {
+                    continue;
+                };
+                if let Some(s) = seen.get_mut(y)
+                    && !*s
+                {
+                    *s = true;
+                    stack.push(y);
+                }
+            }
+        }
+        seen.iter().all(|s| *s)
+    }
+}
+
+impl Net for RtNet {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn nodes(&self) -> &[NodeSpec] {
+        &self.specs
+    }
+
+    fn links(&self) -> &[LinkSpec] {
+        &self.link_specs
+    }
+
+    fn with_node(&mut self, node: usize, f: NodeFn) {
+        if let Some(h) = self.handles.get(node) {
+            let _ = h.call(move |n, now| f(n, now));
+        }
+    }
+
+    fn send_tracked(
+        &mut self,
+        step: usize,
+        from: usize,
+        to: usize,
+        port: u16,
+        rb: Option<u16>,
+        payload: &[u8],
+    ) -> Result<(), DropReason> {
+        let (Some(dst), Some(h)) = (
+            self.specs.get(to).map(|s| s.address),
+            self.handles.get(from),
+        ) else {
+            return Err(DropReason::NoRoute);
+        };
+        let rb = rb.unwrap_or(self.default_rb.get(from).copied().unwrap_or(32));
+        let flow = self.tracker.open(FlowRec {
+            step,
+            from,
+            to,
+            sent_at: self.start.elapsed(),
+            rb,
+            bytes: payload.len(),
+            refused: None,
+            path: Vec::new(),
+            arrival: None,
+        });
+        let payload = payload.to_vec();
+        let r = h
+            .call(move |n, now| n.send_datagram(now, dst, port, flow, Some(rb), &payload))
+            .unwrap_or(Err(DropReason::EeDropped));
+        if let Err(e) = r {
+            self.tracker.refuse(flow, e);
+        }
+        r
+    }
+
+    fn set_link_up(&mut self, link: usize, up: bool) {
+        let (Some(l), Some(ends)) = (self.link_specs.get(link), self.ends.get(link)) else {
+            return;
+        };
+        if self.up.get(link) == Some(&up) {
+            return;
+        }
+        for (node, id) in [(l.a, ends[0]), (l.b, ends[1])] {
+            if let Some(h) = self.handles.get(node) {
+                let _ = h.call(move |n, now| n.set_link_up(id, up, now));
+            }
+        }
+        if let Some(u) = self.up.get_mut(link) {
+            *u = up;
+        }
+        let partitions = !self.connected();
+        self.link_log.push(LinkChange {
+            at: self.start.elapsed(),
+            link,
+            up,
+            partitions,
+        });
+    }
+
+    fn link_up(&self, link: usize) -> bool {
+        self.up.get(link).copied().unwrap_or(false)
+    }
+
+    fn next_hop(&mut self, from: usize, to: usize) -> Option<usize> {
+        self.tables.get(from)?.get(to).copied().flatten()
+    }
+
+    fn delivered(&self, node: usize, port: Option<u16>) -> u64 {
+        self.delivered.get(node).map_or(0, |m| match port {
+            Some(p) => m.get(&p).copied().unwrap_or(0),
+            None => m.values().sum(),
+        })
+    }
+}
+
+/// Runs `topo` in real time over loopback UDP, for `[network] duration_ms` of wall-clock time.
+pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+    let ip = if topo.ipv6 {
+        IpAddr::V6(Ipv6Addr::LOCALHOST)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    let ports = reserve_ports(ip, topo.nodes.len())?;
+    let specs: Vec<NodeSpec> = topo
+        .nodes
+        .iter()
+        .zip(&ports)
+        .map(|(n, p)| NodeSpec {
+            name: n.name.clone(),
+            address: NodeAddr::new(ip, *p),
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut nodes = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        let mut cfg = NodeConfig::new(s.address);
+        cfg.routing = topo.routing;
+        let mut node = Node::new(cfg, t0).map_err(|e| EmuError::Node {
+            node: s.name.clone(),
+            reason: e.to_string(),
+        })?;
+        registry.setup_node(i, &mut node);
+        nodes.push(node);
+    }
+    let mut impairments: Vec<Vec<Impairment>> = vec![Vec::new(); nodes.len()];
+    let mut peers = vec![Vec::new(); nodes.len()];
+    let mut ends = Vec::with_capacity(topo.links.len());
+    for l in &topo.links {
+        let mut ids = [LinkId(0); 2];
+        for (dir, (me, peer)) in [(l.a, l.b), (l.b, l.a)].into_iter().enumerate() {
+            let (Some(peer_spec), Some(node)) = (specs.get(peer), nodes.get_mut(me)) else {
+                return Err(EmuError::Realtime("a link names a missing node".into()));
+            };
+            let id = node.add_link(
+                LinkConfig {
+                    name: format!("to-{}", peer_spec.name),
+                    peer: peer_spec.address,
+                    mtu: l.mtu,
+                    cost: l.cost,
+                    static_neighbor: false,
+                },
+                t0,
+            );
+            if let Some(slot) = ids.get_mut(dir) {
+                *slot = id;
+            }
+            if let Some(p) = peers.get_mut(me) {
+                p.push(peer);
+            }
+            if let Some(imp) = impairments.get_mut(me) {
+                imp.push(Impairment {
+                    peer: peer_spec.address.socket_addr(),
+                    delay: l.delay,
+                    loss: l.loss,
+                    rate_bps: l.bandwidth_bps,
+                    queue_bytes: l.queue_bytes as usize,
+                });
+            }
+        }
+        ends.push(ids);
+    }
+    let default_rb = nodes.iter().map(|n| n.config().default_rb).collect();
+    let mut handles = Vec::with_capacity(nodes.len());
+    let mut events = Vec::with_capacity(nodes.len());
+    for ((node, imp), s) in nodes.into_iter().zip(impairments).zip(&specs) {
+        let mut cfg = DriverConfig::new(s.address.socket_addr());
+        cfg.impairments = imp;
+        cfg.seed = topo.seed ^ fnv(&s.name);
+        let h = anode_io::spawn(node, cfg).map_err(|e| {
+            EmuError::Realtime(format!(
+                "node '{}' could not start on {}: {e}",
+                s.name, s.address
+            ))
+        })?;
+        events.push(h.take_events().ok_or_else(|| {
+            EmuError::Realtime(format!("node '{}': event channel unavailable", s.name))
+        })?);
+        handles.push(h);
+    }
+    let n = specs.len();
+    let mut net = RtNet {
+        start: t0,
+        by_addr: specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.address, i))
+            .collect(),
+        specs,
+        link_specs: topo.links.clone(),
+        handles,
+        events,
+        ends,
+        peers,
+        up: vec![true; topo.links.len()],
+        default_rb,
+        tracker: Tracker::default(),
+        delivered: vec![BTreeMap::new(); n],
+        tables: vec![vec![None; n]; n],
+        reach_state: false,
+        reach: Vec::new(),
+        link_log: Vec::new(),
+    };
+    let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
+    let mut due: BinaryHeap<Reverse<(Duration, usize)>> = steps
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Reverse((s.at, k)))
+        .collect();
+    let end = topo.duration;
+    let mut next_sample = Duration::ZERO;
+    loop {
+        let now = net.start.elapsed();
+        if now >= end {
+            break;
+        }
+        net.collect();
+        if now >= next_sample {
+            net.sample();
+            next_sample = now + SAMPLE_EVERY;
+        }
+        let mut ran = false;
+        while let Some(Reverse((at, k))) = due.peek().copied() {
+            if at > net.start.elapsed() {
+                break;
+            }
+            due.pop();
+            if !ran {
+                net.refresh();
+                ran = true;
+            }
+            if let Some(step) = steps.get_mut(k) {
+                let mut ctx = StepCtx {
+                    net: &mut net,
+                    step: step.index,
+                };
+                if let Next::After(d) = step.action.run(&mut ctx) {
+                    due.push(Reverse((at + d, k)));
+                }
+            }
+        }
+        let wake = due
+            .peek()
+            .map_or(end, |r| r.0.0)
+            .min(net.start.elapsed() + COLLECT_EVERY)
+            .min(end);
+        std::thread::sleep(wake.saturating_sub(net.start.elapsed()));
+    }
+    net.collect();
+    let handles = std::mem::take(&mut net.handles);
+    let finals: Vec<Node> = handles.into_iter().map(NodeHandle::shutdown).collect();
+    let nodes = finals
+        .iter()
+        .zip(&net.specs)
+        .map(|(n, s)| node_report(n, s, &net.by_addr, &net.specs))
+        .collect();
+    let links = net
+        .link_specs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| LinkReport {
+            name: link_name(&net.specs, &net.link_specs, i),
+            delay_us: us(l.delay),
+            bandwidth_bps: l.bandwidth_bps,
+            loss: l.loss,
+            mtu: l.mtu,
+            queue_bytes: l.queue_bytes,
+            up_at_end: net.up.get(i).copied().unwrap_or(false),
+            a_to_b: None,
+            b_to_a: None,
+        })
+        .collect();
+    Ok(assemble(Assembly {
+        topo: &topo,
+        deterministic: false,
+        note: NOTE,
+        specs: &net.specs,
+        link_specs: &net.link_specs,
+        steps: &steps,
+        tracker: &net.tracker,
+        reach: &net.reach,
+        link_log: &net.link_log,
+        end,
+        links,
+        nodes,
+        events: 0,
+    }))
+}
