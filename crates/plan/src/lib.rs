@@ -44,6 +44,7 @@
 pub mod ast;
 pub mod builtins;
 pub mod check;
+pub mod ee;
 pub mod error;
 pub mod eval;
 pub mod host;

@@ -93,6 +93,11 @@ impl PlanHeaderRef<'_> {
     }
 }
 
+/// Whether `s` is a PLAN identifier (what routFun and handler names must be).
+pub fn is_ident(s: &str) -> bool {
+    ident_ok(s, false)
+}
+
 fn ident_ok(s: &str, allow_empty: bool) -> bool {
     if s.is_empty() {
         return allow_empty;

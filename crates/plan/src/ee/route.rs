@@ -1,0 +1,168 @@
+//! Routing functions: how a PLAN packet that names a routing function other than
+//! `defaultRoute` chooses its next hop at intermediate nodes, and the flow table that
+//! flow-based routing functions read.
+//!
+//! Contract:
+//! * a [`RouteFn`] sees only the transit header fields it needs ([`RouteQuery`]: destination
+//!   and flow id), the node (through a read-only [`NodeContext`]) and the [`FlowTable`]; it
+//!   never sees the chunk, which stays marshalled on the header-only path;
+//! * every routing function is also a PLAN service of type `host -> host * dev` (so programs
+//!   that name it type-check and may call it); [`crate::ee::PlanEe::register_route`] does both;
+//! * `defaultRoute` (the distance-vector route) is built in and is never looked up here;
+//!   `flowRoute` (flow table, falling back to the default route) is registered by default.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anode_core::wire::NodeAddr;
+use anode_core::{NextHop, NodeContext};
+
+/// What a routing function is asked.
+#[derive(Debug)]
+pub struct RouteQuery<'c, 'a> {
+    /// The node.
+    pub ctx: &'c NodeContext<'a>,
+    /// Flow-based routes installed on this node.
+    pub flows: &'c FlowTable,
+    /// The evaluation destination.
+    pub dst: NodeAddr,
+    /// The packet's flow id.
+    pub flow: u64,
+}
+
+/// A named routing function.
+pub trait RouteFn: Send {
+    /// The next hop toward `q.dst`, or `None` if there is no route.
+    fn next_hop(&mut self, q: &RouteQuery<'_, '_>) -> Option<NextHop>;
+}
+
+/// Follows the flow table entry of the packet's flow; without one (or after it expired),
+/// the default route.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FlowRoute;
+
+impl RouteFn for FlowRoute {
+    fn next_hop(&mut self, q: &RouteQuery<'_, '_>) -> Option<NextHop> {
+        q.flows
+            .lookup(q.flow, q.ctx.now())
+            .or_else(|| q.ctx.lookup(&q.dst))
+    }
+}
+
+/// Flow id -> next hop, each entry living for a time-to-live after it was (re)installed.
+/// Bounded: when full, expired entries are purged and, if none, the install is refused.
+#[derive(Debug)]
+pub struct FlowTable {
+    map: HashMap<u64, (NextHop, Instant)>,
+    ttl: Duration,
+    cap: usize,
+}
+
+impl FlowTable {
+    /// A table whose entries live `ttl` and that holds at most `cap` of them.
+    pub fn new(ttl: Duration, cap: usize) -> Self {
+        FlowTable {
+            map: HashMap::new(),
+            ttl,
+            cap: cap.max(1),
+        }
+    }
+
+    /// Installs (or refreshes) `flow -> hop`. False if the table is full of live entries.
+    pub fn install(&mut self, flow: u64, hop: NextHop, now: Instant) -> bool {
+        if !self.map.contains_key(&flow) && self.map.len() >= self.cap {
+            self.map.retain(|_, (_, exp)| *exp > now);
+            if self.map.len() >= self.cap {
+                return false;
+            }
+        }
+        self.map.insert(flow, (hop, now + self.ttl));
+        true
+    }
+
+    /// The live entry for `flow`.
+    pub fn lookup(&self, flow: u64, now: Instant) -> Option<NextHop> {
+        self.map
+            .get(&flow)
+            .filter(|(_, exp)| *exp > now)
+            .map(|(h, _)| *h)
+    }
+
+    /// Number of entries (live or not yet purged).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// The registered routing functions by name, and the PLAN service ids that call them.
+#[derive(Default)]
+pub struct RouteRegistry {
+    by_name: HashMap<String, Box<dyn RouteFn>>,
+    by_service: HashMap<u32, String>,
+}
+
+impl std::fmt::Debug for RouteRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouteRegistry")
+            .field("names", &self.by_name.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl RouteRegistry {
+    pub(crate) fn insert(&mut self, name: &str, service_id: u32, f: Box<dyn RouteFn>) {
+        self.by_name.insert(name.to_string(), f);
+        self.by_service.insert(service_id, name.to_string());
+    }
+
+    /// Whether `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// The routing function `name`.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut (dyn RouteFn + 'static)> {
+        self.by_name.get_mut(name).map(|b| &mut **b)
+    }
+
+    /// The routing function called by PLAN service `id`.
+    pub(crate) fn by_service_mut(&mut self, id: u32) -> Option<&mut (dyn RouteFn + 'static)> {
+        let name = self.by_service.get(&id)?;
+        self.by_name.get_mut(name).map(|b| &mut **b)
+    }
+
+    /// Names of the registered routing functions (not including `defaultRoute`).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_core::LinkId;
+    use anode_core::wire::addr::v4;
+
+    #[test]
+    fn flow_table_expires_and_is_bounded() {
+        let now = Instant::now();
+        let mut t = FlowTable::new(Duration::from_secs(1), 2);
+        let h = NextHop {
+            link: LinkId(1),
+            addr: v4(10, 0, 0, 1, 1),
+        };
+        assert!(t.install(1, h, now));
+        assert!(t.install(2, h, now));
+        assert!(!t.install(3, h, now));
+        assert_eq!(t.lookup(1, now), Some(h));
+        let later = now + Duration::from_secs(2);
+        assert_eq!(t.lookup(1, later), None);
+        assert!(t.install(3, h, later));
+        assert_eq!(t.len(), 1);
+    }
+}
