@@ -48,12 +48,18 @@ struct Fixture {
 
 impl Fixture {
     fn new(tag: &str) -> Fixture {
+        Self::with_link(tag, false)
+    }
+
+    /// A fixture whose link to 127.0.0.1:4002 is static (`static_neighbor`) or not.
+    fn with_link(tag: &str, static_neighbor: bool) -> Fixture {
         let dir = std::env::temp_dir().join(format!("anode-ctl-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let now = Instant::now();
         let mut node = Node::new(NodeConfig::new("127.0.0.1:4001".parse().unwrap()), now).unwrap();
         let mut l = LinkConfig::new("127.0.0.1:4002".parse().unwrap());
         l.name = "to-b".into();
+        l.static_neighbor = static_neighbor;
         node.add_link(l, now);
         let (tx, rx) = mpsc::channel();
         let d = Arc::new(LocalDriver {
@@ -291,4 +297,33 @@ fn live_socket_refused_stale_socket_replaced() {
         r => panic!("{r:?}"),
     }
     assert!(file.exists());
+}
+
+#[test]
+fn subscribers_get_neighbor_and_route_events() {
+    let f = Fixture::with_link("events", true);
+    let mut c = f.client();
+    c.subscribe().unwrap();
+    let peer: anode_wire::NodeAddr = "127.0.0.1:4002".parse().unwrap();
+    assert_eq!(c.neighbors().unwrap()[0].addr, peer);
+    c.set_link("to-b", false).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (mut down, mut unreachable) = (false, false);
+    while !(down && unreachable) {
+        match c.next_item(Some(deadline)).unwrap() {
+            StreamItem::Event(anode_ctl::NodeEvent::NeighborDown {
+                addr, link_name, ..
+            }) => {
+                assert_eq!(addr, peer);
+                assert_eq!(link_name, "to-b");
+                down = true;
+            }
+            StreamItem::Event(anode_ctl::NodeEvent::RouteChanged { route }) => {
+                if route.dest == peer && !route.reachable {
+                    unreachable = true;
+                }
+            }
+            _ => {}
+        }
+    }
 }
