@@ -318,10 +318,10 @@ fn subscribers_get_neighbor_and_route_events() {
                 assert_eq!(link_name, "to-b");
                 down = true;
             }
-            StreamItem::Event(anode_ctl::NodeEvent::RouteChanged { route }) => {
-                if route.dest == peer && !route.reachable {
-                    unreachable = true;
-                }
+            StreamItem::Event(anode_ctl::NodeEvent::RouteChanged { route })
+                if route.dest == peer && !route.reachable =>
+            {
+                unreachable = true;
             }
             _ => {}
         }
