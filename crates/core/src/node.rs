@@ -151,6 +151,11 @@ impl Node {
         self.core.dv.add_static(now, dest, via, metric);
     }
 
+    /// Removes the static route to `dest`; false if there was none.
+    pub fn remove_static_route(&mut self, dest: NodeAddr, now: Instant) -> bool {
+        self.core.dv.remove_static(now, dest)
+    }
+
     /// Registers an execution environment for its Type ID, replacing any earlier one.
     pub fn register_ee(&mut self, ee: Box<dyn ExecutionEnvironment>) {
         let t = ee.type_id();

@@ -151,6 +151,35 @@ impl DistanceVector {
         self.resolve_statics(now);
     }
 
+    /// Removes the static route to `dest`. Returns false if there was none. The route
+    /// becomes unreachable (poisoned, then collected) unless the neighbor is the
+    /// destination itself, in which case the route learned from its hellos takes over.
+    pub fn remove_static(&mut self, now: Instant, dest: NodeAddr) -> bool {
+        let before = self.statics.len();
+        self.statics.retain(|s| s.dest != dest);
+        if self.statics.len() == before {
+            return false;
+        }
+        if self.routes.get(&dest).is_some_and(|r| r.kind == RouteKind::Static) {
+            match self.neighbors.get(&dest).copied() {
+                Some((link, cost)) => {
+                    let nh = Some(NextHop { link, addr: dest });
+                    self.set_route(now, dest, cost.min(self.cfg.infinity), nh, RouteKind::Learned);
+                    if let Some(r) = self.routes.get_mut(&dest) {
+                        r.expires = None;
+                    }
+                }
+                None => {
+                    if let Some(r) = self.routes.get_mut(&dest) {
+                        r.kind = RouteKind::Learned;
+                    }
+                    self.make_unreachable(now, dest);
+                }
+            }
+        }
+        true
+    }
+
     /// A neighbor came up on `link` at link cost `cost`.
     pub fn neighbor_up(&mut self, now: Instant, link: LinkId, addr: NodeAddr, cost: u16) {
         self.neighbors.insert(addr, (link, cost));
@@ -611,6 +640,15 @@ mod tests {
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
         dv.neighbor_down(t0, a(4));
         assert_eq!(dv.lookup(&a(9)), None);
+        dv.neighbor_up(t0, LinkId(1), a(4), 1);
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
+        assert!(dv.remove_static(t0, a(9)));
+        assert!(!dv.remove_static(t0, a(9)));
+        assert_eq!(dv.lookup(&a(9)), None);
+        assert_eq!(dv.route(&a(9)).unwrap().kind, RouteKind::Learned);
+        // The next update from a(2) brings the learned route back.
+        dv.on_update(t0, LinkId(0), &Routes { sender: a(2), entries: vec![(a(9), 1)] });
+        assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
     }
 
     #[test]
