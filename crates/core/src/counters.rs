@@ -61,6 +61,8 @@ drop_reasons! {
     EeDropped = "ee_dropped",
     /// A packet that came back to the node that sent it (routing loop).
     Loop = "loop",
+    /// A cut-through channel's bandwidth limit was exceeded.
+    CutThroughPoliced = "cut_through_policed",
 }
 
 impl std::fmt::Display for DropReason {
@@ -90,6 +92,8 @@ pub struct Counters {
     pub unknown_type_forwarded: u64,
     /// Packets handed to an execution environment.
     pub to_ee: u64,
+    /// Packets forwarded by a cut-through channel (also counted in `fast_path`).
+    pub cut_through: u64,
     /// Deliveries to local applications.
     pub delivered: u64,
     /// Control messages received.
@@ -142,7 +146,7 @@ impl Counters {
 impl serde::Serialize for Counters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Counters", 12)?;
+        let mut st = s.serialize_struct("Counters", 13)?;
         st.serialize_field("rx_packets", &self.rx_packets)?;
         st.serialize_field("rx_bytes", &self.rx_bytes)?;
         st.serialize_field("local_packets", &self.local_packets)?;
@@ -151,6 +155,7 @@ impl serde::Serialize for Counters {
         st.serialize_field("fast_path", &self.fast_path)?;
         st.serialize_field("unknown_type_forwarded", &self.unknown_type_forwarded)?;
         st.serialize_field("to_ee", &self.to_ee)?;
+        st.serialize_field("cut_through", &self.cut_through)?;
         st.serialize_field("delivered", &self.delivered)?;
         st.serialize_field("control_rx", &self.control_rx)?;
         st.serialize_field("control_tx", &self.control_tx)?;

@@ -18,6 +18,7 @@ use anode_wire::NodeAddr;
 use anode_wire::control::Control;
 use anode_wire::transit::Transit;
 
+use crate::cut::{CutError, CutId, CutSpec, DemuxKey};
 use crate::node::Core;
 use crate::{Delivery, DropReason, Event};
 
@@ -175,6 +176,26 @@ impl NodeContext<'_> {
     /// Counts a drop the EE decided, under "ee/reason".
     pub fn count_drop(&mut self, ee: &str, reason: &str) {
         self.core.counters.drop_ee(ee, reason);
+    }
+
+    /// Opens a cut-through channel: routed packets of `type_id` matching all `keys` are
+    /// forwarded on the fast path per `spec` and no longer reach the EE. Fails if no table is
+    /// installed or the keys are unusable.
+    pub fn open_cut_through(
+        &mut self,
+        type_id: u16,
+        keys: Vec<DemuxKey>,
+        spec: CutSpec,
+    ) -> Result<CutId, CutError> {
+        match self.core.cut.as_mut() {
+            Some(t) => t.open(type_id, keys, spec),
+            None => Err(CutError::NotInstalled),
+        }
+    }
+
+    /// Closes a cut-through channel; `false` if it was not open.
+    pub fn close_cut_through(&mut self, id: CutId) -> bool {
+        self.core.cut.as_mut().is_some_and(|t| t.close(id))
     }
 
     /// Default resource bound for packets this node originates.

@@ -36,6 +36,7 @@
 mod config;
 mod control;
 mod counters;
+mod cut;
 mod ee;
 mod event;
 mod fastpath;
@@ -45,6 +46,7 @@ pub use anode_routing::{LinkId, NextHop, RoutingConfig, dv::Route, dv::RouteKind
 pub use anode_wire as wire;
 pub use config::{ConfigError, LinkConfig, NodeConfig};
 pub use counters::{Counters, DropReason};
+pub use cut::{CutError, CutId, CutSpec, CutThrough, CutVerdict, DemuxKey};
 pub use ee::{Dispatch, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
 pub use node::{NeighborInfo, Node};

@@ -12,6 +12,7 @@ use anode_wire::control::Control;
 use anode_wire::datagram::Datagram;
 use anode_wire::transit::TransitRepr;
 
+use crate::cut::{CutThrough, CutVerdict};
 use crate::ee::NodeContext;
 use crate::{
     ConfigError, Counters, Delivery, Dispatch, DropReason, EePacket, Event, ExecutionEnvironment,
@@ -39,6 +40,8 @@ pub(crate) struct Core {
     pub counters: Counters,
     /// The most recent drop, so `inject` can tell its caller why.
     pub last_drop: Option<DropReason>,
+    /// The cut-through table, if one is installed (`cut.rs`).
+    pub cut: Option<Box<dyn CutThrough>>,
 }
 
 /// A neighbor as reported by [`Node::neighbors`].
@@ -89,6 +92,7 @@ impl Node {
                 events: VecDeque::new(),
                 counters: Counters::default(),
                 last_drop: None,
+                cut: None,
                 cfg,
             },
             ees: Vec::new(),
@@ -289,7 +293,7 @@ impl Node {
             },
             TYPE_DATAGRAM => self.route_datagram(now, buf, anep_len),
             t => match self.ees.iter().position(|e| e.type_id() == t) {
-                Some(i) => self.route_ee(now, link, i, buf, anep_len),
+                Some(i) => self.route_ee(now, link, i, t, buf, anep_len),
                 None => self.core.unknown_type(buf, anep_len, discard),
             },
         }
@@ -310,6 +314,7 @@ impl Node {
         now: Instant,
         link: Option<LinkId>,
         i: usize,
+        type_id: u16,
         buf: Vec<u8>,
         anep_len: usize,
     ) {
@@ -317,6 +322,21 @@ impl Node {
             Ok(c) => c,
             Err(r) => return self.core.drop(r),
         };
+        if !c.for_me
+            && let Some(cut) = self.core.cut.as_mut()
+            && let Some(v) = cut.classify(now, type_id, &buf)
+        {
+            // A cut-through channel owns this flow: fast path, no EE.
+            match v {
+                CutVerdict::Forward(via) => {
+                    if self.core.forward(buf, anep_len, via).is_ok() {
+                        self.core.counters.cut_through += 1;
+                    }
+                }
+                CutVerdict::Police => self.core.drop(DropReason::CutThroughPoliced),
+            }
+            return;
+        }
         let why = if c.for_me {
             Dispatch::Destination
         } else if link.is_none() {
@@ -371,6 +391,17 @@ impl Node {
                 ee.handle_timeout(&mut ctx);
             }
         }
+    }
+
+    /// Installs a cut-through table (see `cut.rs`), replacing any earlier one. EEs open
+    /// channels in it with [`NodeContext::open_cut_through`].
+    pub fn set_cut_through(&mut self, table: Box<dyn CutThrough>) {
+        self.core.cut = Some(table);
+    }
+
+    /// The installed cut-through table.
+    pub fn cut_through_mut(&mut self) -> Option<&mut (dyn CutThrough + 'static)> {
+        self.core.cut.as_deref_mut()
     }
 
     /// The earliest time [`Node::handle_timeout`] has work.

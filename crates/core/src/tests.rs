@@ -474,3 +474,140 @@ fn static_neighbor_forwards_without_hellos() {
     let t = n.poll_transmit().unwrap();
     assert_eq!((t.link, t.dst), (LinkId(1), addr(2)));
 }
+
+/// A linear-scan cut-through table, enough to test the hook.
+#[derive(Debug, Default)]
+struct ScanCut {
+    chans: Vec<(CutId, u16, Vec<DemuxKey>, CutSpec)>,
+    policed: bool,
+}
+
+impl CutThrough for ScanCut {
+    fn open(&mut self, t: u16, keys: Vec<DemuxKey>, spec: CutSpec) -> Result<CutId, CutError> {
+        if keys.is_empty() {
+            return Err(CutError::BadKeys("empty".into()));
+        }
+        let id = CutId(self.chans.len() as u64);
+        self.chans.push((id, t, keys, spec));
+        Ok(id)
+    }
+    fn close(&mut self, id: CutId) -> bool {
+        let n = self.chans.len();
+        self.chans.retain(|c| c.0 != id);
+        n != self.chans.len()
+    }
+    fn classify(&mut self, _now: Instant, t: u16, pkt: &[u8]) -> Option<CutVerdict> {
+        let c = self
+            .chans
+            .iter()
+            .find(|c| c.1 == t && c.2.iter().all(|k| k.matches(pkt)))?;
+        Some(if self.policed {
+            CutVerdict::Police
+        } else {
+            CutVerdict::Forward(c.3.via)
+        })
+    }
+}
+
+#[test]
+fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
+    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    for n in &mut net.nodes {
+        n.register_ee(Box::new(Recorder { seen: vec![] }));
+    }
+    net.run_for(Duration::from_secs(3));
+    let mk = |flow| {
+        let t = TransitRepr {
+            flags: FLAG_EVAL_EVERY_HOP,
+            rb: 9,
+            src: addr(0),
+            dst: addr(2),
+            prev_hop: addr(0),
+            flow,
+        };
+        routed_packet(TYPE_CAPSULE, &t, &[], b"p").unwrap()
+    };
+    let spec = CutSpec {
+        via: None,
+        rate_bytes_per_sec: None,
+        burst_bytes: 0,
+    };
+    // Without a table the EE cannot open one.
+    let err = net.nodes[1]
+        .with_ee(net.now, TYPE_CAPSULE, |_, ctx| {
+            ctx.open_cut_through(
+                TYPE_CAPSULE,
+                vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
+                spec,
+            )
+        })
+        .unwrap();
+    assert_eq!(err, Err(CutError::NotInstalled));
+    net.nodes[1].set_cut_through(Box::new(ScanCut::default()));
+    let id = net.nodes[1]
+        .with_ee(net.now, TYPE_CAPSULE, |_, ctx| {
+            ctx.open_cut_through(
+                TYPE_CAPSULE,
+                vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
+                spec,
+            )
+        })
+        .unwrap()
+        .unwrap();
+    net.nodes[0].inject(net.now, mk(7)).unwrap();
+    net.nodes[0].inject(net.now, mk(8)).unwrap();
+    net.pump();
+    // Flow 8 (control) still reaches node 1's EE; flow 7 took the cut-through channel.
+    assert_eq!(recorder(&mut net.nodes[1]).seen, vec![Dispatch::EveryHop]);
+    assert_eq!(net.nodes[1].counters().cut_through, 1);
+    assert_eq!(
+        recorder(&mut net.nodes[2]).seen,
+        vec![Dispatch::Destination, Dispatch::Destination]
+    );
+    // Policing drops and counts.
+    net.nodes[1]
+        .cut_through_mut()
+        .map(|t| {
+            assert!(t.close(id));
+            t.open(
+                TYPE_CAPSULE,
+                vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
+                spec,
+            )
+        })
+        .unwrap()
+        .unwrap();
+    let before = net.nodes[1].counters().drops(DropReason::CutThroughPoliced);
+    // Replace with a policing table to check the drop path.
+    let mut t = ScanCut {
+        policed: true,
+        ..Default::default()
+    };
+    t.open(
+        TYPE_CAPSULE,
+        vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
+        spec,
+    )
+    .unwrap();
+    net.nodes[1].set_cut_through(Box::new(t));
+    net.nodes[0].inject(net.now, mk(7)).unwrap();
+    net.pump();
+    assert_eq!(
+        net.nodes[1].counters().drops(DropReason::CutThroughPoliced),
+        before + 1
+    );
+}
+
+#[test]
+fn demux_key_matches_with_mask_and_refuses_short_packets() {
+    let k = DemuxKey {
+        offset: 2,
+        value: vec![0xab, 0xc0],
+        mask: vec![0xff, 0xf0],
+    };
+    assert!(k.matches(&[0, 0, 0xab, 0xcf]));
+    assert!(!k.matches(&[0, 0, 0xab, 0xbf]));
+    assert!(!k.matches(&[0, 0, 0xab]));
+    let far = DemuxKey::exact(usize::MAX, &[1]);
+    assert!(!far.matches(&[1, 2, 3]));
+}

@@ -160,11 +160,21 @@ impl DistanceVector {
         if self.statics.len() == before {
             return false;
         }
-        if self.routes.get(&dest).is_some_and(|r| r.kind == RouteKind::Static) {
+        if self
+            .routes
+            .get(&dest)
+            .is_some_and(|r| r.kind == RouteKind::Static)
+        {
             match self.neighbors.get(&dest).copied() {
                 Some((link, cost)) => {
                     let nh = Some(NextHop { link, addr: dest });
-                    self.set_route(now, dest, cost.min(self.cfg.infinity), nh, RouteKind::Learned);
+                    self.set_route(
+                        now,
+                        dest,
+                        cost.min(self.cfg.infinity),
+                        nh,
+                        RouteKind::Learned,
+                    );
                     if let Some(r) = self.routes.get_mut(&dest) {
                         r.expires = None;
                     }
@@ -647,7 +657,14 @@ mod tests {
         assert_eq!(dv.lookup(&a(9)), None);
         assert_eq!(dv.route(&a(9)).unwrap().kind, RouteKind::Learned);
         // The next update from a(2) brings the learned route back.
-        dv.on_update(t0, LinkId(0), &Routes { sender: a(2), entries: vec![(a(9), 1)] });
+        dv.on_update(
+            t0,
+            LinkId(0),
+            &Routes {
+                sender: a(2),
+                entries: vec![(a(9), 1)],
+            },
+        );
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
     }
 
