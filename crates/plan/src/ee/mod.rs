@@ -40,6 +40,7 @@ mod report;
 pub mod route;
 pub mod scout;
 pub mod services;
+pub mod sim;
 mod soft;
 mod stats;
 pub mod wire;

@@ -12,6 +12,7 @@
 //!   `flowRoute` (flow table, falling back to the default route) is registered by default.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 use anode_core::wire::NodeAddr;
@@ -49,11 +50,31 @@ impl RouteFn for FlowRoute {
     }
 }
 
+/// A multiplicative hasher for flow ids (integers chosen by the network, looked up per
+/// packet on the routing path; the table is bounded, so adversarial collisions cost at most
+/// a bounded probe sequence).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FlowHasher(u64);
+
+impl Hasher for FlowHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(*b)).wrapping_mul(0x51_7cc1_b727_220a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
+
 /// Flow id -> next hop, each entry living for a time-to-live after it was (re)installed.
 /// Bounded: when full, expired entries are purged and, if none, the install is refused.
 #[derive(Debug)]
 pub struct FlowTable {
-    map: HashMap<u64, (NextHop, Instant)>,
+    map: HashMap<u64, (NextHop, Instant), BuildHasherDefault<FlowHasher>>,
     ttl: Duration,
     cap: usize,
 }
@@ -62,7 +83,7 @@ impl FlowTable {
     /// A table whose entries live `ttl` and that holds at most `cap` of them.
     pub fn new(ttl: Duration, cap: usize) -> Self {
         FlowTable {
-            map: HashMap::new(),
+            map: HashMap::default(),
             ttl,
             cap: cap.max(1),
         }
@@ -100,45 +121,49 @@ impl FlowTable {
 }
 
 /// The registered routing functions by name, and the PLAN service ids that call them.
+/// A handful of entries: a linear scan of short names beats hashing on the per-packet path.
 #[derive(Default)]
 pub struct RouteRegistry {
-    by_name: HashMap<String, Box<dyn RouteFn>>,
+    by_name: Vec<(String, Box<dyn RouteFn>)>,
     by_service: HashMap<u32, String>,
 }
 
 impl std::fmt::Debug for RouteRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RouteRegistry")
-            .field("names", &self.by_name.keys().collect::<Vec<_>>())
+            .field("names", &self.names().collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl RouteRegistry {
     pub(crate) fn insert(&mut self, name: &str, service_id: u32, f: Box<dyn RouteFn>) {
-        self.by_name.insert(name.to_string(), f);
+        self.by_name.retain(|(n, _)| n != name);
+        self.by_name.push((name.to_string(), f));
         self.by_service.insert(service_id, name.to_string());
     }
 
     /// Whether `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
+        self.by_name.iter().any(|(n, _)| n == name)
     }
 
     /// The routing function `name`.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut (dyn RouteFn + 'static)> {
-        self.by_name.get_mut(name).map(|b| &mut **b)
+        self.by_name
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| &mut **b)
     }
 
-    /// The routing function called by PLAN service `id`.
-    pub(crate) fn by_service_mut(&mut self, id: u32) -> Option<&mut (dyn RouteFn + 'static)> {
-        let name = self.by_service.get(&id)?;
-        self.by_name.get_mut(name).map(|b| &mut **b)
+    /// Whether PLAN service `id` is a routing function.
+    pub(crate) fn is_service(&self, id: u32) -> bool {
+        self.by_service.contains_key(&id)
     }
 
     /// Names of the registered routing functions (not including `defaultRoute`).
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.by_name.keys().map(String::as_str)
+        self.by_name.iter().map(|(n, _)| n.as_str())
     }
 }
 

@@ -275,7 +275,7 @@ impl Services for NodeServices<'_, '_, '_> {
     }
 
     fn call(&mut self, id: u32, name: &str, args: &[Value]) -> Result<Value, ServiceError> {
-        if self.routes.by_service_mut(id).is_some() {
+        if self.routes.is_service(id) {
             let Some(Value::Host(h)) = args.first() else {
                 return Err(ServiceError::new(
                     "ServiceError",
