@@ -1,0 +1,428 @@
+//! The data-path thread of one router: polls every link's receive ring, runs each frame
+//! through the [`IpRouter`] in place, and sends forwarded frames in one `sendmmsg` batch per
+//! outgoing link per received block, straight from the receive ring (no user-space copy).
+//! Frames the router generates (ARP, NDP, ICMP, released packets) and diverted frames'
+//! answers go out in batches after each round.
+//!
+//! Invariant: a block is given back to the kernel only after every frame in it that was
+//! forwarded has been handed to `sendmmsg` (which copies it), so no iovec ever points into
+//! memory the kernel may be rewriting.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anode_ip::wire::{EtherType, EthernetFrame, Ipv4Packet, Ipv6Packet, checksum};
+use anode_ip::{FilterId, IfaceId, IpRouter, Verdict};
+
+use crate::link::{EtherLink, LinkStats};
+use crate::ring::RxFrame;
+use crate::sys;
+
+/// What the data path hands to the rest of anode: diverted frames and a timer.
+pub trait Hooks: Send {
+    /// A frame an installed filter diverted (`frame[l3_offset..]` is its network-layer
+    /// packet, or the ANEP payload for the ANEP EtherType). Answers go out through
+    /// `router.send_udp` / `router.send_ether`.
+    fn divert(
+        &mut self,
+        now: Instant,
+        router: &mut IpRouter,
+        iface: IfaceId,
+        filter: FilterId,
+        frame: &[u8],
+        l3_offset: usize,
+    );
+
+    /// Called once per round; returns the next deadline the hooks need.
+    fn poll(&mut self, _now: Instant, _router: &mut IpRouter) -> Option<Instant> {
+        None
+    }
+}
+
+/// Hooks that drop every diverted frame.
+#[derive(Debug, Default)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {
+    fn divert(
+        &mut self,
+        _: Instant,
+        _: &mut IpRouter,
+        _: IfaceId,
+        _: FilterId,
+        _: &[u8],
+        _: usize,
+    ) {
+    }
+}
+
+/// What a stopped data path gives back.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The router, with its counters and tables.
+    pub router: IpRouter,
+    /// Per-link counters, by interface name.
+    pub links: Vec<(String, LinkStats)>,
+    /// Frames whose transport checksum the driver completed (sender used checksum offload).
+    pub csum_fixed: u64,
+}
+
+struct TxBatch {
+    iov: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers in a batch only ever point into memory owned by the data-path
+// thread (the ring or frames it holds) and are cleared after each flush.
+unsafe impl Send for TxBatch {}
+
+const BATCH: usize = 1024;
+
+impl TxBatch {
+    fn new() -> Self {
+        TxBatch {
+            iov: Vec::with_capacity(BATCH),
+            msgs: Vec::with_capacity(BATCH),
+        }
+    }
+
+    fn push(&mut self, ptr: *const u8, len: usize) {
+        self.iov.push(libc::iovec {
+            iov_base: ptr as *mut libc::c_void,
+            iov_len: len,
+        });
+    }
+
+    /// Sends everything batched on `fd`, retrying briefly when the socket is full.
+    fn flush(&mut self, fd: i32, stats: &mut LinkStats) {
+        if self.iov.is_empty() {
+            return;
+        }
+        self.msgs.clear();
+        for v in self.iov.iter_mut() {
+            // SAFETY: mmsghdr is plain old data; all-zero is valid (no name, no control).
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+            self.msgs.push(m);
+        }
+        let mut sent = 0usize;
+        let mut retries = 0;
+        while sent < self.msgs.len() {
+            let rest = self.msgs.len() - sent;
+            // SAFETY: `msgs[sent..]` are initialized mmsghdrs whose iovecs point at frames
+            // that stay alive and unmodified until this call returns (ring block not yet
+            // released / owned buffers not yet recycled).
+            let n = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    self.msgs.as_mut_ptr().add(sent),
+                    rest.min(u32::MAX as usize) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            stats.tx_calls += 1;
+            if n > 0 {
+                sent += n as usize;
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            let again = matches!(
+                e.raw_os_error(),
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR)
+            );
+            if again && retries < 8 {
+                retries += 1;
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd for the duration of the call.
+                unsafe { libc::poll(&mut p, 1, 1) };
+                continue;
+            }
+            // A frame the device refuses (e.g. too big) would block the batch: skip it.
+            stats.tx_dropped += 1;
+            sent += 1;
+        }
+        stats.tx_frames += sent as u64;
+        self.iov.clear();
+        self.msgs.clear();
+    }
+}
+
+/// Completes the TCP/UDP checksum of a frame whose sender left it to offload
+/// (`TP_STATUS_CSUMNOTREADY`): the field holds only the pseudo-header sum.
+fn fix_l4_checksum(frame: &mut [u8]) -> bool {
+    let Ok(e) = EthernetFrame::new_checked(&*frame) else {
+        return false;
+    };
+    let l3 = e.payload_offset();
+    let (proto, l4, src_sum) = match e.ethertype() {
+        EtherType::IPV4 => {
+            let Ok(p) = Ipv4Packet::new_checked(frame.get(l3..).unwrap_or(&[])) else {
+                return false;
+            };
+            if p.is_fragment() {
+                return false;
+            }
+            let len = p.payload().len();
+            let ph = checksum::pseudo_v4(p.src(), p.dst(), p.protocol(), len as u16);
+            (
+                p.protocol(),
+                l3 + p.header_len()..l3 + usize::from(p.total_len()),
+                ph,
+            )
+        }
+        EtherType::IPV6 => {
+            let Ok(p) = Ipv6Packet::new_checked(frame.get(l3..).unwrap_or(&[])) else {
+                return false;
+            };
+            let Ok(u) = p.upper_layer() else {
+                return false;
+            };
+            if u.fragment {
+                return false;
+            }
+            let end = 40 + usize::from(p.payload_len());
+            let len = end.saturating_sub(u.offset);
+            let ph = checksum::pseudo_v6(p.src(), p.dst(), u.protocol, len as u32);
+            (u.protocol, l3 + u.offset..l3 + end, ph)
+        }
+        _ => return false,
+    };
+    let field = match proto {
+        6 => 16,
+        17 => 6,
+        _ => return false,
+    };
+    let Some(seg) = frame.get_mut(l4) else {
+        return false;
+    };
+    let Some(f) = seg.get_mut(field..field + 2) else {
+        return false;
+    };
+    f.copy_from_slice(&[0, 0]);
+    let mut c = checksum::finish(checksum::combine(&[src_sum, checksum::sum(seg)]));
+    if c == 0 && proto == 17 {
+        c = 0xffff;
+    }
+    if let Some(f) = seg.get_mut(field..field + 2) {
+        f.copy_from_slice(&c.to_be_bytes());
+    }
+    true
+}
+
+/// The data path of one router.
+pub struct DataPath {
+    links: Vec<EtherLink>,
+    router: IpRouter,
+    hooks: Box<dyn Hooks>,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for DataPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPath")
+            .field("links", &self.links.len())
+            .finish()
+    }
+}
+
+impl DataPath {
+    /// A data path over `links`; link `i` is the router's interface `IfaceId(i)`.
+    pub fn new(links: Vec<EtherLink>, router: IpRouter, hooks: Box<dyn Hooks>) -> Self {
+        DataPath {
+            links,
+            router,
+            hooks,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Setting this flag stops the loop within one poll interval (100 ms).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Runs the loop on a new thread named `anode-router`.
+    pub fn spawn(self) -> std::io::Result<JoinHandle<Stopped>> {
+        std::thread::Builder::new()
+            .name("anode-router".into())
+            .spawn(move || self.run())
+    }
+
+    /// Runs the loop on this thread until the stop flag is set.
+    pub fn run(mut self) -> Stopped {
+        let n = self.links.len();
+        let mut batches: Vec<TxBatch> = (0..n).map(|_| TxBatch::new()).collect();
+        let mut frames: Vec<RxFrame> = Vec::with_capacity(BATCH);
+        let mut owned: Vec<anode_ip::Transmit> = Vec::with_capacity(BATCH);
+        let mut pfds: Vec<libc::pollfd> = self
+            .links
+            .iter()
+            .map(|l| libc::pollfd {
+                fd: l.raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let mut csum_fixed = 0u64;
+        while !self.stop.load(Ordering::Relaxed) {
+            let mut now = Instant::now();
+            let mut busy = false;
+            for i in 0..n {
+                // Bounded work per link per round so one busy link cannot starve the others.
+                for _ in 0..8 {
+                    let Some(link) = self.links.get_mut(i) else {
+                        break;
+                    };
+                    if !link.ring.next_block(&mut frames) {
+                        break;
+                    }
+                    busy = true;
+                    link.stats.rx_blocks += 1;
+                    link.stats.rx_frames += frames.len() as u64;
+                    now = Instant::now();
+                    for f in &frames {
+                        if f.len < f.wire_len {
+                            link.stats.rx_truncated += 1;
+                            continue;
+                        }
+                        // SAFETY: the frame lies inside a ring block user space owns until
+                        // `release` below (checked by `next_block`); nothing else aliases it
+                        // during this iteration.
+                        let buf = unsafe { std::slice::from_raw_parts_mut(f.ptr, f.len) };
+                        if f.status & sys::TP_STATUS_CSUMNOTREADY != 0 && fix_l4_checksum(buf) {
+                            csum_fixed += 1;
+                        }
+                        match self.router.handle_frame(now, IfaceId(i as u32), buf) {
+                            Verdict::Forward { iface, start, len } => {
+                                if let (Some(b), Some(s)) = (
+                                    batches.get_mut(iface.0 as usize),
+                                    buf.get(start..start + len),
+                                ) {
+                                    b.push(s.as_ptr(), s.len());
+                                }
+                            }
+                            Verdict::Divert { filter, l3_offset } => self.hooks.divert(
+                                now,
+                                &mut self.router,
+                                IfaceId(i as u32),
+                                filter,
+                                buf,
+                                l3_offset,
+                            ),
+                            Verdict::Consumed => {}
+                        }
+                    }
+                    // Send what this block forwarded before giving the block back.
+                    for (j, b) in batches.iter_mut().enumerate() {
+                        if let Some(l) = self.links.get_mut(j) {
+                            b.flush(l.raw_fd(), &mut l.stats);
+                        }
+                    }
+                    if let Some(link) = self.links.get_mut(i) {
+                        link.ring.release();
+                    }
+                }
+            }
+            // Timers.
+            if self.router.poll_timeout().is_some_and(|t| t <= now) {
+                self.router.handle_timeout(now);
+            }
+            let hook_deadline = self.hooks.poll(now, &mut self.router);
+            // Generated frames.
+            while owned.len() < BATCH
+                && let Some(t) = self.router.poll_transmit()
+            {
+                owned.push(t);
+            }
+            if !owned.is_empty() {
+                busy = true;
+                for t in &owned {
+                    if let Some(b) = batches.get_mut(t.iface.0 as usize) {
+                        b.push(t.frame.as_ptr(), t.frame.len());
+                    }
+                }
+                for (j, b) in batches.iter_mut().enumerate() {
+                    if let Some(l) = self.links.get_mut(j) {
+                        b.flush(l.raw_fd(), &mut l.stats);
+                    }
+                }
+                for t in owned.drain(..) {
+                    self.router.recycle(t.frame);
+                }
+            }
+            if !busy {
+                let deadline = [self.router.poll_timeout(), hook_deadline]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                let mut ms = 100i32;
+                if let Some(d) = deadline {
+                    let left = d.saturating_duration_since(Instant::now());
+                    ms = ms.min(left.as_millis().min(100) as i32);
+                    if left > Duration::ZERO && ms == 0 {
+                        ms = 1;
+                    }
+                }
+                // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
+                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+            }
+        }
+        Stopped {
+            links: self
+                .links
+                .iter()
+                .map(|l| (l.name.clone(), l.stats))
+                .collect(),
+            router: self.router,
+            csum_fixed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_ip::wire::{EthernetRepr, Ipv4Repr, MacAddr, UdpPacket};
+
+    #[test]
+    fn completes_partial_udp_checksum() {
+        let (s, d) = ("198.18.1.1".parse().unwrap(), "198.18.2.2".parse().unwrap());
+        let mut f = vec![0u8; 14 + 20 + 8 + 5];
+        EthernetRepr {
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst: MacAddr([2, 0, 0, 0, 0, 2]),
+            ethertype: EtherType::IPV4,
+        }
+        .emit(&mut f)
+        .unwrap();
+        Ipv4Repr {
+            src: s,
+            dst: d,
+            protocol: 17,
+            ttl: 64,
+            tos: 0,
+            ident: 1,
+            dont_frag: true,
+            payload_len: 13,
+        }
+        .emit(&mut f[14..])
+        .unwrap();
+        f[34..36].copy_from_slice(&1234u16.to_be_bytes());
+        f[36..38].copy_from_slice(&5678u16.to_be_bytes());
+        f[38..40].copy_from_slice(&13u16.to_be_bytes());
+        f[42..].copy_from_slice(b"hello");
+        // What an offloading sender leaves: the folded pseudo-header sum.
+        let ph = checksum::pseudo_v4(s, d, 17, 13);
+        f[40..42].copy_from_slice(&ph.to_be_bytes());
+        assert!(fix_l4_checksum(&mut f));
+        let u = UdpPacket::new_checked(&f[34..]).unwrap();
+        assert!(u.verify_checksum(s.into(), d.into()));
+    }
+}

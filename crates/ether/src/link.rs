@@ -1,0 +1,137 @@
+//! One Ethernet link: an AF_PACKET socket bound to an interface, with a TPACKET_V3 receive
+//! ring and batched transmit by `sendmmsg(2)`.
+//!
+//! Transmit choice: forwarded frames are sent with `sendmmsg` whose iovecs point straight
+//! into the receive ring, so user space copies nothing; the kernel copies each frame once
+//! into an skb. A `PACKET_TX_RING` would need a user-space copy from the receive ring into
+//! the transmit ring (then the kernel builds skbs over the ring pages) and a `send` to kick
+//! it: the same number of copies and syscalls per batch. `PACKET_QDISC_BYPASS` skips the
+//! qdisc layer (as a router's fast path should; the driver's queue still applies), and
+//! `PACKET_IGNORE_OUTGOING` keeps our own transmissions out of our receive ring.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use anode_ip::MacAddr;
+
+use crate::ring::{RingConfig, RxRing};
+use crate::sys;
+
+/// Counters of one link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Blocks received from the ring.
+    pub rx_blocks: u64,
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Frames longer than the ring's frame size (dropped).
+    pub rx_truncated: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// `sendmmsg` calls.
+    pub tx_calls: u64,
+    /// Frames that could not be sent (queue full after retries, or an error).
+    pub tx_dropped: u64,
+}
+
+/// An Ethernet interface owned through AF_PACKET.
+#[derive(Debug)]
+pub struct EtherLink {
+    /// Interface name.
+    pub name: String,
+    /// Its MAC address.
+    pub mac: MacAddr,
+    /// Its MTU.
+    pub mtu: usize,
+    pub(crate) fd: OwnedFd,
+    pub(crate) ring: RxRing,
+    /// Counters.
+    pub stats: LinkStats,
+}
+
+/// Why a link could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// No such interface.
+    #[error("interface {name}: not found ({source})")]
+    NoInterface {
+        /// Name.
+        name: String,
+        /// Cause.
+        source: io::Error,
+    },
+    /// A socket call failed (usually: not root / no CAP_NET_RAW).
+    #[error("interface {name}: {what} failed: {source} (AF_PACKET needs root or CAP_NET_RAW)")]
+    Socket {
+        /// Name.
+        name: String,
+        /// The call.
+        what: &'static str,
+        /// Cause.
+        source: io::Error,
+    },
+    /// The interface's MAC or MTU could not be read.
+    #[error("interface {name}: cannot read {what}")]
+    Attribute {
+        /// Name.
+        name: String,
+        /// The attribute.
+        what: &'static str,
+    },
+}
+
+impl EtherLink {
+    /// Opens `name`: socket, ring, options, all-multicast membership, bind.
+    pub fn open(name: &str, ring: RingConfig) -> Result<EtherLink, LinkError> {
+        let sock = |what, source| LinkError::Socket {
+            name: name.to_string(),
+            what,
+            source,
+        };
+        let ifindex = sys::ifindex(name).map_err(|source| LinkError::NoInterface {
+            name: name.into(),
+            source,
+        })?;
+        let mac: MacAddr = sys::sysfs(name, "address")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(LinkError::Attribute {
+                name: name.into(),
+                what: "MAC address",
+            })?;
+        let mtu: usize = sys::sysfs(name, "mtu")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(LinkError::Attribute {
+                name: name.into(),
+                what: "MTU",
+            })?;
+        let fd = sys::packet_socket().map_err(|e| sock("socket(AF_PACKET)", e))?;
+        let ring = RxRing::new(&fd, ring).map_err(|e| sock("TPACKET_V3 ring", e))?;
+        sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
+            .map_err(|e| sock("PACKET_QDISC_BYPASS", e))?;
+        // Older kernels lack it; then our own frames come back and are dropped as not
+        // addressed to us (the router checks the destination MAC).
+        let _ = sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
+        let _ = sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &(4i32 << 20));
+        // SAFETY: packet_mreq is plain old data; all-zero is valid.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = ifindex;
+        mreq.mr_type = sys::PACKET_MR_ALLMULTI;
+        sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_ADD_MEMBERSHIP, &mreq)
+            .map_err(|e| sock("PACKET_ADD_MEMBERSHIP", e))?;
+        sys::bind(&fd, ifindex).map_err(|e| sock("bind", e))?;
+        Ok(EtherLink {
+            name: name.into(),
+            mac,
+            mtu,
+            fd,
+            ring,
+            stats: LinkStats::default(),
+        })
+    }
+
+    pub(crate) fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+}

@@ -1,0 +1,214 @@
+//! Thin wrappers over the Linux calls the links need (AF_PACKET sockets, socket options,
+//! mmap, poll, sendmmsg) and the kernel's TPACKET_V3 ring layout (`linux/if_packet.h`).
+//! Every `unsafe` block says why it is sound.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `TPACKET_V3` in `enum tpacket_versions`.
+pub const TPACKET_V3: libc::c_int = 2;
+/// `PACKET_VERSION`.
+pub const PACKET_VERSION: libc::c_int = 10;
+/// `PACKET_RX_RING`.
+pub const PACKET_RX_RING: libc::c_int = 5;
+/// `PACKET_QDISC_BYPASS`.
+pub const PACKET_QDISC_BYPASS: libc::c_int = 20;
+/// `PACKET_IGNORE_OUTGOING`.
+pub const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `PACKET_ADD_MEMBERSHIP`.
+pub const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+/// `PACKET_MR_ALLMULTI`.
+pub const PACKET_MR_ALLMULTI: libc::c_ushort = 2;
+/// Block owned by user space.
+pub const TP_STATUS_USER: u32 = 1;
+/// Block owned by the kernel.
+pub const TP_STATUS_KERNEL: u32 = 0;
+/// The frame's transport checksum is not filled in yet (checksum offload on the sender).
+pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+/// `ETH_P_ALL`.
+pub const ETH_P_ALL: u16 = 0x0003;
+
+/// `struct tpacket_req3`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TpacketReq3 {
+    pub block_size: u32,
+    pub block_nr: u32,
+    pub frame_size: u32,
+    pub frame_nr: u32,
+    pub retire_blk_tov: u32,
+    pub sizeof_priv: u32,
+    pub feature_req_word: u32,
+}
+
+/// Offsets in `struct tpacket_block_desc` (version, offset_to_priv, then `tpacket_hdr_v1`).
+pub mod block {
+    /// `hdr.bh1.block_status`.
+    pub const STATUS: usize = 8;
+    /// `hdr.bh1.num_pkts`.
+    pub const NUM_PKTS: usize = 12;
+    /// `hdr.bh1.offset_to_first_pkt`.
+    pub const FIRST: usize = 16;
+}
+
+/// Offsets in `struct tpacket3_hdr`.
+pub mod pkt {
+    /// `tp_next_offset`.
+    pub const NEXT: usize = 0;
+    /// `tp_snaplen`.
+    pub const SNAPLEN: usize = 12;
+    /// `tp_len`.
+    pub const LEN: usize = 16;
+    /// `tp_status`.
+    pub const STATUS: usize = 20;
+    /// `tp_mac` (u16).
+    pub const MAC: usize = 24;
+    /// Size of the header.
+    pub const HDR: usize = 48;
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// An AF_PACKET raw socket that receives nothing until bound.
+pub fn packet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call with constant arguments; a non-negative return is a
+    // fresh descriptor we own.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// setsockopt(2) with a plain-old-data value.
+pub fn setsockopt<T: Copy>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
+    // SAFETY: `val` points to a live `T` of `size_of::<T>()` bytes for the duration of the
+    // call; the kernel only reads it.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// The interface index of `name`.
+pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
+    let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(i as libc::c_int)
+    }
+}
+
+/// Binds a packet socket to one interface, receiving every protocol.
+pub fn bind(fd: &OwnedFd, ifindex: libc::c_int) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_ifindex = ifindex;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length passed is its size.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// A shared read-write mapping of a packet socket's ring, unmapped on drop.
+#[derive(Debug)]
+pub struct Mmap {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+// SAFETY: the mapping is plain memory shared with the kernel; the owner (one data-path
+// thread at a time) is the only user-space accessor.
+unsafe impl Send for Mmap {}
+
+impl Mmap {
+    /// Maps `len` bytes of the ring of `fd`.
+    pub fn ring(fd: &OwnedFd, len: usize) -> io::Result<Mmap> {
+        // SAFETY: a fresh shared mapping of the socket's ring; the kernel validates `len`
+        // against the ring it set up; the result is checked for MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        let p = if p == libc::MAP_FAILED {
+            // MAP_LOCKED can fail under RLIMIT_MEMLOCK: retry without it.
+            // SAFETY: as above, without MAP_LOCKED.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            p
+        } else {
+            p
+        };
+        Ok(Mmap { ptr: p.cast(), len })
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned; nothing uses them afterwards.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// Reads a sysfs attribute of a network interface.
+pub fn sysfs(name: &str, attr: &str) -> io::Result<String> {
+    if name.contains('/') || name.is_empty() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    Ok(
+        std::fs::read_to_string(format!("/sys/class/net/{name}/{attr}"))?
+            .trim()
+            .to_string(),
+    )
+}
