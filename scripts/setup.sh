@@ -19,6 +19,10 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v traceroute >/dev/null 2>&1 || need+=(traceroute)
+command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing ${need[*]}"

@@ -33,6 +33,8 @@ enum Command {
     Emulate(cmd::emulate::Args),
     /// Run one node over real UDP, with a control socket for tools and applications.
     Node(cmd::node::Args),
+    /// Route IPv4/IPv6 between real interfaces (AF_PACKET), with an optional local node.
+    Router(cmd::router::Args),
     #[command(flatten)]
     Client(cmd::client::ClientCommand),
 }
@@ -48,6 +50,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Emulate(a) => cmd::emulate::run(a),
         Command::Node(a) => cmd::node::run(a),
+        Command::Router(a) => cmd::router::run(a),
         Command::Client(c) => cmd::client::run(c),
     };
     if let Err(e) = r {

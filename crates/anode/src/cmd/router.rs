@@ -1,0 +1,425 @@
+//! `anode router --config FILE`: anode as an IPv4/IPv6 router on real interfaces.
+//!
+//! The interfaces named in the file are opened through AF_PACKET (`anode-ether`) and the
+//! sans-IO `anode_ip::IpRouter` forwards between them on one data-path thread. With a
+//! `[node]` section, a local anode node also runs: ANEP over UDP port 3322 addressed to the
+//! router and ANEP directly over Ethernet (EtherType 0x88B5) are diverted to it by the
+//! router's filters; its packets leave as UDP from the router's addresses or as Ethernet
+//! frames to the peer's MAC. Counters are printed on SIGINT/SIGTERM (`--json` for JSON).
+//!
+//! ```toml
+//! [router]                 # optional
+//! icmp_rate = 100          # ICMP errors per second (token bucket) ...
+//! icmp_burst = 50          # ... and its depth
+//!
+//! [[interface]]
+//! name = "r0"              # the Linux interface; its MAC and MTU are used unless given
+//! ipv4 = ["198.18.1.2/24"]
+//! ipv6 = ["2001:2:0:1::2/64"]
+//!
+//! [[route]]
+//! prefix = "198.19.0.0/16"
+//! via = "198.18.2.2"
+//! metric = 1
+//!
+//! [node]                   # optional: a local anode node behind the filters
+//! address = "198.18.1.2:3322"
+//! [[node.link]]            # a peer over UDP ...
+//! peer = "198.18.1.1:3322"
+//! [[node.link]]            # ... or directly over Ethernet (one link per peer MAC)
+//! peer = "198.18.2.2:3322"
+//! interface = "r1"
+//! mac = "02:00:00:00:00:02"
+//! ```
+//!
+//! The interfaces should carry no kernel IP addresses (anode owns the addresses; otherwise
+//! the kernel would answer ARP and ping too) and IPv6 should be disabled on them in the
+//! kernel (`sysctl net.ipv6.conf.IF.disable_ipv6=1`); kernel forwarding should be off.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
+use anode_ether::{DataPath, EtherLink, Hooks, RingConfig};
+use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
+use anode_ip::{
+    ANEP_UDP_PORT, ETHERTYPE_ANEP, Filter, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter,
+    RouteOrigin, RouterConfig,
+};
+use anode_wire::NodeAddr;
+use serde::Deserialize;
+
+use super::CmdResult;
+use crate::signals;
+
+/// Arguments of `anode router`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Router configuration (TOML: interfaces with addresses, static routes, optional node).
+    #[arg(long)]
+    config: PathBuf,
+    /// Print the counters as JSON on exit.
+    #[arg(long)]
+    json: bool,
+    /// Block retire timeout of the receive rings in milliseconds (latency under light load).
+    #[arg(long, default_value_t = 1)]
+    retire_ms: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    router: RouterSection,
+    #[serde(rename = "interface")]
+    interfaces: Vec<IfaceSection>,
+    #[serde(default, rename = "route")]
+    routes: Vec<RouteSection>,
+    node: Option<NodeSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouterSection {
+    icmp_rate: Option<u32>,
+    icmp_burst: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IfaceSection {
+    name: String,
+    #[serde(default)]
+    ipv4: Vec<String>,
+    #[serde(default)]
+    ipv6: Vec<String>,
+    mac: Option<String>,
+    mtu: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteSection {
+    prefix: String,
+    via: IpAddr,
+    #[serde(default = "one")]
+    metric: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeSection {
+    address: NodeAddr,
+    #[serde(default, rename = "link")]
+    links: Vec<NodeLinkSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeLinkSection {
+    peer: NodeAddr,
+    interface: Option<String>,
+    mac: Option<String>,
+}
+
+/// How a node link reaches its peer.
+#[derive(Debug, Clone, Copy)]
+enum Carrier {
+    Udp(SocketAddr),
+    Ether(IfaceId, MacAddr),
+}
+
+/// The local node behind the router's filters.
+struct NodeHooks {
+    node: Node,
+    carriers: Vec<Carrier>,
+    udp_filter: FilterId,
+    ether_filter: FilterId,
+    unmatched: u64,
+}
+
+impl NodeHooks {
+    fn link_for_udp(&self, from: SocketAddr) -> Option<LinkId> {
+        self.node.link_by_peer(&NodeAddr::from(from))
+    }
+
+    fn link_for_mac(&self, iface: IfaceId, mac: MacAddr) -> Option<LinkId> {
+        self.carriers
+            .iter()
+            .position(|c| matches!(c, Carrier::Ether(i, m) if *i == iface && *m == mac))
+            .map(|i| LinkId(i as u32))
+    }
+
+    fn flush(&mut self, now: Instant, router: &mut IpRouter) {
+        while let Some(t) = self.node.poll_transmit() {
+            let r = match self.carriers.get(t.link.0 as usize) {
+                Some(Carrier::Udp(dst)) => router.send_udp(now, None, ANEP_UDP_PORT, *dst, &t.buf),
+                Some(Carrier::Ether(iface, mac)) => {
+                    router.send_ether(*iface, *mac, ETHERTYPE_ANEP, &t.buf)
+                }
+                None => continue,
+            };
+            if let Err(e) = r {
+                tracing::debug!("node transmit on {} dropped: {}", t.link, e.as_str());
+            }
+        }
+        while let Some(ev) = self.node.poll_event() {
+            tracing::info!("node: {ev:?}");
+        }
+    }
+}
+
+fn udp_source(frame: &[u8], l3: usize) -> Option<(SocketAddr, std::ops::Range<usize>)> {
+    let pkt = frame.get(l3..)?;
+    let (src, l4) = match pkt.first()? >> 4 {
+        4 => {
+            let p = Ipv4Packet::new_checked(pkt).ok()?;
+            (
+                IpAddr::V4(p.src()),
+                l3 + p.header_len()..l3 + usize::from(p.total_len()),
+            )
+        }
+        6 => {
+            let p = Ipv6Packet::new_checked(pkt).ok()?;
+            let u = p.upper_layer().ok()?;
+            (
+                IpAddr::V6(p.src()),
+                l3 + u.offset..l3 + 40 + usize::from(p.payload_len()),
+            )
+        }
+        _ => return None,
+    };
+    let u = UdpPacket::new_checked(frame.get(l4.clone())?).ok()?;
+    let start = l4.start + 8;
+    Some((
+        SocketAddr::new(src, u.src_port()),
+        start..l4.start + usize::from(u.len()),
+    ))
+}
+
+impl Hooks for NodeHooks {
+    fn divert(
+        &mut self,
+        now: Instant,
+        router: &mut IpRouter,
+        iface: IfaceId,
+        filter: FilterId,
+        frame: &[u8],
+        l3_offset: usize,
+    ) {
+        let (link, body) = if filter == self.udp_filter {
+            match udp_source(frame, l3_offset) {
+                Some((from, range)) => (self.link_for_udp(from), frame.get(range)),
+                None => (None, None),
+            }
+        } else if filter == self.ether_filter {
+            let src = MacAddr(
+                frame
+                    .get(6..12)
+                    .and_then(|s| s.try_into().ok())
+                    .unwrap_or([0; 6]),
+            );
+            (self.link_for_mac(iface, src), frame.get(l3_offset..))
+        } else {
+            (None, None)
+        };
+        match (link, body) {
+            (Some(l), Some(b)) => self.node.handle_packet(now, l, b.to_vec()),
+            _ => self.unmatched += 1,
+        }
+        self.flush(now, router);
+    }
+
+    fn poll(&mut self, now: Instant, router: &mut IpRouter) -> Option<Instant> {
+        if self.node.poll_timeout().is_some_and(|t| t <= now) {
+            self.node.handle_timeout(now);
+        }
+        self.flush(now, router);
+        self.node.poll_timeout()
+    }
+}
+
+fn parse_mac(s: &str) -> Result<MacAddr, String> {
+    s.parse()
+        .map_err(|e: anode_ip::wire::ethernet::MacParseError| e.to_string())
+}
+
+/// Runs `anode router`.
+pub fn run(a: Args) -> CmdResult {
+    let text = std::fs::read_to_string(&a.config)
+        .map_err(|e| format!("cannot read {}: {e}", a.config.display()))?;
+    let cfg: FileConfig =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", a.config.display()))?;
+    if cfg.interfaces.is_empty() {
+        return Err(format!(
+            "{}: no [[interface]]: name at least one interface to route between",
+            a.config.display()
+        ));
+    }
+    let mut rc = RouterConfig::default();
+    if let Some(r) = cfg.router.icmp_rate {
+        rc.icmp_rate = r;
+    }
+    if let Some(b) = cfg.router.icmp_burst {
+        rc.icmp_burst = b;
+    }
+    let mut router = IpRouter::new(rc);
+    let ring = RingConfig {
+        retire_ms: a.retire_ms.max(1),
+        ..RingConfig::default()
+    };
+    let mut links = Vec::new();
+    for i in &cfg.interfaces {
+        let link = EtherLink::open(&i.name, ring).map_err(|e| e.to_string())?;
+        let ipv4 = i
+            .ipv4
+            .iter()
+            .map(|s| {
+                s.parse::<Ipv4Cidr>()
+                    .map_err(|e| format!("interface {}: {e}", i.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ipv6 = i
+            .ipv6
+            .iter()
+            .map(|s| {
+                s.parse::<Ipv6Cidr>()
+                    .map_err(|e| format!("interface {}: {e}", i.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mac = match &i.mac {
+            Some(m) => parse_mac(m)?,
+            None => link.mac,
+        };
+        router
+            .add_interface(InterfaceConfig {
+                name: i.name.clone(),
+                mac,
+                mtu: i.mtu.unwrap_or(link.mtu),
+                ipv4,
+                ipv6,
+            })
+            .map_err(|e| e.to_string())?;
+        links.push(link);
+    }
+    for r in &cfg.routes {
+        let prefix: IpCidr = r
+            .prefix
+            .parse()
+            .map_err(|e| format!("route {}: {e}", r.prefix))?;
+        router
+            .add_route(prefix, r.via, r.metric, RouteOrigin::Static)
+            .map_err(|e| e.to_string())?;
+    }
+    let now = Instant::now();
+    let hooks: Box<dyn Hooks> = match &cfg.node {
+        None => Box::new(anode_ether::NoHooks),
+        Some(n) => {
+            let mut node = Node::new(NodeConfig::new(n.address), now).map_err(|e| e.to_string())?;
+            let mut carriers = Vec::new();
+            for l in &n.links {
+                let carrier = match (&l.interface, &l.mac) {
+                    (Some(ifname), Some(mac)) => {
+                        let idx = cfg
+                            .interfaces
+                            .iter()
+                            .position(|i| &i.name == ifname)
+                            .ok_or_else(|| {
+                                format!("node link {}: no interface {ifname}", l.peer)
+                            })?;
+                        Carrier::Ether(IfaceId(idx as u32), parse_mac(mac)?)
+                    }
+                    (None, None) => Carrier::Udp(l.peer.socket_addr()),
+                    _ => {
+                        return Err(format!(
+                            "node link {}: give both interface and mac (Ethernet) or neither (UDP)",
+                            l.peer
+                        ));
+                    }
+                };
+                let mut lc = LinkConfig::new(l.peer);
+                lc.name = match carrier {
+                    Carrier::Udp(_) => format!("udp:{}", l.peer),
+                    Carrier::Ether(i, m) => format!("ether:{i}:{m}"),
+                };
+                node.add_link(lc, now);
+                carriers.push(carrier);
+            }
+            let udp_filter = router.add_filter(Filter::LocalUdp {
+                port: n.address.port(),
+            });
+            let ether_filter = router.add_filter(Filter::EtherType(ETHERTYPE_ANEP));
+            Box::new(NodeHooks {
+                node,
+                carriers,
+                udp_filter,
+                ether_filter,
+                unmatched: 0,
+            })
+        }
+    };
+    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let dp = DataPath::new(links, router, hooks);
+    let stop = dp.stop_flag();
+    let handle = dp
+        .spawn()
+        .map_err(|e| format!("cannot start the data-path thread: {e}"))?;
+    eprintln!(
+        "anode router: routing between {} (SIGINT/SIGTERM to stop)",
+        cfg.interfaces
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    while !signals::stop_requested() && !handle.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let st = handle
+        .join()
+        .map_err(|_| "the data-path thread panicked".to_string())?;
+    report(&st, a.json);
+    Ok(())
+}
+
+fn report(st: &anode_ether::Stopped, json: bool) {
+    let c = st.router.counters();
+    if json {
+        let mut m = serde_json::Map::new();
+        for (k, v) in c.entries() {
+            m.insert(k, v.into());
+        }
+        m.insert("csum_fixed".into(), st.csum_fixed.into());
+        let mut links = serde_json::Map::new();
+        for (name, s) in &st.links {
+            links.insert(
+                name.clone(),
+                serde_json::json!({
+                    "rx_blocks": s.rx_blocks, "rx_frames": s.rx_frames,
+                    "rx_truncated": s.rx_truncated, "tx_frames": s.tx_frames,
+                    "tx_calls": s.tx_calls, "tx_dropped": s.tx_dropped,
+                }),
+            );
+        }
+        m.insert("links".into(), links.into());
+        println!("{}", serde_json::Value::Object(m));
+    } else {
+        println!("anode router counters:");
+        for (k, v) in c.entries() {
+            println!("  {k:<28} {v}");
+        }
+        println!("  {:<28} {}", "csum_fixed", st.csum_fixed);
+        for (name, s) in &st.links {
+            println!(
+                "  link {name}: rx {} frames in {} blocks ({} truncated), tx {} frames in {} calls ({} dropped)",
+                s.rx_frames, s.rx_blocks, s.rx_truncated, s.tx_frames, s.tx_calls, s.tx_dropped
+            );
+        }
+    }
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Three test hosts in a line, each its own network namespace, with anode as the router:
+#   <p>s --veth-- <p>r --veth-- <p>d
+#   s0 198.18.1.1/24 2001:2:0:1::1/64      r0 198.18.1.2  2001:2:0:1::2   (anode's, not the kernel's)
+#   d0 198.18.2.2/24 2001:2:0:2::2/64      r1 198.18.2.1  2001:2:0:2::1
+# Addresses come from the benchmarking ranges 198.18.0.0/15 and 2001:2::/48 and exist only
+# inside these namespaces. End hosts route everything via the router.
+#
+# usage: netns-router.sh up   [PREFIX] [anode|kernel]   build the hosts; start the router
+#        netns-router.sh down [PREFIX]                  stop the router, delete the hosts
+# MODE anode (default): `anode router` runs in <p>r on r0/r1, kernel forwarding OFF, no kernel
+#   addresses on r0/r1 (anode owns them), kernel IPv6 disabled there.
+# MODE kernel: the kernel of <p>r forwards (the baseline), addresses on r0/r1 in the kernel.
+# ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode).
+# The router's output goes to $STATE/router.log; its pid to $STATE/router.pid, where
+# STATE=${TMPDIR:-/tmp}/anode-netns-<p>.
+set -euo pipefail
+cmd=${1:?usage: $0 up|down [PREFIX] [anode|kernel]}
+p=${2:-ar}
+mode=${3:-anode}
+here=$(cd "$(dirname "$0")/.." && pwd)
+state=${TMPDIR:-/tmp}/anode-netns-$p
+ns() { ip netns exec "$@"; }
+
+down() {
+    if [ -f "$state/router.pid" ]; then
+        pid=$(cat "$state/router.pid")
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        rm -f "$state/router.pid"
+    fi
+    for n in "${p}s" "${p}r" "${p}d"; do ip netns del "$n" 2>/dev/null || true; done
+}
+
+case $cmd in
+up)
+    if [ "$(id -u)" != 0 ]; then echo "$0: needs root (network namespaces)" >&2; exit 1; fi
+    down
+    mkdir -p "$state"
+    for n in "${p}s" "${p}r" "${p}d"; do ip netns add "$n"; ip -n "$n" link set lo up; done
+    ip link add s0 netns "${p}s" type veth peer name r0 netns "${p}r"
+    ip link add r1 netns "${p}r" type veth peer name d0 netns "${p}d"
+    # End hosts: no checksum/segmentation offload, so frames on the wire are complete and
+    # no larger than the MTU (a user-space router sees exactly what a real wire would carry).
+    for l in "s s0" "d d0"; do
+        set -- $l
+        ns "${p}$1" ethtool -K "$2" tx off tso off gso off gro off >/dev/null 2>&1 || true
+    done
+    for l in r0 r1; do ns "${p}r" ethtool -K "$l" tx off tso off gso off gro off >/dev/null 2>&1 || true; done
+    ip -n "${p}s" addr add 198.18.1.1/24 dev s0
+    ip -n "${p}s" addr add 2001:2:0:1::1/64 dev s0 nodad
+    ip -n "${p}d" addr add 198.18.2.2/24 dev d0
+    ip -n "${p}d" addr add 2001:2:0:2::2/64 dev d0 nodad
+    ns "${p}r" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
+    if [ "$mode" = kernel ]; then
+        ip -n "${p}r" addr add 198.18.1.2/24 dev r0
+        ip -n "${p}r" addr add 198.18.2.1/24 dev r1
+        ip -n "${p}r" addr add 2001:2:0:1::2/64 dev r0 nodad
+        ip -n "${p}r" addr add 2001:2:0:2::1/64 dev r1 nodad
+        ns "${p}r" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+    else
+        for l in r0 r1; do ns "${p}r" sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1"; done
+    fi
+    for l in "s s0" "r r0" "r r1" "d d0"; do set -- $l; ip -n "${p}$1" link set "$2" up; done
+    ip -n "${p}s" route add default via 198.18.1.2
+    ip -n "${p}d" route add default via 198.18.2.1
+    ip -n "${p}s" -6 route add default via 2001:2:0:1::2
+    ip -n "${p}d" -6 route add default via 2001:2:0:2::1
+    if [ "$mode" = anode ]; then
+        bin=${ANODE_BIN:-}
+        if [ -z "$bin" ]; then
+            bin=$here/target/release/anode
+            [ -x "$bin" ] || bin=$here/target/debug/anode
+        fi
+        [ -x "$bin" ] || { echo "$0: no anode binary (build it, or set ANODE_BIN)" >&2; exit 1; }
+        cat >"$state/router.toml" <<TOML
+[[interface]]
+name = "r0"
+ipv4 = ["198.18.1.2/24"]
+ipv6 = ["2001:2:0:1::2/64"]
+
+[[interface]]
+name = "r1"
+ipv4 = ["198.18.2.1/24"]
+ipv6 = ["2001:2:0:2::1/64"]
+TOML
+        # `ip netns exec` execs the router, so $! is the router's own pid.
+        ip netns exec "${p}r" "$bin" router --config "$state/router.toml" ${ANODE_ROUTER_ARGS:-} \
+            >"$state/router.log" 2>&1 &
+        echo $! >"$state/router.pid"
+        # Ready when the router answers ARP: ping its near address.
+        for _ in $(seq 50); do
+            if ns "${p}s" ping -c1 -W1 -q 198.18.1.2 >/dev/null 2>&1; then break; fi
+            kill -0 "$(cat "$state/router.pid")" 2>/dev/null || { cat "$state/router.log" >&2; exit 1; }
+            sleep 0.1
+        done
+    fi
+    echo "netns-router: ${p}s -- ${p}r ($mode) -- ${p}d up"
+    ;;
+down)
+    down
+    echo "netns-router: ${p} down"
+    ;;
+*) echo "usage: $0 up|down [PREFIX] [anode|kernel]" >&2; exit 2 ;;
+esac
