@@ -1,0 +1,55 @@
+//! # anode NodeOS layer
+//!
+//! The NodeOS interface of the "OS interface for active routers" paper (§II-III) for anode:
+//! **domains** (the unit of accounting and protection, a tree rooted at the node, created with
+//! credentials whose configured policy alone sets their resources), **CPU** accounting and a
+//! deficit-round-robin [`DomainScheduler`], **memory** pools with limits and a grace period,
+//! **channels** (input channels with protocol/address specs and demux keys compiled into a
+//! fast [`Classifier`]; output channels with token-bucket bandwidth; cut-through channels
+//! the node core consults before EE dispatch, [`CutTable`]), **files** ([`RootedDir`]), and
+//! **observability** (per-domain counters, Prometheus text, a loopback-only endpoint).
+//! `guard.rs` (`DomainGuard`) puts an EE under all of this: its packets are queued per domain and
+//! served by DRR with a CPU budget per poll and a maximum run time per call.
+//!
+//! Everything but [`metrics::serve`] is sans-IO: time comes in as `now`, nothing reads a clock,
+//! opens a socket or draws random numbers.
+//!
+//! Layout: `policy.rs` (credentials, policies), `domain.rs` (ids, reasons, events, handler
+//! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `nodeos.rs`
+//! (the [`NodeOs`] facade), `chan/` (specs, classifier, token bucket, cut-through table),
+//! `files.rs`, `metrics.rs`, `guard.rs`.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
+pub mod chan;
+mod cpu;
+mod domain;
+mod error;
+pub mod files;
+mod memory;
+pub mod metrics;
+mod nodeos;
+mod policy;
+mod sched;
+
+pub use chan::{
+    AddrSpec, ChanId, Classifier, CutTable, DemuxKey, HandlerId, InChanSpec, ProtocolSpec,
+    SpecError, TokenBucket,
+};
+pub use cpu::CpuMeter;
+pub use domain::{
+    BudgetExceeded, DomainCounters, DomainId, DomainInfo, HANDLER_BUDGET_NS, HandlerBudget,
+    MemKind, NodeOsEvent, PoolId, TerminationHandler, TerminationReason, Terminator,
+};
+pub use error::NodeOsError;
+pub use files::{FileError, RootedDir};
+pub use memory::Pools;
+pub use nodeos::{InMatch, NodeOs, NodeOsConfig, TerminationRecord};
+pub use policy::{Credentials, Policy, PolicyStore, Principal};
+pub use sched::DomainScheduler;
+
+#[cfg(test)]
+mod tests;
