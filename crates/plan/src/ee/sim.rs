@@ -87,6 +87,7 @@ impl SimLine {
         };
         s.run_for(Duration::from_secs(5));
         s.report = EvalReport::default();
+        s.moved = 0;
         Ok(s)
     }
 
@@ -114,7 +115,8 @@ impl SimLine {
             .downcast_mut::<PlanEe>()
     }
 
-    /// Packets moved between nodes since the line was built.
+    /// Packets moved between nodes since routes converged (no timers run afterwards, so this
+    /// counts only what was injected and what it caused).
     pub fn moved(&self) -> u64 {
         self.moved
     }

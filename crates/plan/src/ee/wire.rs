@@ -289,3 +289,41 @@ pub fn build_packet(
     let chunk = build_chunk(interp, program_text, entry, spec.src.socket_addr())?;
     encode_packet_chunk(spec, &chunk)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_keeps_lines_strings_and_chars() {
+        let src = "(* a\n comment *)\nfun f() =\n    print(\"(* not   a comment *)\" ^ toString('('))  (* x *)\n";
+        let c = compact_source(src);
+        assert_eq!(
+            c,
+            "\n\nfun f() =\nprint(\"(* not   a comment *)\" ^ toString('('))\n"
+        );
+        let interp = Interpreter::with_core();
+        assert!(interp.compile(&c).is_ok());
+    }
+
+    #[test]
+    fn entry_calls_are_checked() {
+        let interp = Interpreter::with_core();
+        let src: SocketAddr = "10.0.0.1:3322".parse().unwrap();
+        let text = "fun f(n : int) = print(n)";
+        let c = build_chunk(&interp, text, "f(1 + 2)", src).unwrap();
+        assert_eq!(c.args, vec![Value::Int(3)]);
+        assert!(matches!(
+            build_chunk(&interp, text, "f(\"x\")", src),
+            Err(BuildError::Entry { .. })
+        ));
+        assert!(matches!(
+            build_chunk(&interp, text, "f", src),
+            Err(BuildError::EntrySyntax(_))
+        ));
+        assert!(matches!(
+            build_chunk(&interp, "fun (", "f()", src),
+            Err(BuildError::Program(_))
+        ));
+    }
+}
