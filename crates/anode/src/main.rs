@@ -33,6 +33,9 @@ enum Command {
     Emulate(cmd::emulate::Args),
     /// Run one node over real UDP, with a control socket for tools and applications.
     Node(cmd::node::Args),
+    /// PLAN programs: check them, run them on a built-in line of nodes.
+    #[command(subcommand)]
+    Plan(cmd::plan::PlanCommand),
     /// Route IPv4/IPv6 between real interfaces (AF_PACKET), with an optional local node.
     Router(cmd::router::Args),
     #[command(flatten)]
@@ -50,6 +53,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Emulate(a) => cmd::emulate::run(a),
         Command::Node(a) => cmd::node::run(a),
+        Command::Plan(c) => cmd::plan::run(c),
         Command::Router(a) => cmd::router::run(a),
         Command::Client(c) => cmd::client::run(c),
     };

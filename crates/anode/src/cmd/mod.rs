@@ -4,6 +4,7 @@ pub mod client;
 pub mod demo;
 pub mod emulate;
 pub mod node;
+pub mod plan;
 pub mod router;
 
 /// The error every command returns: a message for a person, already saying what to do.
