@@ -63,6 +63,10 @@ drop_reasons! {
     Loop = "loop",
     /// A cut-through channel's bandwidth limit was exceeded.
     CutThroughPoliced = "cut_through_policed",
+    /// A packet processor (service module) at a hook point dropped it.
+    HookDropped = "hook_dropped",
+    /// The link's queue discipline refused it (its queue was full).
+    QdiscDropped = "qdisc_dropped",
 }
 
 impl std::fmt::Display for DropReason {
@@ -100,6 +104,8 @@ pub struct Counters {
     pub control_rx: u64,
     /// Control messages sent.
     pub control_tx: u64,
+    /// Packets a packet processor (service module) consumed at a hook point.
+    pub hook_consumed: u64,
     drops: [u64; N_REASONS],
     /// Drops an execution environment counted, by "ee/reason".
     pub ee_drops: BTreeMap<String, u64>,
@@ -146,7 +152,7 @@ impl Counters {
 impl serde::Serialize for Counters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Counters", 13)?;
+        let mut st = s.serialize_struct("Counters", 14)?;
         st.serialize_field("rx_packets", &self.rx_packets)?;
         st.serialize_field("rx_bytes", &self.rx_bytes)?;
         st.serialize_field("local_packets", &self.local_packets)?;
@@ -159,6 +165,7 @@ impl serde::Serialize for Counters {
         st.serialize_field("delivered", &self.delivered)?;
         st.serialize_field("control_rx", &self.control_rx)?;
         st.serialize_field("control_tx", &self.control_tx)?;
+        st.serialize_field("hook_consumed", &self.hook_consumed)?;
         st.serialize_field("drops", &self.drop_map())?;
         st.end()
     }

@@ -40,7 +40,9 @@ mod cut;
 mod ee;
 mod event;
 mod fastpath;
+mod hooks;
 mod node;
+mod txq;
 
 pub use anode_routing::{LinkId, NextHop, RoutingConfig, dv::Route, dv::RouteKind};
 pub use anode_wire as wire;
@@ -49,7 +51,9 @@ pub use counters::{Counters, DropReason};
 pub use cut::{CutError, CutId, CutSpec, CutThrough, CutVerdict, DemuxKey};
 pub use ee::{Dispatch, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
+pub use hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
 pub use node::{NeighborInfo, Node};
+pub use txq::{Fcfs, QueueDiscipline};
 
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,8 @@ use anode_wire::transit::TransitRepr;
 
 use crate::cut::{CutThrough, CutVerdict};
 use crate::ee::NodeContext;
+use crate::hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
+use crate::txq::{LinkQueue, QueueDiscipline, TxQueues};
 use crate::{
     ConfigError, Counters, Delivery, Dispatch, DropReason, EePacket, Event, ExecutionEnvironment,
     LinkConfig, NodeConfig, Transmit,
@@ -42,6 +44,14 @@ pub(crate) struct Core {
     pub last_drop: Option<DropReason>,
     /// The cut-through table, if one is installed (`cut.rs`).
     pub cut: Option<Box<dyn CutThrough>>,
+    /// Packet processors at the hook points, if any (`hooks.rs`).
+    pub hooks: Option<Box<dyn PacketHooks>>,
+    /// Per-link transmit queues, if any link has a queue discipline (`txq.rs`).
+    pub txq: Option<TxQueues>,
+    /// The link the packet being handled arrived on (for queue disciplines).
+    pub cur_in: Option<LinkId>,
+    /// The time of the call being handled (for hooks run where no time is passed down).
+    pub now: Instant,
 }
 
 /// A neighbor as reported by [`Node::neighbors`].
@@ -93,6 +103,10 @@ impl Node {
                 counters: Counters::default(),
                 last_drop: None,
                 cut: None,
+                hooks: None,
+                txq: None,
+                cur_in: None,
+                now,
                 cfg,
             },
             ees: Vec::new(),
@@ -184,11 +198,14 @@ impl Node {
         f: impl FnOnce(&mut dyn ExecutionEnvironment, &mut NodeContext<'_>) -> R,
     ) -> Option<R> {
         let ee = self.ees.iter_mut().find(|e| e.type_id() == type_id)?;
+        self.core.now = now;
         let mut ctx = NodeContext {
             core: &mut self.core,
             now,
         };
-        Some(f(&mut **ee, &mut ctx))
+        let r = f(&mut **ee, &mut ctx);
+        self.core.release_txq(now);
+        Some(r)
     }
 
     /// Counters.
@@ -275,16 +292,57 @@ impl Node {
             self.core.drop(DropReason::LinkDown);
             return;
         }
+        let buf = if let Some(h) = &self.core.hooks
+            && h.wants(HookPoint::Ingress)
+        {
+            let info = HookInfo {
+                point: HookPoint::Ingress,
+                now,
+                in_link: Some(link),
+                out_link: None,
+            };
+            match self.core.run_hook(info, buf) {
+                Some(b) => b,
+                None => return self.core.release_txq(now),
+            }
+        } else {
+            buf
+        };
         self.dispatch(now, Some(link), buf);
     }
 
     fn dispatch(&mut self, now: Instant, link: Option<LinkId>, buf: Vec<u8>) {
+        self.core.cur_in = link;
+        self.core.now = now;
+        self.dispatch_inner(now, link, buf);
+        self.core.cur_in = None;
+        self.core.release_txq(now);
+    }
+
+    fn dispatch_inner(&mut self, now: Instant, link: Option<LinkId>, buf: Vec<u8>) {
         let (type_id, anep_len, discard) = match AnepPacket::new_checked(&buf[..]) {
             Ok(p) => (p.type_id(), p.header_len(), p.discard_if_unknown()),
             Err(_) => {
                 self.core.drop(DropReason::MalformedAnep);
                 return;
             }
+        };
+        let buf = if type_id != TYPE_CONTROL
+            && let Some(h) = &self.core.hooks
+            && h.wants(HookPoint::PreRouting)
+        {
+            let info = HookInfo {
+                point: HookPoint::PreRouting,
+                now,
+                in_link: link,
+                out_link: None,
+            };
+            match self.core.run_hook(info, buf) {
+                Some(b) => b,
+                None => return,
+            }
+        } else {
+            buf
         };
         match type_id {
             TYPE_CONTROL => match link {
@@ -375,6 +433,7 @@ impl Node {
 
     /// Runs every timer due at `now`: hellos, neighbor expiry, routing updates, EE timers.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.core.now = now;
         let mut evs = Vec::new();
         self.core.neighbors.handle_timeout(now, &mut evs);
         for ev in evs {
@@ -382,6 +441,7 @@ impl Node {
         }
         self.core.dv.handle_timeout(now);
         self.core.flush_control(now);
+        self.core.release_txq(now);
         for ee in &mut self.ees {
             if ee.poll_timeout().is_some_and(|t| t <= now) {
                 let mut ctx = NodeContext {
@@ -391,6 +451,89 @@ impl Node {
                 ee.handle_timeout(&mut ctx);
             }
         }
+        self.core.release_txq(now);
+    }
+
+    /// Installs the packet processors consulted at the hook points (see `hooks.rs`),
+    /// replacing any earlier ones; `None` removes them.
+    pub fn set_packet_hooks(&mut self, hooks: Option<Box<dyn PacketHooks>>) {
+        self.core.hooks = hooks;
+    }
+
+    /// The installed packet processors.
+    pub fn packet_hooks_mut(&mut self) -> Option<&mut (dyn PacketHooks + 'static)> {
+        self.core.hooks.as_deref_mut()
+    }
+
+    /// Puts a queue discipline with a rate (bits per second) on `link`, replacing any earlier
+    /// one: the packets waiting in the old discipline move to the new one in the order the old
+    /// one would have sent them (any it refuses are counted as `qdisc_dropped`). `None`
+    /// removes the discipline and hands what waits to the driver. Returns the name of the
+    /// discipline replaced. See `txq.rs`.
+    pub fn set_link_qdisc(
+        &mut self,
+        link: LinkId,
+        qdisc: Option<(Box<dyn QueueDiscipline>, u64)>,
+        now: Instant,
+    ) -> Option<String> {
+        let idx = link.0 as usize;
+        if idx >= self.core.links.len() {
+            return None;
+        }
+        let txq = self.core.txq.get_or_insert_with(TxQueues::default);
+        if txq.links.len() <= idx {
+            txq.links.resize_with(idx + 1, || None);
+        }
+        let old = txq.links.get_mut(idx).and_then(Option::take);
+        let old_name = old.as_ref().map(|q| q.qdisc.name().to_string());
+        let next_free = old.as_ref().and_then(|q| q.next_free);
+        let mut waiting = Vec::new();
+        if let Some(mut q) = old {
+            while let Some(t) = q.qdisc.dequeue() {
+                waiting.push(t);
+            }
+        }
+        match qdisc {
+            Some((mut qd, rate_bps)) => {
+                for t in waiting {
+                    if qd.enqueue(None, t).is_err() {
+                        self.core.drop(DropReason::QdiscDropped);
+                    }
+                }
+                if let Some(slot) = self.core.txq.as_mut().and_then(|t| t.links.get_mut(idx)) {
+                    *slot = Some(LinkQueue {
+                        qdisc: qd,
+                        rate_bps,
+                        next_free,
+                    });
+                }
+            }
+            None => {
+                self.core.out.extend(waiting);
+                if self
+                    .core
+                    .txq
+                    .as_ref()
+                    .is_some_and(|t| t.links.iter().all(Option::is_none))
+                {
+                    self.core.txq = None;
+                }
+            }
+        }
+        self.core.release_txq(now);
+        old_name
+    }
+
+    /// The name of the queue discipline on `link` and the packets waiting in it.
+    pub fn link_qdisc(&self, link: LinkId) -> Option<(&str, usize)> {
+        let q = self
+            .core
+            .txq
+            .as_ref()?
+            .links
+            .get(link.0 as usize)?
+            .as_ref()?;
+        Some((q.qdisc.name(), q.qdisc.len()))
     }
 
     /// Installs a cut-through table (see `cut.rs`), replacing any earlier one. EEs open
@@ -413,6 +556,9 @@ impl Node {
         .into_iter()
         .flatten()
         .min();
+        if let Some(q) = self.core.txq.as_ref().and_then(TxQueues::poll_timeout) {
+            t = Some(t.map_or(q, |t| t.min(q)));
+        }
         for ee in &self.ees {
             if let Some(e) = ee.poll_timeout() {
                 t = Some(t.map_or(e, |t| t.min(e)));
@@ -446,7 +592,21 @@ impl Core {
         self.events.push_back(e);
     }
 
-    pub(crate) fn deliver(&mut self, d: Delivery) {
+    pub(crate) fn deliver(&mut self, mut d: Delivery) {
+        if let Some(h) = &self.hooks
+            && h.wants(HookPoint::LocalDelivery)
+        {
+            let info = HookInfo {
+                point: HookPoint::LocalDelivery,
+                now: self.now,
+                in_link: self.cur_in,
+                out_link: None,
+            };
+            match self.run_hook(info, std::mem::take(&mut d.buf)) {
+                Some(b) => d.buf = b,
+                None => return,
+            }
+        }
         if self.events.len() >= self.cfg.max_events {
             self.drop(DropReason::EventQueueFull);
             return;
@@ -498,7 +658,70 @@ impl Core {
         self.transmit(Transmit { link, dst, buf })
     }
 
+    /// Runs the hooks at `info.point` on `buf`; `Some` if the packet goes on along the path.
+    /// What they emit is queued without passing the post-routing hook again.
+    pub(crate) fn run_hook(&mut self, info: HookInfo, buf: Vec<u8>) -> Option<Vec<u8>> {
+        let Some(mut h) = self.hooks.take() else {
+            return Some(buf);
+        };
+        let mut emit = Vec::new();
+        let v = h.run(info, buf, &mut emit);
+        self.hooks = Some(h);
+        for t in emit {
+            let _ = self.transmit_unhooked(t);
+        }
+        match v {
+            HookVerdict::Continue(b) => Some(b),
+            HookVerdict::Drop => {
+                self.drop(DropReason::HookDropped);
+                None
+            }
+            HookVerdict::Consumed => {
+                self.counters.hook_consumed += 1;
+                None
+            }
+            HookVerdict::Redirect(hop, buf) => {
+                let _ = self.transmit_unhooked(Transmit {
+                    link: hop.link,
+                    dst: hop.addr,
+                    buf,
+                });
+                None
+            }
+        }
+    }
+
+    /// Moves packets whose time has come from the link queues to the driver's queue.
+    #[inline]
+    pub(crate) fn release_txq(&mut self, now: Instant) {
+        if let Some(q) = self.txq.as_mut() {
+            let out = &mut self.out;
+            q.release(now, |t| out.push_back(t));
+        }
+    }
+
     pub(crate) fn transmit(&mut self, t: Transmit) -> Result<(), DropReason> {
+        let t = if let Some(h) = &self.hooks
+            && h.wants(HookPoint::PostRouting)
+        {
+            let info = HookInfo {
+                point: HookPoint::PostRouting,
+                now: self.now,
+                in_link: self.cur_in,
+                out_link: Some(t.link),
+            };
+            let (link, dst) = (t.link, t.dst);
+            match self.run_hook(info, t.buf) {
+                Some(buf) => Transmit { link, dst, buf },
+                None => return Ok(()),
+            }
+        } else {
+            t
+        };
+        self.transmit_unhooked(t)
+    }
+
+    pub(crate) fn transmit_unhooked(&mut self, t: Transmit) -> Result<(), DropReason> {
         let Some(l) = self.links.get(t.link.0 as usize) else {
             self.drop(DropReason::UnknownLink);
             return Err(DropReason::UnknownLink);
@@ -514,6 +737,18 @@ impl Core {
         if self.out.len() >= self.cfg.max_tx_queue {
             self.drop(DropReason::TxQueueFull);
             return Err(DropReason::TxQueueFull);
+        }
+        if let Some(q) = self.txq.as_mut()
+            && let Some(lq) = q.get_mut(t.link)
+        {
+            let len = t.buf.len() as u64;
+            if lq.qdisc.enqueue(self.cur_in, t).is_err() {
+                self.drop(DropReason::QdiscDropped);
+                return Err(DropReason::QdiscDropped);
+            }
+            self.counters.tx_packets += 1;
+            self.counters.tx_bytes += len;
+            return Ok(());
         }
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += t.buf.len() as u64;
