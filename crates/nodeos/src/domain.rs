@@ -54,7 +54,8 @@ pub enum TerminationReason {
     ByParent,
     /// An ancestor ended, taking it along.
     AncestorTerminated(DomainId),
-    /// Its memory pool stayed over its limit past the grace period.
+    /// Its memory pool stayed over its limit (or full and refusing packets) past the grace
+    /// period.
     MemoryOverLimit {
         /// Bytes in the pool when the node acted.
         used: u64,
@@ -74,7 +75,10 @@ impl std::fmt::Display for TerminationReason {
             TerminationReason::ByParent => f.write_str("terminated by parent"),
             TerminationReason::AncestorTerminated(a) => write!(f, "ancestor {a} terminated"),
             TerminationReason::MemoryOverLimit { used, limit } => {
-                write!(f, "memory over limit: {used} > {limit} bytes")
+                write!(
+                    f,
+                    "memory over limit: pool holds {used} of {limit} bytes and was not relieved in time"
+                )
             }
             TerminationReason::CpuOverLimit(s) => write!(f, "cpu over limit: {s}"),
             TerminationReason::Policy(s) => write!(f, "policy violation: {s}"),

@@ -8,7 +8,7 @@
 //! fast [`Classifier`]; output channels with token-bucket bandwidth; cut-through channels
 //! the node core consults before EE dispatch, [`CutTable`]), **files** ([`RootedDir`]), and
 //! **observability** (per-domain counters, Prometheus text, a loopback-only endpoint).
-//! `guard.rs` (`DomainGuard`) puts an EE under all of this: its packets are queued per domain and
+//! [`guard::DomainGuard`] puts an EE under all of this: its packets are queued per domain and
 //! served by DRR with a CPU budget per poll and a maximum run time per call.
 //!
 //! Everything but [`metrics::serve`] is sans-IO: time comes in as `now`, nothing reads a clock,
@@ -29,6 +29,7 @@ mod cpu;
 mod domain;
 mod error;
 pub mod files;
+pub mod guard;
 mod memory;
 pub mod metrics;
 mod nodeos;

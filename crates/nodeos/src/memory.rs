@@ -25,6 +25,9 @@ pub(crate) struct Pool {
     pub used: u64,
     pub members: Vec<DomainId>,
     pub deadline: Option<Instant>,
+    /// A packet was refused because the pool was full; cleared only when soft state or code
+    /// is released (dropping packets is no remedy).
+    pub starved: bool,
 }
 
 /// All pools and the node-wide bound.
@@ -60,6 +63,7 @@ impl Pools {
                 used: 0,
                 members: Vec::new(),
                 deadline: None,
+                starved: false,
             },
         );
         id

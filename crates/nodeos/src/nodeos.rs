@@ -384,7 +384,7 @@ impl NodeOs {
 
     fn check_relief(&mut self, pool: PoolId) {
         let relieved = match self.pools.pools.get_mut(&pool) {
-            Some(p) if p.deadline.is_some() && p.used <= p.limit => {
+            Some(p) if p.deadline.is_some() && p.used <= p.limit && !p.starved => {
                 p.deadline = None;
                 true
             }
@@ -434,6 +434,7 @@ impl NodeOs {
         let pool = dom.pool;
         let (used, limit) = self.pools.pool(pool).unwrap_or((0, 0));
         if kind == MemKind::Packet && used.saturating_add(bytes) > limit {
+            self.start_pressure(pool, now, true);
             return Err(refuse(format!(
                 "pool {} holds {used} of {limit} bytes",
                 pool.0
@@ -448,26 +449,36 @@ impl NodeOs {
             dom.counters.memory_bytes = total;
             dom.counters.memory_peak = dom.counters.memory_peak.max(total);
         }
+        self.start_pressure(pool, now, false);
+        Ok(())
+    }
+
+    /// Starts a pool's grace period if it is over its limit (or `starved`) and none runs.
+    fn start_pressure(&mut self, pool: PoolId, now: Instant, starved: bool) {
         let grace = self.pools.grace;
         let pressure = match self.pools.pools.get_mut(&pool) {
-            Some(p) if p.used > p.limit && p.deadline.is_none() => {
-                let deadline = now + grace;
-                p.deadline = Some(deadline);
-                Some(NodeOsEvent::MemoryPressure {
-                    pool,
-                    used: p.used,
-                    limit: p.limit,
-                    deadline,
-                    domains: p.members.clone(),
-                })
+            Some(p) => {
+                p.starved |= starved;
+                if (p.used > p.limit || p.starved) && p.deadline.is_none() {
+                    let deadline = now + grace;
+                    p.deadline = Some(deadline);
+                    Some(NodeOsEvent::MemoryPressure {
+                        pool,
+                        used: p.used,
+                        limit: p.limit,
+                        deadline,
+                        domains: p.members.clone(),
+                    })
+                } else {
+                    None
+                }
             }
-            _ => None,
+            None => None,
         };
         if let Some(e) = pressure {
             info!(pool = pool.0, "memory pool over its limit");
             self.push(e);
         }
-        Ok(())
     }
 
     /// Returns `bytes` of `kind` from `d` (clamped to what it holds).
@@ -483,6 +494,12 @@ impl NodeOs {
         dom.counters.memory_bytes = dom.mem.iter().sum();
         let pool = dom.pool;
         self.pools.sub(pool, b);
+        if kind != MemKind::Packet
+            && b > 0
+            && let Some(p) = self.pools.pools.get_mut(&pool)
+        {
+            p.starved = false;
+        }
         self.check_relief(pool);
     }
 
@@ -519,8 +536,8 @@ impl NodeOs {
         }
     }
 
-    /// Runs memory deadlines due at `now`: a pool still over its limit loses its largest
-    /// members until it is within it.
+    /// Runs memory deadlines due at `now`: a pool still over its limit (or starved) loses its
+    /// largest members until it is within it.
     pub fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<PoolId> = self
             .pools
@@ -532,7 +549,7 @@ impl NodeOs {
         for pool in due {
             while let Some(p) = self.pools.pools.get(&pool) {
                 let (used, limit) = (p.used, p.limit);
-                if used <= limit {
+                if used <= limit && !p.starved {
                     break;
                 }
                 let victim = p
@@ -544,6 +561,10 @@ impl NodeOs {
                 let Some(v) = victim else {
                     break;
                 };
+                if let Some(p) = self.pools.pools.get_mut(&pool) {
+                    // Termination is the remedy; the next refusal starts a new period.
+                    p.starved = false;
+                }
                 let _ = self.terminate(
                     v,
                     Terminator::Node,

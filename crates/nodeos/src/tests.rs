@@ -233,12 +233,32 @@ fn memory_limits_refuse_or_start_a_grace_period() {
             .contains("policy allows 32768 bytes of soft_state"),
         "{e}"
     );
-    // Packet buffers are refused at the pool limit (48 KiB).
+    // Packet buffers are refused at the pool limit (48 KiB); the pool is then starved, which
+    // starts a grace period: dropping packets is no remedy, releasing soft state is.
     os.charge_mem(p, MemKind::Code, 20 << 10, t0).unwrap();
     os.charge_mem(p, MemKind::SoftState, 20 << 10, t0).unwrap();
     assert!(os.charge_mem(p, MemKind::Packet, 10 << 10, t0).is_err());
-    // Soft state over the pool limit: pressure event, then relief when released in time.
-    os.charge_mem(p, MemKind::SoftState, 10 << 10, t0).unwrap();
+    let ev = os.poll_event().unwrap();
+    assert!(
+        matches!(
+            ev,
+            NodeOsEvent::MemoryPressure {
+                used: 40960,
+                limit: 49152,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(os.poll_timeout(), Some(t0 + Duration::from_millis(50)));
+    os.release_mem(p, MemKind::SoftState, 1 << 10);
+    assert!(matches!(
+        os.poll_event(),
+        Some(NodeOsEvent::MemoryRelieved { .. })
+    ));
+    assert_eq!(os.poll_timeout(), None);
+    // Soft state over the pool limit: pressure, and termination if not remedied in time.
+    os.charge_mem(p, MemKind::SoftState, 11 << 10, t0).unwrap();
     let ev = os.poll_event().unwrap();
     assert!(
         matches!(
@@ -251,15 +271,6 @@ fn memory_limits_refuse_or_start_a_grace_period() {
         ),
         "{ev:?}"
     );
-    assert_eq!(os.poll_timeout(), Some(t0 + Duration::from_millis(50)));
-    os.release_mem(p, MemKind::SoftState, 3 << 10);
-    assert!(matches!(
-        os.poll_event(),
-        Some(NodeOsEvent::MemoryRelieved { .. })
-    ));
-    assert_eq!(os.poll_timeout(), None);
-    // Over again and not remedied: terminated at the deadline with the reason.
-    os.charge_mem(p, MemKind::SoftState, 2 << 10, t0).unwrap();
     os.handle_timeout(t0 + Duration::from_millis(49));
     assert!(os.is_live(p));
     os.handle_timeout(t0 + Duration::from_millis(50));

@@ -1,0 +1,422 @@
+//! [`DomainGuard`]: puts an execution environment under the NodeOS.
+//!
+//! The guard is itself an `ExecutionEnvironment` registered for the inner EE's Type ID. Each
+//! packet the node hands it is mapped to a domain (one per principal the inner EE names, e.g.
+//! one per protocol / code group, created under the EE's own domain with the principal's
+//! configured policy, or the guard's protocol policy when none is configured), charged as a
+//! packet buffer to that domain's pool, and queued on the domain's queue of a
+//! [`DomainScheduler`]. Queues are served by deficit round robin while the EE's CPU budget
+//! lasts: the budget refills at `cpu_ns_per_sec` of virtual time (the CPU capacity given to
+//! this EE) up to `max_burst_ns`. Each call gets at most `max_slice_ns` of run time (converted
+//! to the EE's units: fuel, steps) — the maximum run time between yields.
+//!
+//! After every call the inner EE reports ([`MeteredEe::take_reports`]) the units it used and
+//! the memory it gained or freed per principal; the guard charges them to the domains. Policy:
+//! - a domain that hits the run-time limit `max_exhaustions` calls in a row is terminated
+//!   (`cpu over limit`); before that, DRR already confines it to its share;
+//! - a soft-state or code charge over the domain's policy terminates it (`policy violation`);
+//! - a pool over its limit gets [`MeteredEe::on_memory_pressure`] and, if not remedied by the
+//!   grace deadline, the NodeOS terminates its largest member (`memory over limit`).
+//!
+//! A terminated domain's queued packets are dropped, its memory returned, the inner EE told
+//! ([`MeteredEe::on_terminated`]) to discard its state, and the reason logged as an
+//! `Event::Log` from "nodeos". Its principal stays refused for the guard's lifetime (up to
+//! `max_banned` principals), so a hostile protocol cannot come straight back.
+
+use std::any::Any;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
+use anode_routing::LinkId;
+use anode_wire::control::Control;
+use rustc_hash::FxHashMap;
+
+use crate::{
+    CpuMeter, Credentials, DomainId, DomainScheduler, MemKind, NodeOs, NodeOsEvent, Policy,
+    Principal, TerminationReason, Terminator,
+};
+
+/// What the inner EE reports for one principal after a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageReport {
+    /// The principal (protocol / code group); `None` for the EE itself.
+    pub principal: Option<String>,
+    /// Work units used (fuel, steps).
+    pub units: u64,
+    /// Whether the call hit its run-time limit.
+    pub exhausted: bool,
+    /// Soft-state bytes gained (positive) or freed (negative).
+    pub soft_state_delta: i64,
+    /// Code bytes gained or freed.
+    pub code_delta: i64,
+}
+
+/// An EE that reports its work to the NodeOS.
+pub trait MeteredEe: ExecutionEnvironment {
+    /// The principal a packet's work belongs to (`None`: the EE's own domain).
+    fn principal_of(&self, pkt: &EePacket) -> Option<String>;
+    /// The run-time limit of the next call, in the EE's units.
+    fn set_budget(&mut self, units: u64);
+    /// Usage since the last call, per principal.
+    fn take_reports(&mut self) -> Vec<UsageReport>;
+    /// `principal`'s pool is over its limit: free what you can (report it).
+    fn on_memory_pressure(&mut self, principal: &str) {
+        let _ = principal;
+    }
+    /// `principal`'s domain ended: discard all of its state (without reporting it).
+    fn on_terminated(&mut self, principal: &str);
+}
+
+/// Settings of a guard.
+#[derive(Debug, Clone)]
+pub struct GuardConfig {
+    /// The EE's own principal (its domain is created under the root).
+    pub ee_principal: String,
+    /// Policy for protocol principals with none configured.
+    pub protocol_policy: Policy,
+    /// CPU capacity for this EE, ns per second of (virtual) time.
+    pub cpu_ns_per_sec: u64,
+    /// Most CPU budget banked, ns.
+    pub max_burst_ns: u64,
+    /// Maximum run time of one call, ns.
+    pub max_slice_ns: u64,
+    /// DRR quantum per weight unit, ns.
+    pub quantum_ns: u64,
+    /// Packets queued per domain.
+    pub max_queue: usize,
+    /// Node work charged per packet (classification, queueing), ns.
+    pub node_ns_per_packet: u64,
+    /// Consecutive run-time exhaustions before termination.
+    pub max_exhaustions: u32,
+    /// Unit conversion.
+    pub meter: CpuMeter,
+    /// Principals remembered as refused.
+    pub max_banned: usize,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            ee_principal: "ee".into(),
+            protocol_policy: Policy::default(),
+            cpu_ns_per_sec: 500_000_000,
+            max_burst_ns: 5_000_000,
+            max_slice_ns: 1_000_000,
+            quantum_ns: 100_000,
+            max_queue: 256,
+            node_ns_per_packet: 500,
+            max_exhaustions: 8,
+            meter: CpuMeter::new(1000),
+            max_banned: 4096,
+        }
+    }
+}
+
+/// An EE under the NodeOS (see the module docs).
+pub struct DomainGuard<E> {
+    inner: E,
+    os: NodeOs,
+    cfg: GuardConfig,
+    sched: DomainScheduler<EePacket>,
+    ee_domain: DomainId,
+    by_principal: FxHashMap<String, DomainId>,
+    names: FxHashMap<DomainId, String>,
+    streak: FxHashMap<DomainId, u32>,
+    banned: BTreeSet<String>,
+    budget_ns: i64,
+    last: Option<Instant>,
+    name: String,
+}
+
+impl<E> std::fmt::Debug for DomainGuard<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomainGuard")
+            .field("name", &self.name)
+            .field("queued", &self.sched.len())
+            .field("domains", &self.by_principal.len())
+            .finish()
+    }
+}
+
+impl<E: MeteredEe> DomainGuard<E> {
+    /// Guards `inner` with the NodeOS `os`; the EE's own domain is created for
+    /// `cfg.ee_principal` (whose policy must be configured in `os`).
+    pub fn new(inner: E, mut os: NodeOs, cfg: GuardConfig) -> Result<Self, crate::NodeOsError> {
+        let ee_domain =
+            os.create_domain(DomainId::ROOT, &Credentials::new(&cfg.ee_principal), None)?;
+        let name = format!("{}+nodeos", inner.name());
+        Ok(DomainGuard {
+            inner,
+            os,
+            sched: DomainScheduler::new(cfg.quantum_ns, cfg.max_queue),
+            cfg,
+            ee_domain,
+            by_principal: FxHashMap::default(),
+            names: FxHashMap::default(),
+            streak: FxHashMap::default(),
+            banned: BTreeSet::new(),
+            budget_ns: 0,
+            last: None,
+            name,
+        })
+    }
+
+    /// The inner EE.
+    pub fn inner_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+
+    /// The NodeOS (domains, pools, counters).
+    pub fn nodeos(&self) -> &NodeOs {
+        &self.os
+    }
+
+    /// The EE's own domain.
+    pub fn ee_domain(&self) -> DomainId {
+        self.ee_domain
+    }
+
+    /// The domain of `principal`, if live.
+    pub fn domain_of(&self, principal: &str) -> Option<DomainId> {
+        self.by_principal.get(principal).copied()
+    }
+
+    /// Whether `principal` was terminated and is refused.
+    pub fn is_banned(&self, principal: &str) -> bool {
+        self.banned.contains(principal)
+    }
+
+    /// Packets queued.
+    pub fn queued(&self) -> usize {
+        self.sched.len()
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if let Some(last) = self.last {
+            let dt = now.saturating_duration_since(last).as_nanos();
+            let add = dt.saturating_mul(u128::from(self.cfg.cpu_ns_per_sec)) / 1_000_000_000;
+            let add = i64::try_from(add).unwrap_or(i64::MAX);
+            let cap = i64::try_from(self.cfg.max_burst_ns).unwrap_or(i64::MAX);
+            self.budget_ns = self.budget_ns.saturating_add(add).min(cap);
+        }
+        if self.last.is_none_or(|l| now > l) {
+            self.last = Some(now);
+        }
+    }
+
+    fn domain_for(&mut self, principal: Option<String>, now: Instant) -> Option<DomainId> {
+        let _ = now;
+        let Some(p) = principal else {
+            return Some(self.ee_domain);
+        };
+        if let Some(d) = self.by_principal.get(&p) {
+            return Some(*d);
+        }
+        if self.banned.contains(&p) {
+            return None;
+        }
+        if self.os.policies_mut().get(&Principal(p.clone())).is_none() {
+            let pol = self.cfg.protocol_policy.clone();
+            self.os.policies_mut().insert(&p, pol);
+        }
+        let d = self
+            .os
+            .create_domain(self.ee_domain, &Credentials::new(&p), None)
+            .ok()?;
+        let w = self.os.policy(d).map_or(1, |x| x.cpu_share);
+        self.sched.set_weight(d, w);
+        self.by_principal.insert(p.clone(), d);
+        self.names.insert(d, p);
+        Some(d)
+    }
+
+    fn apply_reports(&mut self, now: Instant) {
+        for r in self.inner.take_reports() {
+            let d = match &r.principal {
+                None => self.ee_domain,
+                Some(p) => match self.by_principal.get(p) {
+                    Some(d) => *d,
+                    None => continue,
+                },
+            };
+            self.os.charge_cpu(d, self.cfg.meter.to_ns(r.units));
+            if r.exhausted {
+                self.os.note_cpu_exhausted(d);
+                let s = self.streak.entry(d).or_insert(0);
+                *s += 1;
+                if *s >= self.cfg.max_exhaustions && d != self.ee_domain {
+                    let why = format!(
+                        "hit the {} ns run-time limit {} calls in a row",
+                        self.cfg.max_slice_ns, s
+                    );
+                    let _ = self.os.terminate(
+                        d,
+                        Terminator::Node,
+                        TerminationReason::CpuOverLimit(why),
+                    );
+                    continue;
+                }
+            } else {
+                self.streak.remove(&d);
+            }
+            for (kind, delta) in [
+                (MemKind::SoftState, r.soft_state_delta),
+                (MemKind::Code, r.code_delta),
+            ] {
+                if delta > 0 {
+                    if let Err(e) = self.os.charge_mem(d, kind, delta.unsigned_abs(), now)
+                        && d != self.ee_domain
+                    {
+                        let _ = self.os.terminate(
+                            d,
+                            Terminator::Node,
+                            TerminationReason::Policy(e.to_string()),
+                        );
+                        break;
+                    }
+                } else if delta < 0 {
+                    self.os.release_mem(d, kind, delta.unsigned_abs());
+                }
+            }
+        }
+    }
+
+    fn drain_events(&mut self, ctx: &mut NodeContext<'_>) {
+        while let Some(e) = self.os.poll_event() {
+            match e {
+                NodeOsEvent::Terminated {
+                    domain,
+                    principal,
+                    by,
+                    reason,
+                } => {
+                    self.sched.remove(domain);
+                    self.streak.remove(&domain);
+                    if let Some(p) = self.names.remove(&domain) {
+                        self.by_principal.remove(&p);
+                        self.inner.on_terminated(&p);
+                        if self.banned.len() < self.cfg.max_banned {
+                            self.banned.insert(p);
+                        }
+                    }
+                    ctx.log(
+                        "nodeos",
+                        format!("domain {domain} ({principal}) terminated by {by:?}: {reason}"),
+                    );
+                }
+                NodeOsEvent::MemoryPressure { domains, .. } => {
+                    for d in domains {
+                        if let Some(p) = self.names.get(&d).cloned() {
+                            self.inner.on_memory_pressure(&p);
+                        }
+                    }
+                    let now = ctx.now();
+                    self.apply_reports(now);
+                }
+                NodeOsEvent::MemoryRelieved { .. } | NodeOsEvent::HandlerOverrun { .. } => {}
+            }
+        }
+    }
+
+    fn serve(&mut self, ctx: &mut NodeContext<'_>) {
+        let now = ctx.now();
+        let units = self.cfg.meter.units_for(self.cfg.max_slice_ns);
+        while self.budget_ns > 0 {
+            let Some((d, pkt)) = self.sched.dequeue() else {
+                break;
+            };
+            let len = pkt.buf.len() as u64;
+            self.os.release_mem(d, MemKind::Packet, len);
+            self.os.count_packet(d, len);
+            self.inner.set_budget(units);
+            self.inner.handle_packet(ctx, pkt);
+            let before = self.os.counters(d).map_or(0, |c| c.cpu_ns);
+            self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
+            self.apply_reports(now);
+            let after = self.os.counters(d).map_or(before, |c| c.cpu_ns);
+            let cost = after.saturating_sub(before) + self.cfg.node_ns_per_packet;
+            self.sched.complete(d, cost);
+            self.budget_ns = self
+                .budget_ns
+                .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
+            self.drain_events(ctx);
+        }
+        self.drain_events(ctx);
+    }
+}
+
+impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
+    fn type_id(&self) -> u16 {
+        self.inner.type_id()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        let now = ctx.now();
+        self.refill(now);
+        let principal = self.inner.principal_of(&pkt);
+        let Some(d) = self.domain_for(principal, now) else {
+            ctx.count_drop(&self.name, "domain_refused");
+            return;
+        };
+        let len = pkt.buf.len() as u64;
+        if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
+            self.os.count_drop(d, "memory");
+            ctx.count_drop(&self.name, "memory");
+            return;
+        }
+        if self.sched.enqueue(d, pkt).is_err() {
+            self.os.release_mem(d, MemKind::Packet, len);
+            self.os.count_drop(d, "queue_full");
+            ctx.count_drop(&self.name, "queue_full");
+            return;
+        }
+        self.serve(ctx);
+    }
+
+    fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
+        self.inner.handle_control(ctx, link, msg);
+        let now = ctx.now();
+        self.apply_reports(now);
+        self.drain_events(ctx);
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
+        let now = ctx.now();
+        self.refill(now);
+        self.os.handle_timeout(now);
+        if self.inner.poll_timeout().is_some_and(|t| t <= now) {
+            self.inner.handle_timeout(ctx);
+            self.apply_reports(now);
+        }
+        self.drain_events(ctx);
+        self.serve(ctx);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let queued = (!self.sched.is_empty())
+            .then_some(self.last)
+            .flatten()
+            .map(|last| {
+                if self.budget_ns > 0 {
+                    last
+                } else {
+                    let need = u128::from(self.budget_ns.unsigned_abs()) + 1;
+                    let ns = need * 1_000_000_000 / u128::from(self.cfg.cpu_ns_per_sec.max(1));
+                    last + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+                }
+            });
+        [self.inner.poll_timeout(), self.os.poll_timeout(), queued]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,233 @@
+//! Shared test harness: a line of anode nodes with zero-delay links in virtual time, a test EE
+//! that burns CPU and memory the way hostile protocols do, and a sink.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anode_core::wire::anep::TYPE_CAPSULE;
+use anode_core::wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
+use anode_core::wire::{NodeAddr, addr::v4, routed_packet};
+use anode_core::{
+    Dispatch, EePacket, Event, ExecutionEnvironment, LinkConfig, LinkId, Node, NodeConfig,
+    NodeContext,
+};
+use anode_nodeos::guard::{MeteredEe, UsageReport};
+
+pub const BENIGN: u8 = 0;
+pub const LOOP: u8 = 1;
+pub const BOMB: u8 = 2;
+pub const STORM: u8 = 3;
+pub const FLOOD: u8 = 4;
+
+pub fn addr(i: usize) -> NodeAddr {
+    v4(198, 18, 0, i as u8 + 1, 3322)
+}
+
+/// A capsule from node `src` to node `dst` evaluated at every hop; EE bytes: kind, protocol.
+pub fn capsule(src: usize, dst: usize, kind: u8, proto: u8, seq: u64) -> Vec<u8> {
+    let t = TransitRepr {
+        flags: FLAG_EVAL_EVERY_HOP,
+        rb: 16,
+        flow: u64::from(proto) << 56 | seq,
+        src: addr(src),
+        dst: addr(dst),
+        prev_hop: addr(src),
+    };
+    routed_packet(TYPE_CAPSULE, &t, &[kind, proto], &[0u8; 64]).unwrap()
+}
+
+/// The test EE: behavior by the capsule's first EE byte, principal `proto-N` by the second.
+#[derive(Debug, Default)]
+pub struct BurnEe {
+    budget: u64,
+    reports: Vec<UsageReport>,
+    /// Soft state held per principal, bytes (what a real EE would have allocated).
+    pub state: BTreeMap<String, u64>,
+    pub terminated: Vec<String>,
+}
+
+fn principal(pkt: &EePacket) -> Option<String> {
+    pkt.ee_bytes().get(1).map(|p| format!("proto-{p}"))
+}
+
+impl ExecutionEnvironment for BurnEe {
+    fn type_id(&self) -> u16 {
+        TYPE_CAPSULE
+    }
+    fn name(&self) -> &str {
+        "burn"
+    }
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        let kind = pkt.ee_bytes().first().copied().unwrap_or(BENIGN);
+        let p = principal(&pkt);
+        let mut r = UsageReport {
+            principal: p.clone(),
+            ..Default::default()
+        };
+        let key = p.unwrap_or_default();
+        match kind {
+            BENIGN => {
+                r.units = 20_000.min(self.budget);
+                if pkt.why != Dispatch::Destination {
+                    let _ = ctx.forward(pkt.buf, pkt.anep_len);
+                }
+            }
+            LOOP => {
+                // `loop {}`: runs until the fuel is gone.
+                r.units = self.budget;
+                r.exhausted = true;
+            }
+            BOMB => {
+                r.units = 5_000;
+                *self.state.entry(key).or_insert(0) += 64 << 10;
+                r.soft_state_delta = 64 << 10;
+            }
+            STORM => {
+                r.units = 5_000;
+                for _ in 0..8 {
+                    let _ = ctx.forward(pkt.buf.clone(), pkt.anep_len);
+                }
+            }
+            FLOOD => {
+                r.units = 2_000;
+                *self.state.entry(key).or_insert(0) += 4096;
+                r.soft_state_delta = 4096;
+            }
+            _ => {}
+        }
+        self.reports.push(r);
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+impl MeteredEe for BurnEe {
+    fn principal_of(&self, pkt: &EePacket) -> Option<String> {
+        principal(pkt)
+    }
+    fn set_budget(&mut self, units: u64) {
+        self.budget = units;
+    }
+    fn take_reports(&mut self) -> Vec<UsageReport> {
+        std::mem::take(&mut self.reports)
+    }
+    fn on_terminated(&mut self, principal: &str) {
+        self.state.remove(principal);
+        self.terminated.push(principal.to_string());
+    }
+}
+
+/// Counts what arrives, by EE kind; forwards what is injected locally.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub got: BTreeMap<u8, u64>,
+}
+
+impl ExecutionEnvironment for Sink {
+    fn type_id(&self) -> u16 {
+        TYPE_CAPSULE
+    }
+    fn name(&self) -> &str {
+        "sink"
+    }
+    fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        if pkt.why == Dispatch::Destination {
+            let k = pkt.ee_bytes().first().copied().unwrap_or(255);
+            *self.got.entry(k).or_insert(0) += 1;
+        } else {
+            // A source node: send what local applications inject.
+            let _ = ctx.forward(pkt.buf, pkt.anep_len);
+        }
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// A line of nodes 0 - 1 - ... - n-1 with zero-delay links.
+pub struct Line {
+    pub nodes: Vec<Node>,
+    pub now: Instant,
+    pub logs: Vec<String>,
+}
+
+impl Line {
+    pub fn new(n: usize) -> Line {
+        let now = Instant::now();
+        let mut nodes: Vec<Node> = (0..n)
+            .map(|i| Node::new(NodeConfig::new(addr(i)), now).unwrap())
+            .collect();
+        for i in 0..n.saturating_sub(1) {
+            nodes[i].add_link(LinkConfig::new(addr(i + 1)), now);
+            nodes[i + 1].add_link(LinkConfig::new(addr(i)), now);
+        }
+        Line {
+            nodes,
+            now,
+            logs: Vec::new(),
+        }
+    }
+
+    /// Link 0 of node 0 goes right; node i>0 has link 0 left and link 1 right.
+    fn peer(&self, i: usize, l: LinkId) -> Option<(usize, LinkId)> {
+        let right = if i == 0 { 0 } else { 1 };
+        if l.0 == right && i + 1 < self.nodes.len() {
+            Some((i + 1, LinkId(0)))
+        } else if l.0 == 0 && i > 0 {
+            Some((i - 1, if i - 1 == 0 { LinkId(0) } else { LinkId(1) }))
+        } else {
+            None
+        }
+    }
+
+    pub fn pump(&mut self) {
+        for _ in 0..1_000_000 {
+            let mut moved = false;
+            for i in 0..self.nodes.len() {
+                while let Some(t) = self.nodes[i].poll_transmit() {
+                    moved = true;
+                    if let Some((j, l)) = self.peer(i, t.link) {
+                        self.nodes[j].handle_packet(self.now, l, t.buf);
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        for n in &mut self.nodes {
+            while let Some(e) = n.poll_event() {
+                if let Event::Log { ee, message } = e {
+                    self.logs.push(format!("{ee}: {message}"));
+                }
+            }
+        }
+    }
+
+    /// Runs timers up to `now + d`.
+    pub fn advance(&mut self, d: Duration) {
+        let end = self.now + d;
+        loop {
+            self.pump();
+            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
+            match next {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    for n in &mut self.nodes {
+                        if n.poll_timeout().is_some_and(|x| x <= self.now) {
+                            n.handle_timeout(self.now);
+                        }
+                    }
+                }
+                _ => {
+                    self.now = end;
+                    self.pump();
+                    return;
+                }
+            }
+        }
+    }
+}
