@@ -1,0 +1,91 @@
+//! Guest side of the service-module ABI (`anode_mod`, see `crates/modules/src/runtime.rs`):
+//! safe wrappers over the host imports, and the panic handler (a panic traps, and the node
+//! stops the module).
+
+#![no_std]
+
+#[link(wasm_import_module = "anode_mod")]
+unsafe extern "C" {
+    fn pkt_len() -> i32;
+    fn pkt_read(off: i32, ptr: *mut u8, len: i32) -> i32;
+    fn pkt_write(off: i32, ptr: *const u8, len: i32) -> i32;
+    fn in_link() -> i32;
+    fn set_redirect(link: i32) -> i32;
+    fn config(ptr: *const u8, len: i32) -> i64;
+    fn q_len(class: i32) -> i32;
+    fn q_head_len(class: i32) -> i32;
+    fn call(ptr: *const u8, len: i32, op: i32, arg: i64) -> i64;
+}
+
+/// Verdict: go on.
+pub const CONTINUE: i32 = 0;
+/// Verdict: drop.
+pub const DROP: i32 = 1;
+/// Verdict: consumed.
+pub const CONSUME: i32 = 2;
+/// Verdict: redirect to the link set with [`redirect`].
+pub const REDIRECT: i32 = 3;
+
+/// Length of the packet being processed.
+pub fn packet_len() -> usize {
+    // SAFETY: host import with no arguments.
+    let n = unsafe { pkt_len() };
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Reads packet bytes at `off` into `buf`; false if out of bounds.
+pub fn read(off: usize, buf: &mut [u8]) -> bool {
+    // SAFETY: the host writes at most `buf.len()` bytes into `buf` and checks bounds.
+    unsafe { pkt_read(off as i32, buf.as_mut_ptr(), buf.len() as i32) == buf.len() as i32 }
+}
+
+/// Writes `buf` into the packet at `off`; false if out of bounds.
+pub fn write(off: usize, buf: &[u8]) -> bool {
+    // SAFETY: the host reads `buf.len()` bytes from `buf` and checks bounds.
+    unsafe { pkt_write(off as i32, buf.as_ptr(), buf.len() as i32) == buf.len() as i32 }
+}
+
+/// The link the packet arrived on (-1: local).
+pub fn input_link() -> i32 {
+    // SAFETY: host import with no arguments.
+    unsafe { in_link() }
+}
+
+/// Sets the link a REDIRECT verdict sends to.
+pub fn redirect(link: i32) -> bool {
+    // SAFETY: host import with a plain integer.
+    unsafe { set_redirect(link) == 0 }
+}
+
+/// A configuration value by name (0 if absent).
+pub fn config_int(name: &str) -> i64 {
+    // SAFETY: the host reads `name.len()` bytes from `name`.
+    unsafe { config(name.as_ptr(), name.len() as i32) }
+}
+
+/// Packets in queue class `c` (-1: no such class).
+pub fn queue_len(c: i32) -> i32 {
+    // SAFETY: host import with a plain integer.
+    unsafe { q_len(c) }
+}
+
+/// Bytes of the head packet of class `c`.
+pub fn queue_head_len(c: i32) -> i32 {
+    // SAFETY: host import with a plain integer.
+    unsafe { q_head_len(c) }
+}
+
+/// Calls operation `op` of the service `name` another module provides (-1: unavailable).
+pub fn call_service(name: &str, op: i32, arg: i64) -> i64 {
+    // SAFETY: the host reads `name.len()` bytes from `name`.
+    unsafe { call(name.as_ptr(), name.len() as i32, op, arg) }
+}
+
+/// Number of queue classes the host offers.
+pub const CLASSES: i32 = 16;
+
+#[cfg(target_arch = "wasm32")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
