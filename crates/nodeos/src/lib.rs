@@ -38,7 +38,7 @@ mod sched;
 
 pub use chan::{
     AddrSpec, ChanId, Classifier, CutTable, DemuxKey, HandlerId, InChanSpec, ProtocolSpec,
-    SpecError, TokenBucket,
+    SpecError, TokenBucket, capsule_protocol_key, flow_key,
 };
 pub use cpu::CpuMeter;
 pub use domain::{

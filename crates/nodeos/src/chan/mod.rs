@@ -69,6 +69,20 @@ impl AddrSpec {
     }
 }
 
+/// The demux key selecting one capsule protocol (code group): the 32-byte code object name
+/// in the capsule header, which follows the 72-byte transit header.
+pub fn capsule_protocol_key(code: &[u8; 32]) -> DemuxKey {
+    DemuxKey::exact(
+        BASIC_HEADER_LEN + anode_wire::transit::LEN + 4,
+        code.as_slice(),
+    )
+}
+
+/// The demux key selecting one transit flow id.
+pub fn flow_key(flow: u64) -> DemuxKey {
+    DemuxKey::exact(BASIC_HEADER_LEN + 8, &flow.to_be_bytes())
+}
+
 /// An input channel's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InChanSpec {
