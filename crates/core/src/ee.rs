@@ -90,6 +90,11 @@ pub trait ExecutionEnvironment: Send {
         None
     }
 
+    /// Per-domain accounting, for EEs running under the NodeOS layer (`None`: no domains).
+    fn domain_report(&self) -> Option<crate::DomainReport> {
+        None
+    }
+
     /// For drivers and tools that need the concrete EE (e.g. to inject or inspect).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }

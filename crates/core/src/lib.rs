@@ -42,6 +42,7 @@ mod event;
 mod fastpath;
 mod hooks;
 mod node;
+mod report;
 mod txq;
 
 pub use anode_routing::{LinkId, NextHop, RoutingConfig, dv::Route, dv::RouteKind};
@@ -53,6 +54,7 @@ pub use ee::{Dispatch, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
 pub use hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
 pub use node::{NeighborInfo, Node};
+pub use report::{DomainReport, DomainStat};
 pub use txq::{Fcfs, QueueDiscipline};
 
 #[cfg(test)]

@@ -208,6 +208,11 @@ impl Node {
         Some(r)
     }
 
+    /// The domain reports of the EEs that keep domains (NodeOS layer), in registration order.
+    pub fn domain_reports(&self) -> Vec<crate::DomainReport> {
+        self.ees.iter().filter_map(|e| e.domain_report()).collect()
+    }
+
     /// Counters.
     pub fn counters(&self) -> &Counters {
         &self.core.counters

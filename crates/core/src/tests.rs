@@ -611,3 +611,38 @@ fn demux_key_matches_with_mask_and_refuses_short_packets() {
     let far = DemuxKey::exact(usize::MAX, &[1]);
     assert!(!far.matches(&[1, 2, 3]));
 }
+
+#[test]
+fn domain_reports_come_only_from_ees_that_keep_domains() {
+    struct Reporting;
+    impl ExecutionEnvironment for Reporting {
+        fn type_id(&self) -> u16 {
+            0x0b00
+        }
+        fn name(&self) -> &str {
+            "reporting"
+        }
+        fn handle_packet(&mut self, _ctx: &mut NodeContext<'_>, _pkt: EePacket) {}
+        fn domain_report(&self) -> Option<DomainReport> {
+            Some(DomainReport {
+                ee: "reporting".into(),
+                domains: vec![DomainStat {
+                    id: 1,
+                    principal: "p".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        }
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+    let mut n = Node::new(NodeConfig::new(addr(0)), Instant::now()).unwrap();
+    n.register_ee(Box::new(Recorder { seen: vec![] }));
+    assert!(n.domain_reports().is_empty());
+    n.register_ee(Box::new(Reporting));
+    let r = n.domain_reports();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].domains[0].principal, "p");
+}
