@@ -416,6 +416,10 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             .min()
     }
 
+    fn domain_report(&self) -> Option<anode_core::DomainReport> {
+        Some(self.os.report(&self.name))
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::DomainInfo;
+use anode_core::{DomainReport, DomainStat};
 
 /// `[metrics]` in the node configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -66,92 +66,110 @@ fn esc(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The Prometheus text for a set of domains, plus node-wide memory and terminations.
-pub fn render(
-    domains: &[DomainInfo],
-    node_used: u64,
-    node_limit: u64,
-    terminations: u64,
-) -> String {
+/// The Prometheus text for the nodes' domain reports (`Node::domain_reports`).
+pub fn render(reports: &[DomainReport]) -> String {
     let mut o = String::new();
-    let gauge = |o: &mut String, name: &str, kind: &str, help: &str| {
+    let head = |o: &mut String, name: &str, kind: &str, help: &str| {
         let _ = writeln!(
             o,
             "# HELP anode_domain_{name} {help}\n# TYPE anode_domain_{name} {kind}"
         );
     };
-    type Get = fn(&DomainInfo) -> u64;
+    type Get = fn(&DomainStat) -> u64;
     let series: [(&str, &str, &str, Get); 6] = [
         (
             "packets_total",
             "counter",
             "Packets handled for the domain.",
-            |d| d.counters.packets,
+            |d| d.packets,
         ),
         (
             "bytes_total",
             "counter",
             "Bytes handled for the domain.",
-            |d| d.counters.bytes,
+            |d| d.bytes,
         ),
         (
             "cpu_ns_total",
             "counter",
             "CPU time charged to the domain, ns.",
-            |d| d.counters.cpu_ns,
-        ),
-        (
-            "cpu_exhausted_total",
-            "counter",
-            "Calls that hit the maximum run time.",
-            |d| d.counters.cpu_exhausted,
+            |d| d.cpu_ns,
         ),
         ("memory_bytes", "gauge", "Memory held by the domain.", |d| {
-            d.counters.memory_bytes
+            d.memory_bytes
         }),
+        (
+            "memory_limit_bytes",
+            "gauge",
+            "The domain's memory limit.",
+            |d| d.memory_limit,
+        ),
         (
             "child_terminations_total",
             "counter",
             "Child domains terminated.",
-            |d| d.counters.child_terminations,
+            |d| d.child_terminations,
         ),
     ];
+    let label = |r: &DomainReport, d: &DomainStat| {
+        format!(
+            "ee=\"{}\",domain=\"{}\",principal=\"{}\"",
+            esc(&r.ee),
+            d.id,
+            esc(&d.principal)
+        )
+    };
     for (name, kind, help, get) in series {
-        gauge(&mut o, name, kind, help);
-        for d in domains {
-            let _ = writeln!(
-                o,
-                "anode_domain_{name}{{domain=\"{}\",principal=\"{}\"}} {}",
-                d.id.0,
-                esc(&d.principal),
-                get(d)
-            );
+        head(&mut o, name, kind, help);
+        for r in reports {
+            for d in &r.domains {
+                let _ = writeln!(o, "anode_domain_{name}{{{}}} {}", label(r, d), get(d));
+            }
         }
     }
-    gauge(&mut o, "drops_total", "counter", "Drops by reason.");
-    for d in domains {
-        for (r, n) in &d.counters.drops {
-            let _ = writeln!(
-                o,
-                "anode_domain_drops_total{{domain=\"{}\",principal=\"{}\",reason=\"{}\"}} {n}",
-                d.id.0,
-                esc(&d.principal),
-                esc(r)
-            );
+    head(&mut o, "drops_total", "counter", "Drops by reason.");
+    for r in reports {
+        for d in &r.domains {
+            for (why, n) in &d.drops {
+                let _ = writeln!(
+                    o,
+                    "anode_domain_drops_total{{{},reason=\"{}\"}} {n}",
+                    label(r, d),
+                    esc(why)
+                );
+            }
         }
     }
-    let _ = writeln!(
-        o,
-        "# HELP anode_nodeos_memory_bytes Memory charged to all domains.\n# TYPE anode_nodeos_memory_bytes gauge\nanode_nodeos_memory_bytes {node_used}"
-    );
-    let _ = writeln!(
-        o,
-        "# HELP anode_nodeos_memory_limit_bytes The node's memory bound.\n# TYPE anode_nodeos_memory_limit_bytes gauge\nanode_nodeos_memory_limit_bytes {node_limit}"
-    );
-    let _ = writeln!(
-        o,
-        "# HELP anode_nodeos_terminations_total Domains terminated.\n# TYPE anode_nodeos_terminations_total counter\nanode_nodeos_terminations_total {terminations}"
-    );
+    type GetR = fn(&DomainReport) -> u64;
+    let totals: [(&str, &str, &str, GetR); 3] = [
+        (
+            "memory_bytes",
+            "gauge",
+            "Memory charged to all of the EE's domains.",
+            |r| r.memory_used,
+        ),
+        (
+            "memory_limit_bytes",
+            "gauge",
+            "The bound on the EE's domains' memory.",
+            |r| r.memory_limit,
+        ),
+        (
+            "terminations_total",
+            "counter",
+            "Domains terminated.",
+            |r| r.terminations,
+        ),
+    ];
+    for (name, kind, help, get) in totals {
+        let _ = writeln!(
+            o,
+            "# HELP anode_nodeos_{name} {help}\n# TYPE anode_nodeos_{name} {kind}"
+        );
+        for r in reports {
+            let _ = writeln!(o, "anode_nodeos_{name}{{ee=\"{}\"}} {}", esc(&r.ee), get(r));
+        }
+    }
     o
 }
 
@@ -232,11 +250,14 @@ mod tests {
             .unwrap();
         os.count_packet(d, 100);
         os.count_drop(d, "bandwidth");
-        let text = render(&os.domains(), 0, 1, 0);
+        let text = render(&[os.report("capsule")]);
         assert!(
-            text.contains("anode_domain_packets_total{domain=\"1\",principal=\"p\\\"q\"} 1"),
+            text.contains(
+                "anode_domain_packets_total{ee=\"capsule\",domain=\"1\",principal=\"p\\\"q\"} 1"
+            ),
             "{text}"
         );
+        assert!(text.contains("anode_nodeos_terminations_total{ee=\"capsule\"} 0"));
         assert!(text.contains("reason=\"bandwidth\"} 1"));
         let shared = Arc::new(text);
         let t2 = shared.clone();

@@ -779,6 +779,37 @@ impl NodeOs {
         self.recent.iter()
     }
 
+    /// The report the node's control socket and metrics show for the EE named `ee`.
+    pub fn report(&self, ee: &str) -> anode_core::DomainReport {
+        anode_core::DomainReport {
+            ee: ee.to_string(),
+            memory_used: self.pools.node_used(),
+            memory_limit: self.pools.node_limit(),
+            terminations: self.terminations,
+            recent_terminations: self
+                .recent
+                .iter()
+                .map(|r| (r.domain.0, r.principal.clone(), r.reason.clone()))
+                .collect(),
+            domains: self
+                .domains()
+                .into_iter()
+                .map(|d| anode_core::DomainStat {
+                    id: d.id.0,
+                    parent: d.parent.map(|p| p.0),
+                    principal: d.principal,
+                    packets: d.counters.packets,
+                    bytes: d.counters.bytes,
+                    cpu_ns: d.counters.cpu_ns,
+                    memory_bytes: d.counters.memory_bytes,
+                    memory_limit: d.memory_limit,
+                    drops: d.counters.drops,
+                    child_terminations: d.counters.child_terminations,
+                })
+                .collect(),
+        }
+    }
+
     /// Every live domain, by id.
     pub fn domains(&self) -> Vec<DomainInfo> {
         let mut v: Vec<DomainInfo> = self
