@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Kernel forwarding vs the anode IP fast path, same topology, same run:
+#   <p>s --veth-- <p>r --veth-- <p>d   (scripts/netns-router.sh; 198.18.0.0/15 only)
+# For each router (kernel, anode) and UDP payload size (64, 1472 bytes):
+#   - full offered load (blast at full speed for SECS): sent, delivered pps, loss;
+#   - the maximum loss-free rate (loss <= 0.1%), by bisection over paced rates;
+#   - ping RTT through the router (avg of 20 pings).
+# Traffic: the C `blast` / `recv` yardsticks from ../shared/baselines (built into a temp dir).
+# Needs root. Tears everything down on exit, even on failure.
+# usage: bench-router.sh [SECS=3]   (env: ANODE_BIN, BISECT_STEPS=5, SIZES="64 1472")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-3}
+steps=${BISECT_STEPS:-5}
+sizes=${SIZES:-64 1472}
+p=bench
+if [ "$(id -u)" != 0 ]; then echo "bench-router: needs root (network namespaces)" >&2; exit 1; fi
+tmp=$(mktemp -d)
+cleanup() { scripts/netns-router.sh down "$p" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+base=../shared/baselines
+[ -d "$base" ] || { echo "bench-router: $base not found (the repo's parent holds shared/)" >&2; exit 1; }
+make -s -C "$base" O="$tmp" >/dev/null
+if [ -z "${ANODE_BIN:-}" ]; then
+    cargo build -q --release -p anode
+    ANODE_BIN=${CARGO_TARGET_DIR:-target}/release/anode
+fi
+export ANODE_BIN
+ns() { ip netns exec "$@"; }
+
+# trial RATE SIZE -> "sent rcvd"
+trial() {
+    local rate=$1 size=$2
+    ns ${p}d "$tmp/recv" 198.18.2.2:9000 $((secs + 4)) 1 >"$tmp/recv.out" &
+    local rp=$!
+    for _ in $(seq 50); do grep -q ready "$tmp/recv.out" 2>/dev/null && break; sleep 0.05; done
+    local b
+    b=$(ns ${p}s "$tmp/blast" 198.18.2.2:9000 "$size" "$secs" "$rate" 2>&1 | tail -1)
+    wait "$rp" || true
+    local sent rcvd
+    sent=$(echo "$b" | sed -n 's/.*sent=\([0-9]*\).*/\1/p')
+    rcvd=$(sed -n 's/.*rcvd=\([0-9]*\).*/\1/p' "$tmp/recv.out")
+    echo "${sent:-0} ${rcvd:-0}"
+}
+
+results=()
+for mode in kernel anode; do
+    scripts/netns-router.sh up "$p" "$mode" >/dev/null
+    # Warm up ARP/NDP and measure RTT.
+    ns ${p}s ping -c 3 -i 0.2 -W 1 -q 198.18.2.2 >/dev/null || true
+    rtt=$(ns ${p}s ping -c 20 -i 0.05 -W 1 -q 198.18.2.2 | sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p')
+    for size in $sizes; do
+        read -r sent rcvd < <(trial 0 "$size")
+        full_pps=$((rcvd / secs)); offered=$((sent / secs))
+        loss=$(awk -v s="$sent" -v r="$rcvd" 'BEGIN { if (s > 0) printf "%.2f", 100 * (s - r) / s; else print "n/a" }')
+        # Bisection for the largest rate with loss <= 0.1%.
+        lo=0; hi=$((offered > 0 ? offered : 1000000))
+        # A lossless full-speed run is itself the loss-free rate (the sender is the limit).
+        if [ "$sent" -gt 0 ] && [ $((1000 * (sent - rcvd))) -le "$sent" ]; then lo=$offered; hi=$offered; fi
+        for _ in $(seq "$steps"); do
+            [ "$hi" -gt "$lo" ] || break
+            mid=$(((lo + hi) / 2))
+            read -r s r < <(trial "$mid" "$size")
+            if [ "$s" -gt 0 ] && [ $((1000 * (s - r))) -le "$s" ]; then lo=$mid; else hi=$mid; fi
+        done
+        results+=("$mode $size $offered $full_pps $loss $lo $rtt")
+        echo "bench-router: $mode size=$size offered=$offered delivered=$full_pps loss=$loss% lossfree=$lo rtt=${rtt}ms" >&2
+    done
+    if [ "$mode" = anode ]; then
+        pid=$(cat "${TMPDIR:-/tmp}/anode-netns-$p/router.pid")
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        grep -E "forwarded |dropped |link " "${TMPDIR:-/tmp}/anode-netns-$p/router.log" >&2 || true
+    fi
+    scripts/netns-router.sh down "$p" >/dev/null
+done
+
+echo
+echo "| router | UDP payload | offered pps | delivered pps | loss | max loss-free pps (<=0.1%) | ping RTT avg |"
+echo "|---|---|---|---|---|---|---|"
+for r in "${results[@]}"; do
+    set -- $r
+    echo "| $1 | $2 B | $3 | $4 | $5% | $6 | $7 ms |"
+done
+echo
+for size in $sizes; do
+    k=$(printf '%s\n' "${results[@]}" | awk -v s="$size" '$1=="kernel" && $2==s {print $4}')
+    a=$(printf '%s\n' "${results[@]}" | awk -v s="$size" '$1=="anode" && $2==s {print $4}')
+    awk -v k="$k" -v a="$a" -v s="$size" 'BEGIN { if (k > 0) printf "anode / kernel delivered pps at %s B: %.0f%%\n", s, 100 * a / k }'
+done
