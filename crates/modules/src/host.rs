@@ -1,0 +1,696 @@
+//! [`ModuleHost`]: the modules of one node, their lifecycle, the service registry, and the
+//! packet processors at the node's hook points.
+//!
+//! Lifecycle (Openet ORE / OSGi):
+//! `installed` (verified and compiled; some required service missing) → `resolved` (every
+//! required service is provided by an installed module) → `active` (instantiated; processors
+//! see packets) ↔ `stopped` → uninstalled (removed). Starting a module starts the modules that
+//! provide its services first; a module others depend on cannot be stopped while they are
+//! active; removing a provider sends its dependents back to `installed` with a message naming
+//! what they miss.
+//!
+//! Upgrade in place: the new version is verified, compiled and instantiated, the old instance
+//! exports its state and the new one imports it, and the new instance replaces the old in the
+//! same hook position. The host is the node's [`PacketHooks`]; every operation on it runs on
+//! the node's thread between two packets (through `&mut Node`), so no packet is in a module
+//! during the swap: none is lost or reordered. If any step fails the old version keeps running.
+//!
+//! Faults: a module that traps or runs out of fuel is stopped with the reason recorded, the
+//! packet goes on as if the module were absent, and the node goes on.
+//!
+//! Contract: no module code or input makes the host panic.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anode_core::{
+    DemuxKey, HookInfo, HookPoint, HookVerdict, LinkId, NextHop, PacketHooks, Transmit,
+};
+use anode_wire::NodeAddr;
+use serde::Serialize;
+
+use crate::runtime::{Code, Instance, ModRuntime, verdict};
+use crate::{ConfigValues, Kind, ModuleError, Package, Trust};
+
+/// Where a module is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Verified and compiled, but a required service is missing.
+    Installed,
+    /// Every required service is provided.
+    Resolved,
+    /// Running.
+    Active,
+    /// Stopped (by request or by a fault).
+    Stopped,
+}
+
+/// What `list` and `info` report about a module.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModuleInfo {
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Kind.
+    pub kind: String,
+    /// Lifecycle state.
+    pub state: State,
+    /// Hook point (processors).
+    pub hook: Option<String>,
+    /// Position in load order.
+    pub load_order: u64,
+    /// What is missing, if unresolved.
+    pub missing: Vec<String>,
+    /// The fault or error that stopped it.
+    pub last_error: Option<String>,
+    /// Packets it processed.
+    pub packets: u64,
+    /// SHA-256 of its code.
+    pub code_sha256: String,
+    /// Publisher key.
+    pub publisher: Option<String>,
+    /// Services it provides.
+    pub provides: Vec<String>,
+    /// Services it requires.
+    pub requires: Vec<String>,
+}
+
+struct Entry {
+    pkg: Package,
+    code: Code,
+    config: ConfigValues,
+    state: State,
+    inst: Option<Box<Instance>>,
+    missing: Vec<String>,
+    last_error: Option<String>,
+    order: u64,
+    filters: Vec<Vec<DemuxKey>>,
+    packets: u64,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("id", &self.pkg.id())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The modules of one node.
+#[derive(Debug)]
+pub struct ModuleHost {
+    rt: Arc<ModRuntime>,
+    trust: Trust,
+    modules: BTreeMap<String, Entry>,
+    next_order: u64,
+    /// Active processors per hook point, in load order (index = `HookPoint` order).
+    active: [Vec<String>; 4],
+    /// Link peers, for emitted and redirected packets.
+    links: Vec<NodeAddr>,
+    /// Faults and module log lines, most recent last (bounded).
+    pub log: Vec<String>,
+}
+
+fn point_index(p: HookPoint) -> usize {
+    match p {
+        HookPoint::Ingress => 0,
+        HookPoint::PreRouting => 1,
+        HookPoint::PostRouting => 2,
+        HookPoint::LocalDelivery => 3,
+    }
+}
+
+fn matches(filters: &[Vec<DemuxKey>], pkt: &[u8]) -> bool {
+    filters.is_empty() || filters.iter().any(|f| f.iter().all(|k| k.matches(pkt)))
+}
+
+const MAX_LOG: usize = 256;
+
+impl ModuleHost {
+    /// A host with no modules, trusting `trust`.
+    pub fn new(rt: Arc<ModRuntime>, trust: Trust) -> Self {
+        ModuleHost {
+            rt,
+            trust,
+            modules: BTreeMap::new(),
+            next_order: 0,
+            active: Default::default(),
+            links: Vec::new(),
+            log: Vec::new(),
+        }
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<ModRuntime> {
+        &self.rt
+    }
+
+    /// Tells the host the node's link peers (index = link id).
+    pub fn set_links(&mut self, peers: Vec<NodeAddr>) {
+        self.links = peers;
+    }
+
+    fn note(&mut self, s: String) {
+        if self.log.len() >= MAX_LOG {
+            self.log.remove(0);
+        }
+        self.log.push(s);
+    }
+
+    /// Verifies, compiles and installs a package; returns its state (`Installed` if a
+    /// required service is missing, with [`ModuleInfo::missing`] saying which).
+    pub fn install(&mut self, pkg: Package, config: &toml::Table) -> Result<State, ModuleError> {
+        self.trust.verify(&pkg)?;
+        let name = pkg.manifest.name.clone();
+        if self.modules.contains_key(&name) {
+            return Err(ModuleError::AlreadyInstalled(name));
+        }
+        let code = self.rt.compile(&pkg.manifest, &pkg.code)?;
+        let config = pkg.manifest.configure(config)?;
+        let filters = pkg.manifest.demux_filters()?;
+        let order = self.next_order;
+        self.next_order += 1;
+        self.modules.insert(
+            name.clone(),
+            Entry {
+                pkg,
+                code,
+                config,
+                state: State::Installed,
+                inst: None,
+                missing: Vec::new(),
+                last_error: None,
+                order,
+                filters,
+                packets: 0,
+            },
+        );
+        self.resolve_all();
+        Ok(self
+            .modules
+            .get(&name)
+            .map_or(State::Installed, |e| e.state))
+    }
+
+    /// The module providing service `svc` in a version `req` accepts (not `except`).
+    fn provider(&self, svc: &str, req: &semver::VersionReq, except: &str) -> Option<String> {
+        self.modules
+            .iter()
+            .filter(|(n, e)| n.as_str() != except && e.state != State::Installed)
+            .find(|(_, e)| {
+                e.pkg
+                    .manifest
+                    .provides
+                    .iter()
+                    .any(|p| p.name == svc && req.matches(&p.version))
+            })
+            .map(|(n, _)| n.clone())
+    }
+
+    /// Recomputes which modules are resolved (to a fixed point: providers may be unresolved).
+    fn resolve_all(&mut self) {
+        loop {
+            let mut changed = false;
+            let names: Vec<String> = self.modules.keys().cloned().collect();
+            for n in names {
+                let Some(e) = self.modules.get(&n) else {
+                    continue;
+                };
+                let reqs = e.pkg.manifest.requires.clone();
+                let state = e.state;
+                let mut missing = Vec::new();
+                for r in &reqs {
+                    // A module cannot satisfy its own requirement unless it is resolved.
+                    let found = self.provider(&r.name, &r.version, &n).is_some();
+                    if !found {
+                        let have: Vec<String> = self
+                            .modules
+                            .values()
+                            .flat_map(|e| e.pkg.manifest.provides.iter())
+                            .filter(|p| p.name == r.name)
+                            .map(|p| p.version.to_string())
+                            .collect();
+                        missing.push(if have.is_empty() {
+                            format!(
+                                "service {} {} (no installed module provides it)",
+                                r.name, r.version
+                            )
+                        } else {
+                            format!(
+                                "service {} {} (installed: {}, not usable)",
+                                r.name,
+                                r.version,
+                                have.join(", ")
+                            )
+                        });
+                    }
+                }
+                let new_state = match (state, missing.is_empty()) {
+                    (State::Installed, true) => State::Resolved,
+                    (State::Resolved | State::Stopped, false) => State::Installed,
+                    (State::Active, false) => State::Installed,
+                    (s, _) => s,
+                };
+                if new_state != state {
+                    changed = true;
+                }
+                if let Some(e) = self.modules.get_mut(&n) {
+                    if new_state == State::Installed && e.inst.is_some() {
+                        e.inst = None;
+                        e.last_error = Some(format!("stopped: lost {}", missing.join("; ")));
+                    }
+                    e.state = new_state;
+                    e.missing = missing;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.rebuild_active();
+    }
+
+    fn rebuild_active(&mut self) {
+        let mut lists: [Vec<(u64, String)>; 4] = Default::default();
+        for (n, e) in &self.modules {
+            if e.state == State::Active
+                && let Some(p) = e.pkg.manifest.hook_point()
+                && let Some(l) = lists.get_mut(point_index(p))
+            {
+                l.push((e.order, n.clone()));
+            }
+        }
+        for (dst, mut l) in self.active.iter_mut().zip(lists) {
+            l.sort();
+            *dst = l.into_iter().map(|(_, n)| n).collect();
+        }
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry, ModuleError> {
+        self.modules
+            .get(name)
+            .ok_or_else(|| ModuleError::NotInstalled(name.to_string()))
+    }
+
+    fn entry_mut(&mut self, name: &str) -> Result<&mut Entry, ModuleError> {
+        self.modules
+            .get_mut(name)
+            .ok_or_else(|| ModuleError::NotInstalled(name.to_string()))
+    }
+
+    /// The providers of `name`'s required services.
+    fn providers_of(&self, name: &str) -> Vec<(String, String)> {
+        let Some(e) = self.modules.get(name) else {
+            return Vec::new();
+        };
+        e.pkg
+            .manifest
+            .requires
+            .iter()
+            .filter_map(|r| {
+                self.provider(&r.name, &r.version, name)
+                    .map(|p| (r.name.clone(), p))
+            })
+            .collect()
+    }
+
+    /// Starts a module (and, first, the modules providing its services).
+    pub fn start(&mut self, name: &str) -> Result<(), ModuleError> {
+        self.start_depth(name, 0)
+    }
+
+    fn start_depth(&mut self, name: &str, depth: usize) -> Result<(), ModuleError> {
+        let e = self.entry(name)?;
+        match e.state {
+            State::Active => return Ok(()),
+            State::Installed => {
+                return Err(ModuleError::State {
+                    name: name.to_string(),
+                    reason: format!("unresolved: missing {}", e.missing.join("; ")),
+                });
+            }
+            State::Resolved | State::Stopped => {}
+        }
+        if depth > 8 {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: "service dependencies nest deeper than 8 (a cycle?)".into(),
+            });
+        }
+        for (_, p) in self.providers_of(name) {
+            self.start_depth(&p, depth + 1)?;
+        }
+        let e = self.entry(name)?;
+        if e.pkg.manifest.kind == Kind::Qdisc {
+            // A queue discipline is instantiated per link when attached (`attach_qdisc`).
+            self.entry_mut(name)?.state = State::Active;
+            return Ok(());
+        }
+        let inst = self
+            .rt
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+        let e = self.entry_mut(name)?;
+        e.inst = Some(Box::new(inst));
+        e.state = State::Active;
+        e.last_error = None;
+        self.rebuild_active();
+        Ok(())
+    }
+
+    /// Active modules that use a service `name` provides.
+    fn active_dependents(&self, name: &str) -> Vec<String> {
+        self.modules
+            .keys()
+            .filter(|n| n.as_str() != name)
+            .filter(|n| {
+                self.modules
+                    .get(*n)
+                    .is_some_and(|e| e.state == State::Active)
+            })
+            .filter(|n| self.providers_of(n).iter().any(|(_, p)| p == name))
+            .cloned()
+            .collect()
+    }
+
+    /// Stops a module (its instance and state are discarded).
+    pub fn stop(&mut self, name: &str) -> Result<(), ModuleError> {
+        let deps = self.active_dependents(name);
+        if !deps.is_empty() {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: format!(
+                    "active modules use its services: {} (stop them first)",
+                    deps.join(", ")
+                ),
+            });
+        }
+        let e = self.entry_mut(name)?;
+        if e.state != State::Active {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: "not active".into(),
+            });
+        }
+        e.inst = None;
+        e.state = State::Stopped;
+        self.rebuild_active();
+        Ok(())
+    }
+
+    /// Removes a module; modules that needed its services go back to `installed`.
+    pub fn remove(&mut self, name: &str) -> Result<(), ModuleError> {
+        self.entry(name)?;
+        self.modules.remove(name);
+        self.resolve_all();
+        Ok(())
+    }
+
+    /// Replaces `pkg.manifest.name`'s installed version by `pkg`, handing the old instance's
+    /// state to the new one if it is active. On any error the old version stays as it was.
+    pub fn upgrade(&mut self, pkg: Package, config: &toml::Table) -> Result<(), ModuleError> {
+        self.trust.verify(&pkg)?;
+        let name = pkg.manifest.name.clone();
+        let old = self.entry(&name)?;
+        if old.pkg.manifest.kind != pkg.manifest.kind {
+            return Err(ModuleError::State {
+                name,
+                reason: format!(
+                    "cannot upgrade a {} to a {}",
+                    old.pkg.manifest.kind.name(),
+                    pkg.manifest.kind.name()
+                ),
+            });
+        }
+        let code = self.rt.compile(&pkg.manifest, &pkg.code)?;
+        let config = pkg.manifest.configure(config)?;
+        let filters = pkg.manifest.demux_filters()?;
+        for r in &pkg.manifest.requires {
+            if self.provider(&r.name, &r.version, &name).is_none() {
+                return Err(ModuleError::State {
+                    name,
+                    reason: format!(
+                        "the new version requires service {} {}, which no installed module provides",
+                        r.name, r.version
+                    ),
+                });
+            }
+        }
+        for d in self.active_dependents(&name) {
+            let Some(de) = self.modules.get(&d) else {
+                continue;
+            };
+            for r in &de.pkg.manifest.requires {
+                let was = self.provider(&r.name, &r.version, &d).as_deref() == Some(name.as_str());
+                let still = pkg
+                    .manifest
+                    .provides
+                    .iter()
+                    .any(|p| p.name == r.name && r.version.matches(&p.version));
+                if was && !still {
+                    return Err(ModuleError::State {
+                        name,
+                        reason: format!(
+                            "active module {d} needs service {} {}, which the new version does not provide",
+                            r.name, r.version
+                        ),
+                    });
+                }
+            }
+        }
+        let active_inst = old.state == State::Active && old.inst.is_some();
+        let new_inst = if active_inst {
+            let mut ni = self.rt.instantiate(&pkg.manifest, &code, config.clone())?;
+            let e = self.entry_mut(&name)?;
+            let state = match e.inst.as_mut() {
+                Some(i) => i.export_state()?,
+                None => Vec::new(),
+            };
+            ni.import_state(&state)?;
+            Some(Box::new(ni))
+        } else {
+            None
+        };
+        let e = self.entry_mut(&name)?;
+        e.pkg = pkg;
+        e.code = code;
+        e.config = config;
+        e.filters = filters;
+        if active_inst {
+            e.inst = new_inst;
+        }
+        self.resolve_all();
+        Ok(())
+    }
+
+    /// Calls service operation `op` of module `name` (for tools and tests).
+    pub fn call_service(&mut self, name: &str, op: i32, arg: i64) -> Result<i64, ModuleError> {
+        let e = self.entry_mut(name)?;
+        let Some(inst) = e.inst.as_mut() else {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: "not active".into(),
+            });
+        };
+        inst.call_service(op, arg)
+    }
+
+    /// A module's state.
+    pub fn state(&self, name: &str) -> Option<State> {
+        self.modules.get(name).map(|e| e.state)
+    }
+
+    /// What is known about one module.
+    pub fn info(&self, name: &str) -> Result<ModuleInfo, ModuleError> {
+        let e = self.entry(name)?;
+        let m = &e.pkg.manifest;
+        Ok(ModuleInfo {
+            name: m.name.clone(),
+            version: m.version.to_string(),
+            summary: m.summary.clone(),
+            kind: m.kind.name().to_string(),
+            state: e.state,
+            hook: m.hook.clone(),
+            load_order: e.order,
+            missing: e.missing.clone(),
+            last_error: e.last_error.clone(),
+            packets: e.packets,
+            code_sha256: e.pkg.code_hash(),
+            publisher: e.pkg.signature.as_ref().map(|(k, _)| hex::encode(k)),
+            provides: m
+                .provides
+                .iter()
+                .map(|p| format!("{} {}", p.name, p.version))
+                .collect(),
+            requires: m
+                .requires
+                .iter()
+                .map(|r| format!("{} {}", r.name, r.version))
+                .collect(),
+        })
+    }
+
+    /// Every module, in load order.
+    pub fn list(&self) -> Vec<ModuleInfo> {
+        let mut v: Vec<ModuleInfo> = self
+            .modules
+            .keys()
+            .filter_map(|n| self.info(n).ok())
+            .collect();
+        v.sort_by_key(|i| i.load_order);
+        v
+    }
+
+    /// A fresh instance of an active queue-discipline module, with its `limit`.
+    pub(crate) fn qdisc_instance(
+        &mut self,
+        name: &str,
+    ) -> Result<(Box<Instance>, usize), ModuleError> {
+        let e = self.entry(name)?;
+        if e.pkg.manifest.kind != Kind::Qdisc {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: format!("is a {}, not a qdisc", e.pkg.manifest.kind.name()),
+            });
+        }
+        if e.state != State::Active {
+            self.start(name)?;
+        }
+        let e = self.entry(name)?;
+        let limit = e.config.get("limit").copied().unwrap_or(64);
+        let inst = self
+            .rt
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+        Ok((Box::new(inst), usize::try_from(limit).unwrap_or(64)))
+    }
+
+    fn fault(&mut self, name: &str, err: ModuleError) {
+        if let Some(e) = self.modules.get_mut(name) {
+            e.inst = None;
+            e.state = State::Stopped;
+            e.last_error = Some(err.to_string());
+        }
+        self.note(format!("stopped {name}: {err}"));
+        self.rebuild_active();
+    }
+
+    /// Runs one processor on a packet.
+    fn run_one(
+        &mut self,
+        name: &str,
+        info: &HookInfo,
+        buf: Vec<u8>,
+        emit: &mut Vec<Transmit>,
+    ) -> Result<(i32, Vec<u8>, Option<u32>), Vec<u8>> {
+        let providers = self.providers_of(name);
+        let mut lent = Vec::new();
+        for (svc, p) in &providers {
+            if let Some(i) = self.modules.get_mut(p).and_then(|e| e.inst.take()) {
+                lent.push((svc.clone(), i, p.clone()));
+            }
+        }
+        let Some(e) = self.modules.get_mut(name) else {
+            return Err(buf);
+        };
+        let Some(inst) = e.inst.as_mut() else {
+            return Err(buf);
+        };
+        e.packets += 1;
+        let owners: Vec<String> = lent.iter().map(|(_, _, p)| p.clone()).collect();
+        inst.lend_services(lent.into_iter().map(|(s, i, _)| (s, i)).collect());
+        let point = point_index(info.point) as i32;
+        let in_link = info
+            .in_link
+            .map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
+        let r = inst.process(point, in_link, buf);
+        let back = inst.return_services();
+        let (emits, logs) = inst.take_outputs();
+        for ((_, i), owner) in back.into_iter().zip(owners) {
+            if let Some(pe) = self.modules.get_mut(&owner) {
+                pe.inst = Some(i);
+            }
+        }
+        for (link, b) in emits {
+            if let Some(peer) = self.links.get(link as usize) {
+                emit.push(Transmit {
+                    link: LinkId(link),
+                    dst: *peer,
+                    buf: b,
+                });
+            }
+        }
+        for l in logs {
+            self.note(format!("{name}: {l}"));
+        }
+        match r {
+            Ok(v) => Ok(v),
+            Err((err, buf)) => {
+                self.fault(name, err);
+                Err(buf)
+            }
+        }
+    }
+}
+
+impl PacketHooks for ModuleHost {
+    fn wants(&self, point: HookPoint) -> bool {
+        self.active
+            .get(point_index(point))
+            .is_some_and(|l| !l.is_empty())
+    }
+
+    fn run(&mut self, info: HookInfo, mut buf: Vec<u8>, emit: &mut Vec<Transmit>) -> HookVerdict {
+        let names = self
+            .active
+            .get(point_index(info.point))
+            .cloned()
+            .unwrap_or_default();
+        for n in names {
+            let Some(e) = self.modules.get(&n) else {
+                continue;
+            };
+            if !matches(&e.filters, &buf) {
+                continue;
+            }
+            match self.run_one(&n, &info, buf, emit) {
+                Err(b) => buf = b,
+                Ok((v, b, redirect)) => match v {
+                    verdict::CONTINUE => buf = b,
+                    verdict::DROP => return HookVerdict::Drop,
+                    verdict::CONSUME => return HookVerdict::Consumed,
+                    verdict::REDIRECT => {
+                        let hop = redirect.and_then(|l| {
+                            self.links.get(l as usize).map(|a| NextHop {
+                                link: LinkId(l),
+                                addr: *a,
+                            })
+                        });
+                        return match hop {
+                            Some(h) => HookVerdict::Redirect(h, b),
+                            None => HookVerdict::Drop,
+                        };
+                    }
+                    other => {
+                        self.fault(
+                            &n,
+                            ModuleError::Fault {
+                                name: n.clone(),
+                                reason: format!("process returned unknown verdict {other}"),
+                            },
+                        );
+                        buf = b;
+                    }
+                },
+            }
+        }
+        HookVerdict::Continue(buf)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,40 @@
+//! # anode service modules
+//!
+//! Signed, versioned WebAssembly modules installed, upgraded and removed while the node runs
+//! (NetServ, Openet ORE, PLANet active extensions). See `docs/modules.md`.
+//!
+//! Layout:
+//! - `manifest.rs`: the manifest (name, version, summary, kind, services, resources, filters,
+//!   configuration schema);
+//! - `package.rs`: the package file, publisher keys, signing and trust;
+//! - `runtime.rs`: the wasmtime engine and the guest ABI (`anode_mod`);
+//! - `host.rs`: [`ModuleHost`], lifecycle, service registry, the node's packet processors;
+//! - `qdisc.rs`: [`WasmQdisc`], queue disciplines run by modules;
+//! - `node.rs`: attaching the host to a node, queue disciplines on links;
+//! - `builtin.rs`: the modules of `guest/modules/`, embedded.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+#![forbid(unsafe_code)]
+
+pub mod builtin;
+mod error;
+mod host;
+mod manifest;
+mod node;
+mod package;
+mod qdisc;
+mod runtime;
+
+pub use error::ModuleError;
+pub use host::{ModuleHost, ModuleInfo, State};
+pub use manifest::{
+    ConfigField, ConfigValues, FieldType, Filter, FilterKey, Kind, Manifest, Provides, Requires,
+    Resources,
+};
+pub use node::{attach, attach_qdisc, host, host_mut};
+pub use package::{Package, Trust, generate_key, parse_public, read_key, write_key};
+pub use qdisc::WasmQdisc;
+pub use runtime::{Code, IMPORT_MODULE, Instance, MAX_CLASSES, ModRuntime};
