@@ -1,5 +1,5 @@
 //! anode-sink: counts ANEP datagrams on a bound address with `recvmmsg` until idle or a time
-//! limit; prints `rcvd= bytes= secs= pps= other=` (or one JSON object with `--json`).
+//! limit (idle counts only after `--min-secs`); prints `rcvd= bytes= secs= pps= other=` (or one JSON object with `--json`).
 //! `secs` is first to last datagram, like the C `recv`; `other` counts non-datagram packets
 //! (hellos, routing updates) which are not traffic.
 
@@ -21,9 +21,13 @@ struct Args {
     /// Stop after this many seconds in all (at most 120).
     #[arg(long, default_value_t = 10.0)]
     max_secs: f64,
-    /// Stop this long after the last datagram (once one arrived).
+    /// Stop this long after the last datagram (once one arrived)...
     #[arg(long, default_value_t = 1.0)]
     idle: f64,
+    /// ...but not before this many seconds since start (so a stall of a starved forwarder
+    /// does not end the measurement early).
+    #[arg(long, default_value_t = 0.0)]
+    min_secs: f64,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -49,6 +53,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let (mut first, mut last) = (None::<Instant>, start);
     let idle = Duration::from_secs_f64(a.idle);
     let max = Duration::from_secs_f64(a.max_secs);
+    let min = Duration::from_secs_f64(a.min_secs.clamp(0.0, a.max_secs));
     loop {
         let r = rx.recv(&sock).unwrap_or(0);
         let t = Instant::now();
@@ -67,7 +72,8 @@ fn run(a: &Args) -> Result<(), BenchError> {
             last = t;
             n += got;
         }
-        if t - start > max || (first.is_some() && t - last > idle) {
+        let idle_out = first.is_some() && t - last > idle && t - start >= min;
+        if t - start > max || idle_out {
             break;
         }
     }
