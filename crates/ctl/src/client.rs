@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use anode_wire::NodeAddr;
 
 use crate::{
-    DeliveryInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION,
-    Payload, Request, RequestFrame, Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
+    DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry, NodeEvent,
+    PROTOCOL_VERSION, Payload, Request, RequestFrame, Response, RouteInfo, ServerMessage,
+    StatsInfo, StatusInfo,
 };
 
 /// A client-side failure.
@@ -220,6 +221,14 @@ impl Client {
         match self.request(Request::Stats)? {
             Response::Stats(s) => Ok(s),
             r => Err(unexpected("stats", &r)),
+        }
+    }
+
+    /// The NodeOS domains of the node's EEs.
+    pub fn domains(&mut self) -> Result<Vec<DomainsInfo>, ClientError> {
+        match self.request(Request::Domains)? {
+            Response::Domains { ees } => Ok(ees),
+            r => Err(unexpected("domains", &r)),
         }
     }
 

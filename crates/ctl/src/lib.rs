@@ -59,9 +59,10 @@ mod proto;
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use payload::{Payload, PayloadError};
 pub use proto::{
-    ControlStats, CountersInfo, DeliveryInfo, ErrorCode, ErrorInfo, HelloInfo, LinkEntry,
-    NeighborEntry, NodeEvent, PROTOCOL_VERSION, Request, RequestFrame, Response, RouteInfo,
-    RouteOrigin, ServerMessage, StatsInfo, StatusInfo, parse_request,
+    ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode, ErrorInfo,
+    HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, Request, RequestFrame,
+    Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry,
+    parse_request,
 };
 
 #[cfg(test)]

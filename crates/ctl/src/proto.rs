@@ -61,6 +61,8 @@ pub enum Request {
     Links,
     /// Node counters, driver statistics and control-server statistics.
     Stats,
+    /// The NodeOS domains of the EEs that keep them, with their counters.
+    Domains,
     /// Sends a datagram from this node to `port` at `dst`.
     Send {
         /// Destination node.
@@ -159,6 +161,11 @@ pub enum Response {
     },
     /// Answer to [`Request::Stats`].
     Stats(StatsInfo),
+    /// Answer to [`Request::Domains`].
+    Domains {
+        /// One report per EE that keeps domains.
+        ees: Vec<DomainsInfo>,
+    },
     /// The datagram left the node's hands (queued for a link or delivered locally).
     Sent,
     /// The port is now this connection's.
@@ -318,6 +325,62 @@ pub struct ControlStats {
     pub unbound_port_drops: u64,
     /// Stream messages dropped because a client did not read fast enough.
     pub slow_client_drops: u64,
+}
+
+/// One domain's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DomainEntry {
+    /// Its id within its EE.
+    pub id: u32,
+    /// Its parent (`None` for the root).
+    pub parent: Option<u32>,
+    /// Its principal.
+    pub principal: String,
+    /// Packets handled for it.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// CPU time charged, ns.
+    pub cpu_ns: u64,
+    /// Memory held, bytes.
+    pub memory_bytes: u64,
+    /// Its memory limit, bytes.
+    pub memory_limit: u64,
+    /// Drops by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// Children terminated.
+    pub child_terminations: u64,
+}
+
+/// A termination, as reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TerminationEntry {
+    /// The domain.
+    pub domain: u32,
+    /// Its principal.
+    pub principal: String,
+    /// Why it ended.
+    pub reason: String,
+}
+
+/// One EE's domains (answer to [`Request::Domains`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DomainsInfo {
+    /// The EE's name.
+    pub ee: String,
+    /// Memory charged to its domains, bytes.
+    pub memory_used: u64,
+    /// The bound on it, bytes.
+    pub memory_limit: u64,
+    /// Domains terminated so far.
+    pub terminations: u64,
+    /// The most recent terminations.
+    pub recent_terminations: Vec<TerminationEntry>,
+    /// Live domains.
+    pub domains: Vec<DomainEntry>,
 }
 
 /// Answer to [`Request::Stats`].

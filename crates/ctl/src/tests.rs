@@ -22,6 +22,7 @@ fn all_requests() -> Vec<Request> {
         Request::Neighbors,
         Request::Links,
         Request::Stats,
+        Request::Domains,
         Request::Send {
             dst: addr("[::1]:4002"),
             port: 7,
@@ -180,6 +181,25 @@ fn sample_messages() -> Vec<ServerMessage> {
                 ..ControlStats::default()
             },
         })),
+        reply(Response::Domains {
+            ees: vec![DomainsInfo {
+                ee: "capsule+nodeos".into(),
+                memory_used: 10,
+                memory_limit: 100,
+                terminations: 1,
+                recent_terminations: vec![TerminationEntry {
+                    domain: 3,
+                    principal: "p".into(),
+                    reason: "cpu over limit".into(),
+                }],
+                domains: vec![DomainEntry {
+                    id: 1,
+                    principal: "capsule-ee".into(),
+                    drops: BTreeMap::from([("queue_full".to_string(), 2)]),
+                    ..DomainEntry::default()
+                }],
+            }],
+        }),
         reply(Response::Sent),
         reply(Response::Bound { port: 7 }),
         reply(Response::Unbound { port: 7 }),

@@ -1,5 +1,5 @@
 //! Commands that talk to a running node over its control socket: `status`, `routes`,
-//! `neighbors`, `links`, `stats`, `send`, `listen`, `link up|down`, `stop`.
+//! `neighbors`, `links`, `stats`, `domains`, `send`, `listen`, `link up|down`, `stop`.
 //!
 //! Each takes `--socket PATH` or `--node-port PORT` to pick the node (default: the only node
 //! running under the default socket directory) and `--json` for the protocol's JSON instead
@@ -51,6 +51,8 @@ pub enum ClientCommand {
     Links(Conn),
     /// Show a running node's counters (node, UDP driver, control server).
     Stats(Conn),
+    /// Show the NodeOS domains of a running node's EEs (CPU, memory, drops, terminations).
+    Domains(Conn),
     /// Send a datagram from the node to an application port at DEST.
     #[command(after_help = "Example: anode send --node-port 4001 127.0.0.1:4002 --port 7 hello")]
     Send {
@@ -160,6 +162,7 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
         }
         ClientCommand::Links(c) => print(c.json, &connect(&c)?.links()?, |l| show::links(l)),
         ClientCommand::Stats(c) => print(c.json, &connect(&c)?.stats()?, show::stats),
+        ClientCommand::Domains(c) => print(c.json, &connect(&c)?.domains()?, |d| show::domains(d)),
         ClientCommand::Send {
             dest,
             port,

@@ -92,6 +92,31 @@ pub fn run(args: Args) -> super::CmdResult {
         control::remove_socket(&path);
         e.to_string()
     })?;
+    if let Some(addr) = file.metrics {
+        // The endpoint holds the driver weakly, so it never keeps the node alive.
+        let weak = Arc::downgrade(&udp);
+        let text = move || {
+            weak.upgrade()
+                .and_then(|u| {
+                    control::call(&*u, |n, _| {
+                        anode_nodeos::metrics::render(&n.domain_reports())
+                    })
+                    .ok()
+                })
+                .unwrap_or_default()
+        };
+        let cfg = anode_nodeos::metrics::MetricsConfig {
+            listen: Some(addr.to_string()),
+        };
+        match anode_nodeos::metrics::serve(&cfg, Arc::new(text)) {
+            Ok(Some(a)) => eprintln!("anode: metrics on http://{a}/metrics"),
+            Ok(None) => {}
+            Err(e) => {
+                server.stop();
+                return Err(format!("{e} (in {})", file.path.display()));
+            }
+        }
+    }
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     eprintln!(
         "anode: node {} running on UDP {} with {} link(s); control socket {}\n\

@@ -70,6 +70,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let links = check_links(&cx, &raw, address, bind, node.routing.infinity)?;
     let routes = check_routes(&cx, &raw, address, &links, node.routing.infinity)?;
     let socket = check_socket(&cx, path, &raw, address)?;
+    let metrics = check_metrics(&cx, &raw)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -77,6 +78,24 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         links,
         routes,
         socket,
+        metrics,
+    })
+}
+
+/// `[metrics] listen`: loopback only.
+fn check_metrics(cx: &Ctx<'_>, raw: &RawFile) -> Result<Option<SocketAddr>, Problem> {
+    let Some(l) = &raw.metrics.listen else {
+        return Ok(None);
+    };
+    let cfg = anode_nodeos::metrics::MetricsConfig {
+        listen: Some(l.get_ref().clone()),
+    };
+    cfg.listen_addr().map_err(|e| {
+        cx.at(
+            l,
+            e.to_string(),
+            "use a loopback address such as \"127.0.0.1:9464\", or remove [metrics] to keep metrics off",
+        )
     })
 }
 

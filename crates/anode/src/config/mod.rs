@@ -56,6 +56,8 @@ pub struct NodeFile {
     pub routes: Vec<StaticRoute>,
     /// The control socket's path.
     pub socket: PathBuf,
+    /// Where to serve Prometheus metrics (`[metrics] listen`, loopback only); `None`: off.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A static route from the file.

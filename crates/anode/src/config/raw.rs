@@ -20,6 +20,8 @@ pub(super) struct RawFile {
     pub routes: Vec<RawRoute>,
     #[serde(default)]
     pub control: RawControl,
+    #[serde(default)]
+    pub metrics: RawMetrics,
 }
 
 /// `[node]`.
@@ -59,4 +61,11 @@ pub(super) struct RawRoute {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawControl {
     pub socket: Option<Spanned<String>>,
+}
+
+/// `[metrics]`: Prometheus metrics of the NodeOS domains, off unless `listen` is set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMetrics {
+    pub listen: Option<Spanned<String>>,
 }

@@ -219,3 +219,19 @@ fn unreadable_file() {
     let e = load(Path::new("/nonexistent/n.toml")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/n.toml: cannot read"));
 }
+
+#[test]
+fn metrics_are_off_by_default_and_loopback_only() {
+    let f = parse(Path::new("n.toml"), GOOD).unwrap();
+    assert_eq!(f.metrics, None);
+    let ok = format!("{GOOD}\n[metrics]\nlisten = \"127.0.0.1:9464\"\n");
+    assert_eq!(
+        parse(Path::new("n.toml"), &ok).unwrap().metrics,
+        Some("127.0.0.1:9464".parse().unwrap())
+    );
+    let bad = format!("{GOOD}\n[metrics]\nlisten = \"0.0.0.0:9464\"\n");
+    let (line, msg) = err(&bad);
+    assert_eq!(line, bad.lines().count());
+    assert!(msg.contains("not a loopback address"), "{msg}");
+    assert!(msg.contains("127.0.0.1:9464"), "{msg}");
+}

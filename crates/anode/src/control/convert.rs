@@ -3,7 +3,8 @@
 
 use anode_core::{Counters, Delivery, Node, Route, RouteKind};
 use anode_ctl::{
-    CountersInfo, DeliveryInfo, LinkEntry, NeighborEntry, Payload, RouteInfo, RouteOrigin,
+    CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, LinkEntry, NeighborEntry, Payload,
+    RouteInfo, RouteOrigin, TerminationEntry,
 };
 
 /// The links.
@@ -93,4 +94,42 @@ pub(super) fn delivery(d: &Delivery) -> DeliveryInfo {
         type_id: d.type_id,
         payload: Payload(d.payload().to_vec()),
     }
+}
+
+/// The NodeOS domain reports of the node's EEs.
+pub(super) fn domains(node: &Node) -> Vec<DomainsInfo> {
+    node.domain_reports()
+        .into_iter()
+        .map(|r| DomainsInfo {
+            ee: r.ee,
+            memory_used: r.memory_used,
+            memory_limit: r.memory_limit,
+            terminations: r.terminations,
+            recent_terminations: r
+                .recent_terminations
+                .into_iter()
+                .map(|(domain, principal, reason)| TerminationEntry {
+                    domain,
+                    principal,
+                    reason,
+                })
+                .collect(),
+            domains: r
+                .domains
+                .into_iter()
+                .map(|d| DomainEntry {
+                    id: d.id,
+                    parent: d.parent,
+                    principal: d.principal,
+                    packets: d.packets,
+                    bytes: d.bytes,
+                    cpu_ns: d.cpu_ns,
+                    memory_bytes: d.memory_bytes,
+                    memory_limit: d.memory_limit,
+                    drops: d.drops,
+                    child_terminations: d.child_terminations,
+                })
+                .collect(),
+        })
+        .collect()
 }

@@ -80,6 +80,9 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             driver: d.driver_stats(),
             control: shared.stats(),
         })),
+        Request::Domains => Ok(Response::Domains {
+            ees: call(d, |n, _| convert::domains(n))?,
+        }),
         Request::Send {
             dst,
             port,

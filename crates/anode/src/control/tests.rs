@@ -327,3 +327,76 @@ fn subscribers_get_neighbor_and_route_events() {
         }
     }
 }
+
+/// An EE that keeps NodeOS domains (reports a fixed set).
+struct DomainsEe;
+
+impl anode_core::ExecutionEnvironment for DomainsEe {
+    fn type_id(&self) -> u16 {
+        0x0b01
+    }
+    fn name(&self) -> &str {
+        "capsule+nodeos"
+    }
+    fn handle_packet(&mut self, _: &mut anode_core::NodeContext<'_>, _: anode_core::EePacket) {}
+    fn domain_report(&self) -> Option<anode_core::DomainReport> {
+        Some(anode_core::DomainReport {
+            ee: "capsule+nodeos".into(),
+            memory_used: 146,
+            memory_limit: 4096,
+            terminations: 1,
+            recent_terminations: vec![(3, "proto-1".into(), "cpu over limit".into())],
+            domains: vec![anode_core::DomainStat {
+                id: 1,
+                parent: Some(0),
+                principal: "capsule-ee".into(),
+                packets: 5,
+                ..Default::default()
+            }],
+        })
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn domains_op_reports_the_nodeos_domains() {
+    // No EE keeps domains: an empty answer.
+    let f = Fixture::new("domains-none");
+    assert!(f.client().domains().unwrap().is_empty());
+    drop(f);
+    // A node whose EE keeps domains.
+    let dir = std::env::temp_dir().join(format!("anode-ctl-domains-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut node = Node::new(
+        NodeConfig::new("127.0.0.1:4001".parse().unwrap()),
+        Instant::now(),
+    )
+    .unwrap();
+    node.register_ee(Box::new(DomainsEe));
+    let (tx, rx) = mpsc::channel();
+    let d = Arc::new(LocalDriver {
+        node: Mutex::new(node),
+        events: Mutex::new(tx),
+    });
+    let sock = dir.join("n.sock");
+    let server = ControlServer::start(&sock, d, rx).unwrap();
+    let ees = Client::connect(&sock, "test").unwrap().domains().unwrap();
+    assert_eq!(ees.len(), 1);
+    assert_eq!(ees[0].ee, "capsule+nodeos");
+    assert_eq!(ees[0].domains[0].principal, "capsule-ee");
+    assert_eq!(ees[0].domains[0].packets, 5);
+    assert_eq!(ees[0].recent_terminations[0].reason, "cpu over limit");
+    let raw = raw_exchange(
+        &sock,
+        &[
+            r#"{"id":1,"op":"hello","protocol":1}"#,
+            r#"{"id":2,"op":"domains"}"#,
+        ],
+    );
+    assert_eq!(raw[1]["result"]["kind"], "domains");
+    assert_eq!(raw[1]["result"]["ees"][0]["memory_used"], 146);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}

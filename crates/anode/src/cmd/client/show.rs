@@ -1,7 +1,8 @@
 //! Readable renderings of replies (the `--json` output is the protocol's own JSON).
 
 use anode_ctl::{
-    DeliveryInfo, LinkEntry, NeighborEntry, RouteInfo, RouteOrigin, StatsInfo, StatusInfo,
+    DeliveryInfo, DomainsInfo, LinkEntry, NeighborEntry, RouteInfo, RouteOrigin, StatsInfo,
+    StatusInfo,
 };
 
 use super::table::Table;
@@ -143,6 +144,51 @@ pub fn stats(s: &StatsInfo) -> String {
         t.row(vec![format!("control/{k}"), v.to_string()]);
     }
     t.render()
+}
+
+/// `anode domains`.
+pub fn domains(ees: &[DomainsInfo]) -> String {
+    if ees.is_empty() {
+        return "no EE on this node keeps NodeOS domains\n".into();
+    }
+    let mut out = String::new();
+    for e in ees {
+        out.push_str(&format!(
+            "{}: memory {} of {} bytes, {} terminations\n",
+            e.ee, e.memory_used, e.memory_limit, e.terminations
+        ));
+        let mut t = Table::new(&[
+            "DOMAIN",
+            "PARENT",
+            "PRINCIPAL",
+            "PACKETS",
+            "BYTES",
+            "CPU_NS",
+            "MEMORY",
+            "DROPS",
+        ]);
+        for d in &e.domains {
+            let drops: u64 = d.drops.values().sum();
+            t.row(vec![
+                d.id.to_string(),
+                d.parent.map_or_else(|| "-".into(), |p| p.to_string()),
+                d.principal.clone(),
+                d.packets.to_string(),
+                d.bytes.to_string(),
+                d.cpu_ns.to_string(),
+                format!("{}/{}", d.memory_bytes, d.memory_limit),
+                drops.to_string(),
+            ]);
+        }
+        out.push_str(&t.render());
+        for r in &e.recent_terminations {
+            out.push_str(&format!(
+                "terminated: domain {} ({}): {}\n",
+                r.domain, r.principal, r.reason
+            ));
+        }
+    }
+    out
 }
 
 /// One delivery, for `anode listen`.
