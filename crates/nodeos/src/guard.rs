@@ -367,6 +367,8 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
             self.os.count_drop(d, "memory");
             ctx.count_drop(&self.name, "memory");
+            // The refusal may have started a grace period: tell the EE now.
+            self.drain_events(ctx);
             return;
         }
         if self.sched.enqueue(d, pkt).is_err() {
@@ -388,6 +390,8 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
         let now = ctx.now();
         self.refill(now);
+        // Pending callbacks first, so the EE gets its chance before a deadline acts.
+        self.drain_events(ctx);
         self.os.handle_timeout(now);
         if self.inner.poll_timeout().is_some_and(|t| t <= now) {
             self.inner.handle_timeout(ctx);

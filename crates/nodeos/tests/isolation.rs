@@ -20,6 +20,10 @@ use common::*;
 const NODE_MEMORY: u64 = 4 << 20;
 
 fn guard() -> DomainGuard<BurnEe> {
+    guard_with(8)
+}
+
+fn guard_with(max_exhaustions: u32) -> DomainGuard<BurnEe> {
     let mut cfg = NodeOsConfig {
         node_memory_bytes: NODE_MEMORY,
         memory_grace: Duration::from_millis(20),
@@ -61,7 +65,7 @@ fn guard() -> DomainGuard<BurnEe> {
         quantum_ns: 50_000,
         max_queue: 128,
         node_ns_per_packet: 500,
-        max_exhaustions: 8,
+        max_exhaustions,
         meter: CpuMeter::new(1000),
         max_banned: 1024,
     };
@@ -87,10 +91,14 @@ fn g(line: &mut Line, i: usize) -> &mut DomainGuard<BurnEe> {
 }
 
 fn run(hostile: Option<u8>) -> Outcome {
+    run_with(hostile, 8)
+}
+
+fn run_with(hostile: Option<u8>, max_exhaustions: u32) -> Outcome {
     let mut line = Line::new(4);
     line.nodes[0].register_ee(Box::new(Sink::default()));
-    line.nodes[1].register_ee(Box::new(guard()));
-    line.nodes[2].register_ee(Box::new(guard()));
+    line.nodes[1].register_ee(Box::new(guard_with(max_exhaustions)));
+    line.nodes[2].register_ee(Box::new(guard_with(max_exhaustions)));
     line.nodes[3].register_ee(Box::new(Sink::default()));
     line.advance(Duration::from_secs(5)); // routing converges
     assert!(line.nodes[0].lookup(&addr(3)).is_some());
@@ -227,4 +235,73 @@ fn hostile_protocols_beside_a_benign_flow() {
             _ => {}
         }
     }
+}
+
+/// The memory-pressure callback: an EE that frees the protocol's state when told keeps the
+/// domain alive; the same load on an EE that ignores it gets the domain terminated.
+#[test]
+fn memory_pressure_remedied_in_time_keeps_the_domain() {
+    for polite in [true, false] {
+        let mut line = Line::new(3);
+        line.nodes[0].register_ee(Box::new(Sink::default()));
+        let mut gd = guard();
+        gd.inner_mut().polite = polite;
+        line.nodes[1].register_ee(Box::new(gd));
+        line.nodes[2].register_ee(Box::new(Sink::default()));
+        line.advance(Duration::from_secs(5));
+        for seq in 0..20 {
+            let now = line.now;
+            let _ = line.nodes[0].inject(now, capsule(0, 2, BOMB, 2, seq));
+            line.advance(Duration::from_millis(5));
+        }
+        line.advance(Duration::from_millis(100));
+        let g1 = g(&mut line, 1);
+        let pressure = g1.inner_mut().pressure.len();
+        assert!(pressure > 0);
+        let alive = g1.domain_of("proto-2").is_some();
+        let peak = g1.nodeos().pools().node_peak();
+        println!(
+            "polite={polite}: pressure callbacks {pressure}, domain alive {alive}, NodeOS memory peak {peak} B"
+        );
+        assert_eq!(alive, polite);
+        assert_eq!(g1.is_banned("proto-2"), !polite);
+    }
+}
+
+/// With termination off, deficit round robin alone confines an infinite loop to its share:
+/// the benign flow keeps its throughput while the loop burns the rest of the EE's CPU.
+#[test]
+fn drr_alone_confines_an_infinite_loop() {
+    let alone = run(None);
+    let o = run_with(Some(LOOP), u32::MAX);
+    let ratio = o.benign as f64 / alone.benign as f64;
+    println!(
+        "infinite loop, never terminated: benign {} ({:.1}% of alone); loop CPU at router 1 {} ns \
+         (EE capacity 200 ms/s over 1.2 s); drops {:?}",
+        o.benign,
+        ratio * 100.0,
+        o.hostile_cpu_ns[0],
+        o.drops[0]
+    );
+    assert!(ratio >= 0.9, "benign kept {:.1}%", ratio * 100.0);
+    assert!(o.logs.iter().all(|l| !l.contains("terminated")));
+    // The loop was throttled: it got at most the EE's CPU (1.2 s at 200 ms/s plus the burst),
+    // and its queue overflowed.
+    assert!(
+        o.hostile_cpu_ns[0] <= 245_000_000,
+        "{}",
+        o.hostile_cpu_ns[0]
+    );
+    assert!(
+        o.hostile_cpu_ns[0] >= 100_000_000,
+        "{}",
+        o.hostile_cpu_ns[0]
+    );
+    assert!(
+        o.drops[0]
+            .get("burn+nodeos/queue_full")
+            .copied()
+            .unwrap_or(0)
+            > 0
+    );
 }

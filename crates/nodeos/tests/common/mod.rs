@@ -46,6 +46,10 @@ pub struct BurnEe {
     /// Soft state held per principal, bytes (what a real EE would have allocated).
     pub state: BTreeMap<String, u64>,
     pub terminated: Vec<String>,
+    /// Frees a principal's soft state when told its pool is over its limit.
+    pub polite: bool,
+    /// Pressure callbacks received, by principal.
+    pub pressure: Vec<String>,
 }
 
 fn principal(pkt: &EePacket) -> Option<String> {
@@ -113,6 +117,18 @@ impl MeteredEe for BurnEe {
     }
     fn take_reports(&mut self) -> Vec<UsageReport> {
         std::mem::take(&mut self.reports)
+    }
+    fn on_memory_pressure(&mut self, principal: &str) {
+        self.pressure.push(principal.to_string());
+        if self.polite
+            && let Some(b) = self.state.remove(principal)
+        {
+            self.reports.push(UsageReport {
+                principal: Some(principal.to_string()),
+                soft_state_delta: -(b as i64),
+                ..Default::default()
+            });
+        }
     }
     fn on_terminated(&mut self, principal: &str) {
         self.state.remove(principal);
