@@ -1,1 +1,167 @@
-fn main() {}
+//! Capsule EE costs, no I/O.
+//!
+//! - `transit/*`: one packet through a transit node (`handle_packet` + `poll_transmit`) at 64
+//!   and 1400 bytes of payload (links with a 9000-byte MTU), in the same run: a datagram on the node core's fast path, and a
+//!   capsule with `FLAG_EVAL_EVERY_HOP` whose code (`guest/protocols/forward`) runs at this
+//!   node: capsule header parse, code lookup, wasm `accept` with a fresh fuel budget, forward.
+//!   The difference is the EE's added cost per capsule.
+//! - `code_load/*`: a ~100 KB module: compile from bytes (validate, Cranelift, ABI check,
+//!   pre-link), and load from the disk cache (read + verify hashes + deserialize + pre-link).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anode_capsule::{
+    CapsuleConfig, CapsuleEe, Runtime, RuntimeConfig, capsule_packet, code_hash, protocols,
+};
+use anode_core::wire::addr::v4;
+use anode_core::wire::control::{Control, Hello, Routes};
+use anode_core::wire::datagram::Datagram;
+use anode_core::wire::transit::{Transit, TransitRepr};
+use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+fn transit_node(ee: CapsuleEe) -> (Node, Instant) {
+    let now = Instant::now();
+    let me = v4(198, 18, 0, 2, 3322);
+    let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
+    let mut n = Node::new(NodeConfig::new(me), now).unwrap();
+    // Jumbo links so a 1400-byte payload plus the 136 bytes of capsule headers fits.
+    for peer in [a, c] {
+        let mut l = LinkConfig::new(peer);
+        l.mtu = 9000;
+        n.add_link(l, now);
+    }
+    for (i, peer) in [a, c].into_iter().enumerate() {
+        let h = Control::Hello(Hello {
+            sender: peer,
+            hello_ms: 1000,
+            dead_ms: 1_000_000,
+            seq: 1,
+            seen: vec![me],
+        });
+        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
+    }
+    let entries: Vec<_> = (0..1000u16)
+        .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 3322), 1))
+        .collect();
+    for ch in entries.chunks(64) {
+        let r = Control::Routes(Routes {
+            sender: c,
+            entries: ch.to_vec(),
+        });
+        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
+    }
+    n.register_ee(Box::new(ee));
+    while n.poll_transmit().is_some() {}
+    while n.poll_event().is_some() {}
+    (n, now)
+}
+
+fn bench_transit(cr: &mut Criterion) {
+    let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    let mut g = cr.benchmark_group("transit");
+    for size in [64usize, 1400] {
+        let mut ee = CapsuleEe::with_runtime(rt.clone(), CapsuleConfig::default()).unwrap();
+        let code = ee.install(protocols::FORWARD).unwrap();
+        let (mut node, now) = transit_node(ee);
+        let (src, dst) = (v4(198, 18, 0, 1, 3322), v4(198, 19, 1, 200, 3322));
+        let dgram = Datagram {
+            transit: TransitRepr {
+                rb: u16::MAX,
+                src,
+                dst,
+                ..Default::default()
+            },
+            port: 9,
+            payload: vec![0xa5; size],
+        }
+        .to_packet()
+        .unwrap();
+        let capsule = capsule_packet(code, src, dst, u16::MAX, 1, &vec![0xa5; size]).unwrap();
+        g.throughput(Throughput::Elements(1));
+        for (name, pkt) in [("fastpath_datagram", &dgram), ("capsule_forward", &capsule)] {
+            let before = node.counters().tx_packets;
+            g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
+                let mut buf = pkt.clone();
+                b.iter(|| {
+                    node.handle_packet(now, LinkId(0), std::mem::take(&mut buf));
+                    let t = node.poll_transmit().unwrap();
+                    buf = t.buf;
+                    Transit::new_checked(&mut buf[8..])
+                        .unwrap()
+                        .set_rb(u16::MAX);
+                });
+            });
+            assert!(node.counters().tx_packets > before);
+            assert_eq!(node.counters().total_drops(), 0, "{name}: nothing dropped");
+        }
+    }
+    g.finish();
+}
+
+/// A valid ABI-v1 module of about `target` bytes: many small arithmetic functions.
+fn big_module(target: usize) -> Vec<u8> {
+    let mut wat = String::from(
+        "(module (memory (export \"memory\") 1) (func (export \"anode_abi_v1\"))\n\
+         (func (export \"accept\") (param i32 i32) (result i32) (i32.const 1))\n",
+    );
+    let mut n = 0;
+    loop {
+        wat.push_str(&format!(
+            "(func $f{n} (export \"f{n}\") (param i32 i32) (result i32) (local i32)
+               (local.set 2 (i32.const {n}))
+               (block (loop
+                 (br_if 1 (i32.eqz (local.get 0)))
+                 (local.set 2 (i32.add (i32.mul (local.get 2) (i32.const 31)) (local.get 1)))
+                 (local.set 1 (i32.xor (local.get 1) (i32.shl (local.get 2) (i32.const 3))))
+                 (i32.store (i32.and (local.get 2) (i32.const 0xfffc)) (local.get 1))
+                 (local.set 0 (i32.sub (local.get 0) (i32.const 1)))
+                 (br 0)))
+               (i32.add (local.get 2) (i32.load (i32.const {m}))))\n",
+            m = (n * 4) % 65532
+        ));
+        n += 1;
+        if n % 100 == 0 {
+            let probe = wat::parse_str(format!("{wat})")).unwrap();
+            if probe.len() >= target {
+                return probe;
+            }
+        }
+    }
+}
+
+fn bench_code_load(cr: &mut Criterion) {
+    let rt: Arc<Runtime> = Runtime::new(RuntimeConfig::default()).unwrap();
+    let wasm = big_module(100 * 1024);
+    let h = code_hash(&wasm);
+    eprintln!("code_load: module of {} bytes", wasm.len());
+    let dir = std::env::temp_dir().join(format!("anode-capsule-bench-{}", std::process::id()));
+    let cfg = CapsuleConfig {
+        cache_dir: Some(dir.clone()),
+        ..CapsuleConfig::default()
+    };
+    {
+        let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg.clone()).unwrap();
+        ee.install(&wasm).unwrap();
+    }
+    let mut g = cr.benchmark_group("code_load");
+    g.sample_size(20);
+    g.bench_function("compile_100k", |b| {
+        b.iter(|| black_box(rt.compile(&wasm).unwrap()));
+    });
+    g.bench_function("disk_cache_100k", |b| {
+        b.iter(|| {
+            let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg.clone()).unwrap();
+            assert!(ee.has_code(&h));
+            assert_eq!(ee.stats().disk_loads, 1);
+            black_box(ee)
+        });
+    });
+    g.finish();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+criterion_group!(benches, bench_transit, bench_code_load);
+criterion_main!(benches);

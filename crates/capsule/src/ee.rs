@@ -11,7 +11,9 @@
 //!   counted under `capsule/<reason>` in the node's counters. Reasons: `bad_header`,
 //!   `fuel_exhausted`, `memory_limit`, `trap`, `guest_drop`, `bad_verdict`,
 //!   `instantiate_failed`, `park_full`, `no_code_source`, `code_unavailable`, `load_timeout`,
-//!   `code_too_big`, `code_hash_mismatch`, `code_invalid`.
+//!   `code_too_big`, `code_hash_mismatch`, `code_invalid`, `deps_too_deep`.
+//! - A code object's dependencies (`code:<hash>` imports) are demand-loaded like its own
+//!   code and instantiated, dependencies first, in the same store.
 //! - A failing capsule never stops the node: a trapped instance is discarded and re-created
 //!   on next use; other capsules and the fast path go on.
 //! - Code bytes from the network are used only if their SHA-256 equals the name asked for.
@@ -23,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anode_core::{EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_wire::NodeAddr;
 use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
@@ -35,6 +38,20 @@ use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
 use crate::{CapsuleError, CodeHash, PortTable};
+
+/// Deepest dependency chain below a capsule's code object.
+pub const MAX_DEP_DEPTH: usize = 4;
+/// Most code objects instantiated together for one capsule's code (its dependencies).
+pub const MAX_GROUP: usize = 16;
+
+/// Why a code object's group cannot be instantiated yet.
+#[derive(Debug)]
+enum Missing {
+    /// This code object must be loaded first.
+    Code(CodeHash),
+    /// The dependency graph is deeper or larger than allowed.
+    TooDeep,
+}
 
 /// Configuration of a capsule EE.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,9 +353,16 @@ impl CapsuleEe {
         self.admit(obj).is_ok()
     }
 
-    fn park(&mut self, ctx: &mut NodeContext<'_>, hdr: CapsuleRepr, pkt: EePacket, at: usize) {
+    /// Parks `pkt` until code object `want` (its own code or a dependency) is loaded.
+    fn park(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        want: CodeHash,
+        code_source: Option<NodeAddr>,
+        pkt: EePacket,
+    ) {
         let mut sources: Vec<LinkId> = Vec::new();
-        if let Some(cs) = hdr.code_source {
+        if let Some(cs) = code_source {
             let hop = ctx
                 .neighbors()
                 .into_iter()
@@ -353,11 +377,8 @@ impl CapsuleEe {
         {
             sources.push(l);
         }
-        let p = Parked {
-            pkt,
-            payload_at: at,
-        };
-        match self.loader.park(ctx.now(), hdr.code, p, sources) {
+        let p = Parked { pkt };
+        match self.loader.park(ctx.now(), want, p, sources) {
             Park::Waiting => {}
             Park::Started(step) => self.apply(ctx, step),
             Park::Refused(reason) => ctx.count_drop("capsule", reason),
@@ -415,8 +436,10 @@ impl CapsuleEe {
                 }
                 self.stats.loads_completed += 1;
                 self.stats.last_load = Some(ctx.now().saturating_duration_since(started));
+                // Each capsule goes through dispatch again: its code may need more
+                // dependencies, which parks it anew.
                 for p in parked {
-                    self.run(ctx, hash, p.pkt, p.payload_at);
+                    self.dispatch(ctx, p.pkt);
                 }
             }
         }
@@ -458,15 +481,81 @@ impl CapsuleEe {
         }
     }
 
-    /// Runs `hash`'s `accept` on the capsule.
-    fn run(&mut self, ctx: &mut NodeContext<'_>, hash: CodeHash, pkt: EePacket, payload_at: usize) {
+    /// Parses the capsule header and runs the capsule's code, or parks it for missing code.
+    fn dispatch(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        let (hdr, hl) = match CapsuleRepr::parse(pkt.ee_bytes()) {
+            Ok(x) => x,
+            Err(_) => return ctx.count_drop("capsule", "bad_header"),
+        };
+        let payload_at = pkt.anep_len + pkt.transit_len + hl;
+        if self.mem.map.contains_key(&hdr.code) || self.load_local(&hdr.code) {
+            self.run(ctx, hdr, pkt, payload_at);
+        } else {
+            self.park(ctx, hdr.code, hdr.code_source, pkt);
+        }
+    }
+
+    /// The dependencies of `root`, transitively, each before its dependents (PAN: a code
+    /// object's unresolved symbols are resolved by the code objects it depends on).
+    fn resolve(&mut self, root: &CodeHash) -> Result<Vec<Arc<CodeObject>>, Missing> {
+        let mut out = Vec::new();
+        self.visit(*root, 0, &mut out)?;
+        Ok(out)
+    }
+
+    fn visit(
+        &mut self,
+        h: CodeHash,
+        depth: usize,
+        out: &mut Vec<Arc<CodeObject>>,
+    ) -> Result<(), Missing> {
+        if out.iter().any(|o| o.hash == h) {
+            return Ok(());
+        }
+        if depth > MAX_DEP_DEPTH || out.len() >= MAX_GROUP {
+            return Err(Missing::TooDeep);
+        }
+        if !(self.mem.map.contains_key(&h) || self.load_local(&h)) {
+            return Err(Missing::Code(h));
+        }
+        let Some(obj) = self.mem.map.get(&h).map(|c| c.obj.clone()) else {
+            return Err(Missing::Code(h));
+        };
+        for d in &obj.deps {
+            self.visit(*d, depth + 1, out)?;
+        }
+        if depth > 0 {
+            out.push(obj);
+        }
+        Ok(())
+    }
+
+    /// Runs the capsule's code (`hdr.code`) on it.
+    fn run(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        hdr: CapsuleRepr,
+        pkt: EePacket,
+        payload_at: usize,
+    ) {
+        let hash = hdr.code;
         let fuel = self.cfg.fuel;
         let epoch = *self.epoch.get_or_insert(ctx.now());
+        let needs_instance = self.mem.map.get(&hash).is_some_and(|c| c.live.is_none());
+        let deps = if needs_instance {
+            match self.resolve(&hash) {
+                Ok(d) => d,
+                Err(Missing::Code(want)) => return self.park(ctx, want, hdr.code_source, pkt),
+                Err(Missing::TooDeep) => return ctx.count_drop("capsule", "deps_too_deep"),
+            }
+        } else {
+            Vec::new()
+        };
         let Some(c) = self.mem.get_mut(&hash) else {
             return ctx.count_drop("capsule", "code_invalid");
         };
         if c.live.is_none() {
-            match self.rt.instantiate(&c.obj, fuel) {
+            match self.rt.instantiate(&c.obj, &deps, fuel) {
                 Ok(l) => c.live = Some(l),
                 Err(_) => return ctx.count_drop("capsule", "instantiate_failed"),
             }
@@ -568,16 +657,7 @@ impl ExecutionEnvironment for CapsuleEe {
 
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         self.stats.capsules += 1;
-        let (hdr, hl) = match CapsuleRepr::parse(pkt.ee_bytes()) {
-            Ok(x) => x,
-            Err(_) => return ctx.count_drop("capsule", "bad_header"),
-        };
-        let payload_at = pkt.anep_len + pkt.transit_len + hl;
-        if self.mem.map.contains_key(&hdr.code) || self.load_local(&hdr.code) {
-            self.run(ctx, hdr.code, pkt, payload_at);
-        } else {
-            self.park(ctx, hdr, pkt, payload_at);
-        }
+        self.dispatch(ctx, pkt);
     }
 
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {

@@ -22,7 +22,7 @@ use anode_wire::anep::{self, AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::transit::{FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit, TransitRepr};
 use anode_wire::{NodeAddr, checksum};
-use wasmtime::{Caller, Linker, Memory, Trap};
+use wasmtime::{Caller, Instance, Linker, Memory, Trap, Val};
 
 use crate::abi::{self, err};
 use crate::runtime::{Limits, code_hash};
@@ -102,6 +102,13 @@ impl EnvPtr {
     }
 }
 
+/// A dependency's instance in a dependent's store.
+pub(crate) struct DepInstance {
+    pub hash: CodeHash,
+    pub instance: Instance,
+    pub mem: Memory,
+}
+
 /// The data of one code object's store.
 pub(crate) struct HostState {
     pub limits: Limits,
@@ -112,6 +119,8 @@ pub(crate) struct HostState {
     pub env: EnvPtr,
     /// Sends and copies this capsule made.
     pub actions: u32,
+    /// The dependencies instantiated in this store.
+    pub deps: Vec<DepInstance>,
 }
 
 impl HostState {
@@ -123,6 +132,7 @@ impl HostState {
             cap: None,
             env: EnvPtr::NULL,
             actions: 0,
+            deps: Vec::new(),
         }
     }
 }
@@ -204,6 +214,40 @@ fn why_code(w: Dispatch) -> u8 {
         Dispatch::Route => abi::why::ROUTE as u8,
         Dispatch::Local => abi::why::LOCAL as u8,
     }
+}
+
+/// Calls export `name` of dependency `dep` (PAN's guardians). While it runs, host calls act for
+/// the dependency: its memory, its soft-state namespace, its code for `send`. The current
+/// capsule stays reachable (the dependency acts on the capsule it is called for).
+pub(crate) fn call_dep(
+    caller: &mut C<'_>,
+    dep: &CodeHash,
+    name: &str,
+    params: &[Val],
+    results: &mut [Val],
+) -> wasmtime::Result<()> {
+    let Some((inst, mem)) = caller
+        .data()
+        .deps
+        .iter()
+        .find(|d| d.hash == *dep)
+        .map(|d| (d.instance, d.mem))
+    else {
+        return Err(wasmtime::format_err!(
+            "dependency {} is not instantiated",
+            hex::encode(dep)
+        ));
+    };
+    let f = inst
+        .get_func(&mut *caller, name)
+        .ok_or_else(|| wasmtime::format_err!("dependency exports no function `{name}`"))?;
+    let saved = (caller.data().code, caller.data().mem);
+    caller.data_mut().code = *dep;
+    caller.data_mut().mem = Some(mem);
+    let r = f.call(&mut *caller, params, results);
+    caller.data_mut().code = saved.0;
+    caller.data_mut().mem = saved.1;
+    r
 }
 
 /// Defines every host import on `linker`.

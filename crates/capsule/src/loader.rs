@@ -61,7 +61,6 @@ impl Default for LoaderConfig {
 #[derive(Debug)]
 pub(crate) struct Parked {
     pub pkt: EePacket,
-    pub payload_at: usize,
 }
 
 #[derive(Debug)]

@@ -68,6 +68,8 @@ impl fmt::Debug for Runtime {
 pub struct Limits {
     max_memory: usize,
     max_table: usize,
+    /// Instances in the store: the code object and its dependencies.
+    instances: usize,
     /// Set when a growth was refused; tells a trap caused by it from others.
     pub(crate) hit: bool,
 }
@@ -105,15 +107,15 @@ impl ResourceLimiter for Limits {
     }
 
     fn instances(&self) -> usize {
-        1
+        self.instances
     }
 
     fn tables(&self) -> usize {
-        4
+        4 * self.instances
     }
 
     fn memories(&self) -> usize {
-        1
+        self.instances
     }
 }
 
@@ -127,6 +129,8 @@ pub struct CodeObject {
     pub(crate) pre: InstancePre<HostState>,
     pub(crate) has_init: bool,
     pub(crate) has_finalize: bool,
+    /// Code objects it imports from (`code:<hash>` import modules), in first-import order.
+    pub deps: Vec<CodeHash>,
     /// Bytes it holds in memory (module bytes + compiled image), for the cache's budget.
     pub cost: usize,
 }
@@ -216,13 +220,41 @@ impl Runtime {
         wasm: Arc<[u8]>,
         module: Module,
     ) -> Result<CodeObject, CapsuleError> {
-        let (has_init, has_finalize) = check_abi(&module)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&module)
-            .map_err(|e| CapsuleError::Abi {
-                reason: format!("imports: {e:#}"),
-            })?;
+        let (has_init, has_finalize, deps) = check_abi(&module)?;
+        let pre = if deps.is_empty() {
+            self.linker.instantiate_pre(&module)
+        } else {
+            let mut l = self.linker.clone();
+            for imp in module.imports() {
+                let Some(dep) = dep_of(imp.module()) else {
+                    continue;
+                };
+                let ExternType::Func(ty) = imp.ty() else {
+                    return Err(CapsuleError::Abi {
+                        reason: format!(
+                            "import `{}` from a code object is not a function",
+                            imp.name()
+                        ),
+                    });
+                };
+                let name: Arc<str> = Arc::from(imp.name());
+                l.func_new(
+                    imp.module(),
+                    imp.name(),
+                    ty,
+                    move |mut c, params, results| {
+                        crate::host::call_dep(&mut c, &dep, &name, params, results)
+                    },
+                )
+                .map_err(|e| CapsuleError::Abi {
+                    reason: format!("imports: {e:#}"),
+                })?;
+            }
+            l.instantiate_pre(&module)
+        }
+        .map_err(|e| CapsuleError::Abi {
+            reason: format!("imports: {e:#}"),
+        })?;
         let image = module.image_range();
         let cost = wasm.len() + (image.end as usize).saturating_sub(image.start as usize);
         Ok(CodeObject {
@@ -232,37 +264,66 @@ impl Runtime {
             pre,
             has_init,
             has_finalize,
+            deps,
             cost,
         })
     }
 
-    /// Instantiates a code object in a fresh store and runs its `init` (with `fuel`).
-    pub(crate) fn instantiate(&self, obj: &CodeObject, fuel: u64) -> Result<Live, CapsuleError> {
+    /// Instantiates a code object in a fresh store, after its dependencies (`deps`: every
+    /// code object it needs, transitively, dependencies before their dependents), and runs
+    /// each one's `init` (with `fuel`).
+    pub(crate) fn instantiate(
+        &self,
+        obj: &CodeObject,
+        deps: &[Arc<CodeObject>],
+        fuel: u64,
+    ) -> Result<Live, CapsuleError> {
+        let ierr = |e: wasmtime::Error| CapsuleError::Instantiate(format!("{e:#}"));
         let limits = Limits {
             max_memory: self.cfg.max_memory_bytes,
             max_table: self.cfg.max_table_elements,
+            instances: deps.len() + 1,
             hit: false,
         };
         let mut store = Store::new(&self.engine, HostState::new(obj.hash, limits));
         store.limiter(|s| &mut s.limits);
-        store
-            .set_fuel(fuel)
-            .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
-        let inst = obj
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| CapsuleError::Instantiate(format!("{e:#}")))?;
+        store.set_fuel(fuel).map_err(ierr)?;
+        for d in deps {
+            let inst = d.pre.instantiate(&mut store).map_err(ierr)?;
+            let mem = inst
+                .get_memory(&mut store, abi::EXPORT_MEMORY)
+                .ok_or_else(|| CapsuleError::Instantiate("no memory export".into()))?;
+            store.data_mut().deps.push(crate::host::DepInstance {
+                hash: d.hash,
+                instance: inst,
+                mem,
+            });
+            if d.has_init {
+                store.data_mut().code = d.hash;
+                store.data_mut().mem = Some(mem);
+                let r = inst
+                    .get_typed_func::<(), i32>(&mut store, abi::EXPORT_INIT)
+                    .and_then(|f| f.call(&mut store, ()));
+                match r {
+                    Ok(0) => {}
+                    Ok(r) => return Err(CapsuleError::Instantiate(format!("init returned {r}"))),
+                    Err(e) => return Err(CapsuleError::Instantiate(format!("init: {e:#}"))),
+                }
+            }
+        }
+        store.data_mut().code = obj.hash;
+        let inst = obj.pre.instantiate(&mut store).map_err(ierr)?;
         let mem = inst
             .get_memory(&mut store, abi::EXPORT_MEMORY)
             .ok_or_else(|| CapsuleError::Instantiate("no memory export".into()))?;
         store.data_mut().mem = Some(mem);
         let accept = inst
             .get_typed_func::<(i32, i32), i32>(&mut store, abi::EXPORT_ACCEPT)
-            .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
+            .map_err(ierr)?;
         if obj.has_init {
             let init = inst
                 .get_typed_func::<(), i32>(&mut store, abi::EXPORT_INIT)
-                .map_err(|e| CapsuleError::Instantiate(e.to_string()))?;
+                .map_err(ierr)?;
             match init.call(&mut store, ()) {
                 Ok(0) => {}
                 Ok(r) => return Err(CapsuleError::Instantiate(format!("init returned {r}"))),
@@ -283,8 +344,23 @@ impl Runtime {
     }
 }
 
-/// Checks the exports ABI v1 requires; returns whether `init` and `finalize` are present.
-fn check_abi(module: &Module) -> Result<(bool, bool), CapsuleError> {
+/// Prefix of import modules that name a dependency: `code:<64 hex digits>`.
+pub const DEP_PREFIX: &str = "code:";
+
+/// The code object an import module names, if it is a dependency.
+pub(crate) fn dep_of(module: &str) -> Option<CodeHash> {
+    let hex = module.strip_prefix(DEP_PREFIX)?;
+    let mut h = [0u8; 32];
+    hex::decode_to_slice(hex, &mut h).ok()?;
+    Some(h)
+}
+
+/// Most direct dependencies of one code object.
+pub const MAX_DEPS: usize = 8;
+
+/// Checks the exports ABI v1 requires; returns whether `init` and `finalize` are present, and
+/// the dependencies.
+fn check_abi(module: &Module) -> Result<(bool, bool, Vec<CodeHash>), CapsuleError> {
     let bad = |reason: String| Err(CapsuleError::Abi { reason });
     let func_sig = |name: &str| -> Option<(Vec<ValType>, Vec<ValType>)> {
         match module.get_export(name)? {
@@ -317,14 +393,24 @@ fn check_abi(module: &Module) -> Result<(bool, bool), CapsuleError> {
         Some((p, r)) if p.is_empty() && r.is_empty() => true,
         Some(_) => return bad("`finalize` must be `() -> ()`".into()),
     };
+    let mut deps = Vec::new();
     for imp in module.imports() {
-        if imp.module() != abi::IMPORT_MODULE {
+        if imp.module() == abi::IMPORT_MODULE {
+            continue;
+        }
+        let Some(d) = dep_of(imp.module()) else {
             return bad(format!(
-                "import from module `{}` (only `{}` exists)",
+                "import from module `{}` (only `{}` and `{DEP_PREFIX}<hash>` exist)",
                 imp.module(),
                 abi::IMPORT_MODULE
             ));
+        };
+        if !deps.contains(&d) {
+            deps.push(d);
         }
     }
-    Ok((has_init, has_finalize))
+    if deps.len() > MAX_DEPS {
+        return bad(format!("{} dependencies, at most {MAX_DEPS}", deps.len()));
+    }
+    Ok((has_init, has_finalize, deps))
 }
