@@ -1,4 +1,4 @@
-//! Builds the guest workspace (`../../guest`) for `wasm32-unknown-unknown` in release mode
+//! Builds the capsule protocols of the guest workspace (`../../guest/protocols`) for `wasm32-unknown-unknown` in release mode
 //! with its own target directory under `OUT_DIR`, and copies each protocol's `.wasm` to
 //! `OUT_DIR/guest/<name>.wasm` for `src/protocols.rs` to embed.
 //!
@@ -55,6 +55,11 @@ fn main() {
             "--target-dir",
         ])
         .arg(&target_dir);
+    // Only the capsule protocols (and the SDK they use): other crates of the guest workspace
+    // are built by their own owners' build steps.
+    for p in PROTOCOLS {
+        cmd.args(["-p", &format!("anode-proto-{p}")]);
+    }
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
