@@ -15,6 +15,8 @@
 //!   `max_cost` is the largest single charge; callers bound that with the maximum run time
 //!   between yields (EE fuel per call). Property-tested below.
 //! - A domain that empties its queue keeps its debt but loses unused credit (no banking).
+//! - Debt is capped at [`MAX_DEBT_QUANTA`] quanta, so `dequeue` always ends quickly even if a
+//!   caller charges an absurd cost (fairness then holds only up to that cap).
 //! - Queues are bounded (`max_queue` items per domain); `enqueue` hands back what it refused.
 
 use std::collections::VecDeque;
@@ -22,6 +24,10 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 
 use crate::DomainId;
+
+/// The most debt a domain carries, in its quanta: `dequeue` visits a head at most this many
+/// times before it is in credit again.
+pub const MAX_DEBT_QUANTA: u64 = 1024;
 
 #[derive(Debug)]
 struct Queue<T> {
@@ -120,14 +126,21 @@ impl<T> DomainScheduler<T> {
         }
     }
 
-    /// Charges `cost` to `d` for the item it was just served.
+    /// Charges `cost` to `d` for the item it was just served. The debt carried is capped at
+    /// [`MAX_DEBT_QUANTA`] quanta, so a wild charge cannot stall `dequeue`.
     pub fn complete(&mut self, d: DomainId, cost: u64) {
+        let quantum = self.quantum;
         let Some(q) = self.queues.get_mut(&d) else {
             return;
         };
+        let floor = quantum
+            .saturating_mul(u64::from(q.weight))
+            .saturating_mul(MAX_DEBT_QUANTA);
+        let floor = -i64::try_from(floor).unwrap_or(i64::MAX);
         q.deficit = q
             .deficit
-            .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
+            .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX))
+            .max(floor);
         if q.deficit <= 0 && self.round.front() == Some(&d) && self.round.len() > 1 {
             self.round.rotate_left(1);
         }
@@ -185,6 +198,12 @@ mod tests {
         assert_eq!(s.remove(b), vec![5]);
         assert_eq!(s.len(), 0);
         assert!(s.dequeue().is_none());
+        // An absurd charge is capped: the domain comes back after at most 1024 visits.
+        s.enqueue(a, 7).unwrap();
+        let (d, _) = s.dequeue().unwrap();
+        s.complete(d, u64::MAX);
+        s.enqueue(a, 8).unwrap();
+        assert_eq!(s.dequeue(), Some((a, 8)));
     }
 
     proptest! {

@@ -6,6 +6,8 @@
 //! Contract: the Type ID is always part of the match (an EE cannot capture another EE's
 //! packets); the number of channels and their rate are capped by the table's policy
 //! (`max_channels` per Type ID, `max_rate`); `classify` does one compiled-classifier lookup.
+//! A rate-limited channel's bucket is at least 64 KiB deep (smaller bursts would police
+//! single jumbo packets).
 
 use std::time::Instant;
 
