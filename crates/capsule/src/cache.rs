@@ -115,6 +115,18 @@ impl MemCache {
         out
     }
 
+    /// Takes the live instance of the least recently used code object other than `keep`
+    /// (to free an instance slot); `None` if no other code object has one.
+    pub fn take_lru_live(&mut self, keep: &CodeHash) -> Option<Live> {
+        let victim = self
+            .map
+            .iter()
+            .filter(|(h, c)| *h != keep && c.live.is_some())
+            .min_by_key(|(_, c)| c.used)
+            .map(|(h, _)| *h)?;
+        self.map.get_mut(&victim)?.live.take()
+    }
+
     pub fn remove(&mut self, h: &CodeHash) -> Option<Cached> {
         let c = self.map.remove(h)?;
         self.bytes -= c.obj.cost;

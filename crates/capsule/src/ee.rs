@@ -530,6 +530,34 @@ impl CapsuleEe {
         Ok(())
     }
 
+    /// Gives `hash` a live instance. When the runtime's instance slots are all taken, the
+    /// least recently used other code objects give up theirs (finalized; they are
+    /// re-instantiated when next used) until this one fits or none is left.
+    fn instantiate(&mut self, hash: &CodeHash, deps: &[Arc<CodeObject>]) -> bool {
+        let fuel = self.cfg.fuel;
+        loop {
+            let Some(c) = self.mem.map.get_mut(hash) else {
+                return false;
+            };
+            match self.rt.instantiate(&c.obj, deps, fuel) {
+                Ok(l) => {
+                    c.live = Some(l);
+                    return true;
+                }
+                Err(CapsuleError::NoInstanceSlot) => match self.mem.take_lru_live(hash) {
+                    Some(mut old) => {
+                        if let Some(fin) = old.finalize {
+                            let _ = old.store.set_fuel(fuel);
+                            let _ = fin.call(&mut old.store, ());
+                        }
+                    }
+                    None => return false,
+                },
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// Runs the capsule's code (`hdr.code`) on it.
     fn run(
         &mut self,
@@ -551,15 +579,12 @@ impl CapsuleEe {
         } else {
             Vec::new()
         };
+        if needs_instance && !self.instantiate(&hash, &deps) {
+            return ctx.count_drop("capsule", "instantiate_failed");
+        }
         let Some(c) = self.mem.get_mut(&hash) else {
             return ctx.count_drop("capsule", "code_invalid");
         };
-        if c.live.is_none() {
-            match self.rt.instantiate(&c.obj, &deps, fuel) {
-                Ok(l) => c.live = Some(l),
-                Err(_) => return ctx.count_drop("capsule", "instantiate_failed"),
-            }
-        }
         let Some(live) = c.live.as_mut() else {
             return ctx.count_drop("capsule", "instantiate_failed");
         };

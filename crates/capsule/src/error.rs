@@ -20,6 +20,9 @@ pub enum CapsuleError {
     /// Instantiation (or the `init` export) failed.
     #[error("code object does not instantiate: {0}")]
     Instantiate(String),
+    /// Every instance slot of the runtime's pooling allocator is taken.
+    #[error("no free instance slot in the runtime's pool")]
+    NoInstanceSlot,
     /// The code object is larger than the configured bound.
     #[error("code object is {len} bytes, more than the {max}-byte limit")]
     TooBig {

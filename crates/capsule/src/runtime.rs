@@ -278,7 +278,15 @@ impl Runtime {
         deps: &[Arc<CodeObject>],
         fuel: u64,
     ) -> Result<Live, CapsuleError> {
-        let ierr = |e: wasmtime::Error| CapsuleError::Instantiate(format!("{e:#}"));
+        let ierr = |e: wasmtime::Error| {
+            if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                .is_some()
+            {
+                CapsuleError::NoInstanceSlot
+            } else {
+                CapsuleError::Instantiate(format!("{e:#}"))
+            }
+        };
         let limits = Limits {
             max_memory: self.cfg.max_memory_bytes,
             max_table: self.cfg.max_table_elements,

@@ -129,3 +129,40 @@ fn memory_cache_evicts_least_recently_used_and_evicted_code_is_fetched_again() {
     assert!(net.ee(0).evict(&fwd));
     assert!(!net.ee(0).has_code(&fwd));
 }
+
+#[test]
+fn when_instance_slots_run_out_the_least_recently_used_instance_gives_way() {
+    let rt = anode_capsule::Runtime::new(anode_capsule::RuntimeConfig {
+        max_instances: 2,
+        ..anode_capsule::RuntimeConfig::default()
+    })
+    .unwrap();
+    let mut net = Net::new(2, &[(0, 1)], &rt, |_| CapsuleConfig::default());
+    net.ee(1).register_port(PORT);
+    let codes: Vec<_> = [protocols::FORWARD, protocols::PING, protocols::COUNTER]
+        .iter()
+        .map(|w| net.ee(0).install(w).unwrap())
+        .collect();
+    // Node 0 forwards, node 1 delivers: each capsule needs an instance at both nodes, and
+    // four instances (two per node) exist at most. Only FORWARD delivers to PORT at node 1;
+    // PING and COUNTER capsules are consumed or forwarded there, which is enough to run.
+    for round in 0..3 {
+        for (i, code) in codes.iter().enumerate() {
+            let payload: Vec<u8> = if i == 0 {
+                PORT.to_be_bytes().to_vec()
+            } else {
+                vec![0u8; 20]
+            };
+            let pkt = capsule_packet(*code, addr(0), addr(1), 16, round, &payload).unwrap();
+            let now = net.now;
+            net.nodes[0].inject(now, pkt).unwrap();
+            net.run_for(Duration::from_millis(20));
+        }
+    }
+    assert_eq!(net.drops(0, "instantiate_failed"), 0);
+    assert_eq!(net.drops(1, "instantiate_failed"), 0);
+    assert_eq!(net.ee(1).stats().runs, 9);
+    assert_eq!(net.deliveries(1).len(), 3);
+    let live = net.ee(1).code_list().iter().filter(|c| c.live).count();
+    assert!(live <= 2);
+}
