@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod config;
 mod control;
+mod ees;
 mod signals;
+mod steps;
 
 /// anode: a programmable ("active") network node.
 ///

@@ -31,9 +31,10 @@ copy it and run `anode emulate YOUR-COPY.toml`.";
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
-    let topo = Topology::parse(DEMO_TOML, "demo.toml (built in)")
+    let registry = crate::steps::registry()?;
+    let topo = Topology::parse_with(DEMO_TOML, "demo.toml (built in)", &registry)
         .map_err(|e| format!("the built-in demo topology does not parse (a bug): {e}"))?;
-    let report = anode_emu::run(topo).map_err(|e| e.to_string())?;
+    let report = anode_emu::run_with(topo, &registry).map_err(|e| e.to_string())?;
     if args.json {
         print!("{}", report.to_json());
     } else {

@@ -56,11 +56,12 @@ counters and routes. Exit status: 0 if every check held, 1 otherwise.";
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
-    let topo = Topology::load(&args.topology).map_err(|e| e.to_string())?;
+    let registry = crate::steps::registry()?;
+    let topo = Topology::load_with(&args.topology, &registry).map_err(|e| e.to_string())?;
     let report = if args.realtime {
-        anode_emu::realtime::run(topo, &anode_emu::Registry::builtin())
+        anode_emu::realtime::run(topo, &registry)
     } else {
-        anode_emu::run(topo)
+        anode_emu::run_with(topo, &registry)
     }
     .map_err(|e| e.to_string())?;
     print_report(&report, args.json);

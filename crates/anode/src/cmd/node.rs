@@ -1,7 +1,8 @@
 //! `anode node --config FILE`: one node over real UDP, with a control socket.
 //!
 //! Order of work: read and check the config (errors name the file and line), build the
-//! `Node` with its links and static routes, bind the control socket (refusing if another node
+//! `Node` with its links, static routes and execution environments (PLAN and capsules, the
+//! capsule code cache from `[capsule] cache_dir`), bind the control socket (refusing if another node
 //! is live on it), start the UDP driver, serve until SIGINT/SIGTERM or a `shutdown` request,
 //! then stop the control server (removing the socket file) and the driver.
 
@@ -172,6 +173,13 @@ fn build(file: &NodeFile) -> Result<Node, String> {
     for r in &file.routes {
         node.add_static_route(r.dest, r.via, r.metric, now);
     }
+    crate::ees::register(&mut node, Some(file.code_cache.clone()), None).map_err(|e| {
+        format!(
+            "{e} (capsule code cache {}; set [capsule] cache_dir in {})",
+            file.code_cache.display(),
+            file.path.display()
+        )
+    })?;
     Ok(node)
 }
 
@@ -200,4 +208,5 @@ fn print_summary(f: &NodeFile) {
         println!("route    {} via {} metric {}", r.dest, r.via, r.metric);
     }
     println!("control  {}", f.socket.display());
+    println!("EEs      PLAN, capsule (code cache {})", f.code_cache.display());
 }

@@ -71,6 +71,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let routes = check_routes(&cx, &raw, address, &links, node.routing.infinity)?;
     let socket = check_socket(&cx, path, &raw, address)?;
     let metrics = check_metrics(&cx, &raw)?;
+    let code_cache = check_code_cache(&cx, path, &raw, address)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -79,6 +80,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         routes,
         socket,
         metrics,
+        code_cache,
     })
 }
 
@@ -350,4 +352,46 @@ fn check_socket(
         ));
     }
     Ok(p)
+}
+
+/// The default capsule code cache of the node whose UDP port is `port`:
+/// `$XDG_STATE_HOME/anode/code-PORT`, else `$HOME/.local/state/anode/code-PORT`, else
+/// `/tmp/anode-state/code-PORT`.
+pub(super) fn default_code_cache(port: u16) -> PathBuf {
+    let abs = |v: Option<std::ffi::OsString>| v.filter(|d| Path::new(d).is_absolute());
+    let base = match (
+        abs(std::env::var_os("XDG_STATE_HOME")),
+        abs(std::env::var_os("HOME")),
+    ) {
+        (Some(d), _) => PathBuf::from(d).join("anode"),
+        (None, Some(h)) => PathBuf::from(h).join(".local/state/anode"),
+        (None, None) => PathBuf::from("/tmp/anode-state"),
+    };
+    base.join(format!("code-{port}"))
+}
+
+fn check_code_cache(
+    cx: &Ctx<'_>,
+    path: &Path,
+    raw: &RawFile,
+    address: NodeAddr,
+) -> Result<PathBuf, Problem> {
+    let Some(s) = &raw.capsule.cache_dir else {
+        return Ok(default_code_cache(address.port()));
+    };
+    let given = s.get_ref().trim();
+    if given.is_empty() {
+        return Err(cx.at(
+            s,
+            "capsule cache_dir is empty".into(),
+            "give a directory like \"/var/lib/anode/code\", or leave cache_dir out for the default",
+        ));
+    }
+    let p = Path::new(given);
+    if p.is_absolute() {
+        Ok(p.to_path_buf())
+    } else {
+        // Relative to the config file, like the control socket.
+        Ok(path.parent().unwrap_or(Path::new(".")).join(p))
+    }
 }

@@ -22,6 +22,10 @@
 //!
 //! [control]
 //! # socket = "/path/to/node.sock"   # default: see anode_ctl::path
+//!
+//! [capsule]
+//! # cache_dir = "code"         # capsule code cache (relative to this file); default:
+//! #                            # $XDG_STATE_HOME/anode/code-PORT (or ~/.local/state/...)
 //! ```
 //!
 //! ## Contract
@@ -58,6 +62,8 @@ pub struct NodeFile {
     pub socket: PathBuf,
     /// Where to serve Prometheus metrics (`[metrics] listen`, loopback only); `None`: off.
     pub metrics: Option<SocketAddr>,
+    /// The capsule EE's disk code cache (`[capsule] cache_dir`).
+    pub code_cache: PathBuf,
 }
 
 /// A static route from the file.

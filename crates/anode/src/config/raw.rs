@@ -22,6 +22,8 @@ pub(super) struct RawFile {
     pub control: RawControl,
     #[serde(default)]
     pub metrics: RawMetrics,
+    #[serde(default)]
+    pub capsule: RawCapsule,
 }
 
 /// `[node]`.
@@ -68,4 +70,11 @@ pub(super) struct RawControl {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMetrics {
     pub listen: Option<Spanned<String>>,
+}
+
+/// `[capsule]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCapsule {
+    pub cache_dir: Option<Spanned<String>>,
 }

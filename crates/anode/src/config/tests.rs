@@ -235,3 +235,20 @@ fn metrics_are_off_by_default_and_loopback_only() {
     assert!(msg.contains("not a loopback address"), "{msg}");
     assert!(msg.contains("127.0.0.1:9464"), "{msg}");
 }
+
+#[test]
+fn capsule_cache_dir() {
+    let f = parse(
+        Path::new("/etc/anode/a.toml"),
+        &with("", "[capsule]\ncache_dir = \"code\"\n"),
+    )
+    .unwrap();
+    assert_eq!(f.code_cache, Path::new("/etc/anode/code"));
+    let f = parse(Path::new("/etc/anode/a.toml"), &with("", "")).unwrap();
+    assert!(f.code_cache.ends_with("code-4001"), "{:?}", f.code_cache);
+    let (line, msg) = err(&with("", "[capsule]\ncache_dir = \" \"\n"));
+    assert_eq!(line, 4, "{msg}");
+    assert!(msg.contains("cache_dir is empty"), "{msg}");
+    let (line, msg) = err(&with("", "[capsule]\ncache = \"x\"\n"));
+    assert_eq!(line, 4, "{msg}");
+}
