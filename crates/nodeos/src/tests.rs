@@ -347,3 +347,103 @@ fn channels_follow_policy_and_demux() {
     assert_eq!(os.demux(&pkt), None);
     assert!(os.close_chan(c).is_err());
 }
+
+mod random_ops {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Create(usize, bool),
+        Charge(usize, u8, u32),
+        Release(usize, u8, u32),
+        Terminate(usize),
+        Exit(usize),
+        Timeout(u16),
+        OpenIn(usize, u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..8, any::<bool>()).prop_map(|(p, s)| Op::Create(p, s)),
+            (0usize..8, 0u8..3, 0u32..40_000).prop_map(|(d, k, b)| Op::Charge(d, k, b)),
+            (0usize..8, 0u8..3, 0u32..40_000).prop_map(|(d, k, b)| Op::Release(d, k, b)),
+            (0usize..8).prop_map(Op::Terminate),
+            (0usize..8).prop_map(Op::Exit),
+            (0u16..200).prop_map(Op::Timeout),
+            (0usize..8, any::<u8>()).prop_map(|(d, f)| Op::OpenIn(d, f)),
+        ]
+    }
+
+    fn kind(k: u8) -> MemKind {
+        match k {
+            0 => MemKind::Packet,
+            1 => MemKind::SoftState,
+            _ => MemKind::Code,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// Random operation sequences: the node bound holds, the node total equals the sum over
+        /// live domains, and once every domain is gone everything is back (memory, channels,
+        /// pools).
+        #[test]
+        fn accounting_holds_under_random_operations(ops in proptest::collection::vec(op(), 1..80)) {
+            let mut os = os();
+            let t0 = Instant::now();
+            let mut ids = vec![DomainId::ROOT];
+            let mut shared = None;
+            for o in ops {
+                let pick = |i: usize| ids[i % ids.len()];
+                match o {
+                    Op::Create(p, s) => {
+                        let parent = pick(p);
+                        let who = if parent == DomainId::ROOT { "ee" } else { "proto" };
+                        let pool = if s { shared } else { None };
+                        if let Ok(d) = os.create_domain(parent, &Credentials::new(who), pool) {
+                            ids.push(d);
+                            if shared.is_none() && parent == DomainId::ROOT {
+                                shared = os.create_shared_pool(d, 100_000).ok();
+                            }
+                        }
+                    }
+                    Op::Charge(d, k, b) => {
+                        let _ = os.charge_mem(pick(d), kind(k), u64::from(b), t0);
+                    }
+                    Op::Release(d, k, b) => os.release_mem(pick(d), kind(k), u64::from(b)),
+                    Op::Terminate(d) => {
+                        let _ = os.terminate(pick(d), Terminator::Node, TerminationReason::Policy("random".into()));
+                    }
+                    Op::Exit(d) => {
+                        let _ = os.exit(pick(d));
+                    }
+                    Op::Timeout(ms) => os.handle_timeout(t0 + Duration::from_millis(u64::from(ms))),
+                    Op::OpenIn(d, f) => {
+                        let _ = os.open_in_chan(pick(d), InChanSpec {
+                            protocol: "anep".into(),
+                            addr: AddrSpec { flow: Some(u64::from(f)), ..Default::default() },
+                            keys: vec![],
+                            buffer_limit: 1,
+                            handler: HandlerId(0),
+                            priority: 0,
+                        });
+                    }
+                }
+                ids.retain(|d| os.is_live(*d));
+                prop_assert!(os.pools().node_used() <= os.pools().node_limit());
+                let sum: u64 = os.domains().iter().map(|d| d.memory_by_kind.iter().sum::<u64>()).sum();
+                prop_assert_eq!(sum, os.pools().node_used());
+                while os.poll_event().is_some() {}
+            }
+            for c in os.children(DomainId::ROOT) {
+                let _ = os.terminate(c, Terminator::Node, TerminationReason::Exit);
+            }
+            let root_held: u64 = os.domains().iter().map(|d| d.memory_by_kind.iter().sum::<u64>()).sum();
+            prop_assert_eq!(os.domains().len(), 1);
+            prop_assert_eq!(os.pools().node_used(), root_held);
+            let root_chans = os.domains()[0].channels;
+            prop_assert_eq!(os.channel_count(), root_chans);
+        }
+    }
+}

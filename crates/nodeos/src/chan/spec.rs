@@ -188,6 +188,18 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text parses or fails with a reason, never panics; the canonical form of a
+        /// parsed spec parses back to the same spec.
+        #[test]
+        fn any_text_parses_or_fails_and_canonical_round_trips(s in "[a-z0-9/ .]{0,30}") {
+            if let Ok(p) = ProtocolSpec::parse(&s) {
+                let again = ProtocolSpec::parse(&p.canonical());
+                proptest::prop_assert_eq!(again, Ok(p));
+            }
+        }
+    }
+
     #[test]
     fn errors_say_what_is_wrong() {
         assert_eq!(ProtocolSpec::parse(" "), Err(SpecError::Empty));

@@ -1,7 +1,10 @@
 //! Shared test harness: a line of anode nodes with zero-delay links in virtual time, a test EE
 //! that burns CPU and memory the way hostile protocols do, and a sink.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
