@@ -1,6 +1,7 @@
 //! Per-packet cost of the IPv4 and IPv6 fast path (validate, LPM, neighbor probe, in-place
-//! rewrite of MACs, TTL and checksum) at 64- and 1472-byte UDP payloads... and the frame
-//! sizes they give. The same buffer is forwarded over and over; its TTL is reset each time.
+//! rewrite of MACs, TTL and checksum) at 64- and 1472-byte UDP payloads and the frame
+//! sizes they give. The same buffer is forwarded over and over; its destination MAC, TTL
+//! and checksum are reset each time (a few ns of the figure).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -129,24 +130,24 @@ fn bench(c: &mut Criterion) {
         let mut f = udp_v4(size);
         g.bench_function(format!("ipv4_udp_{size}"), |b| {
             b.iter(|| {
-                // Reset the TTL and checksum so the packet never expires.
+                // Undo the last forward: destination MAC, TTL and checksum.
+                f[..6].copy_from_slice(&R0.0);
                 let mut ip = Ipv4Packet::new_unchecked(&mut f[14..]);
                 ip.set_ttl(64);
                 ip.fill_checksum();
-                let v = r.handle_frame(now, IfaceId(0), black_box(&mut f));
-                debug_assert!(matches!(v, Verdict::Forward { .. }));
-                black_box(v)
+                black_box(r.handle_frame(now, IfaceId(0), black_box(&mut f)))
             })
         });
         let mut f = udp_v6(size);
         g.bench_function(format!("ipv6_udp_{size}"), |b| {
             b.iter(|| {
+                f[..6].copy_from_slice(&R0.0);
                 f[14 + 7] = 64;
                 black_box(r.handle_frame(now, IfaceId(0), black_box(&mut f)))
             })
         });
-        assert!(r.counters().forwarded > 0);
-        assert_eq!(r.counters().total_drops(), 0);
+        // Everything the benchmark fed was forwarded (when its functions ran at all).
+        assert_eq!(r.counters().total_drops(), 0, "{:?}", r.counters().entries());
     }
     g.finish();
 }
