@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use anode_wire::NodeAddr;
 
 use crate::{
-    DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry, NodeEvent,
-    PROTOCOL_VERSION, Payload, Request, RequestFrame, Response, RouteInfo, ServerMessage,
-    StatsInfo, StatusInfo,
+    CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry,
+    NodeEvent, PROTOCOL_VERSION, Payload, Request, RequestFrame, Response, RouteInfo,
+    ServerMessage, StatsInfo, StatusInfo,
 };
 
 /// A client-side failure.
@@ -289,6 +289,62 @@ impl Client {
             up,
         };
         self.expect_kind("set_link", req, |r| matches!(r, Response::Done))
+    }
+
+    /// Injects a whole ANEP packet at the node; with `logs`, EE log events (PLAN `print`
+    /// output and errors) stream to this connection from now on.
+    pub fn inject(&mut self, packet: Vec<u8>, logs: bool) -> Result<(), ClientError> {
+        let req = Request::Inject {
+            packet: packet.into(),
+            logs,
+        };
+        self.expect_kind("inject", req, |r| matches!(r, Response::Injected))
+    }
+
+    /// Claims application `port` under ANEP Type ID `type_id` (for capsules: registers the
+    /// port with the capsule EE so code objects may deliver to it).
+    pub fn bind_app(&mut self, type_id: u16, port: u16) -> Result<(), ClientError> {
+        self.expect_kind("bind_app", Request::BindApp { type_id, port }, |r| {
+            matches!(r, Response::Bound { .. })
+        })
+    }
+
+    /// The node's capsule code cache.
+    pub fn code_list(&mut self) -> Result<Vec<CodeEntry>, ClientError> {
+        match self.request(Request::CodeList)? {
+            Response::CodeList { code } => Ok(code),
+            r => Err(unexpected("code_list", &r)),
+        }
+    }
+
+    /// One code object.
+    pub fn code_show(&mut self, hash: &str) -> Result<CodeEntry, ClientError> {
+        let req = Request::CodeShow {
+            hash: hash.to_string(),
+        };
+        match self.request(req)? {
+            Response::Code(c) => Ok(c),
+            r => Err(unexpected("code_show", &r)),
+        }
+    }
+
+    /// Installs a WebAssembly module; returns its entry (with its name).
+    pub fn code_put(&mut self, wasm: Vec<u8>) -> Result<CodeEntry, ClientError> {
+        match self.request(Request::CodePut { wasm: wasm.into() })? {
+            Response::Code(c) => Ok(c),
+            r => Err(unexpected("code_put", &r)),
+        }
+    }
+
+    /// Removes a code object; whether it was there.
+    pub fn code_evict(&mut self, hash: &str) -> Result<bool, ClientError> {
+        let req = Request::CodeEvict {
+            hash: hash.to_string(),
+        };
+        match self.request(req)? {
+            Response::Evicted { removed, .. } => Ok(removed),
+            r => Err(unexpected("code_evict", &r)),
+        }
     }
 
     /// Asks the node to stop.

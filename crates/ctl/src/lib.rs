@@ -51,11 +51,13 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod app;
 mod client;
 pub mod path;
 mod payload;
 mod proto;
 
+pub use app::CodeEntry;
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use payload::{Payload, PayloadError};
 pub use proto::{

@@ -21,6 +21,7 @@ use anode_wire::NodeAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::Payload;
+use crate::app::CodeEntry;
 
 /// The protocol version this crate speaks. A node refuses a hello with another version.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -108,6 +109,42 @@ pub enum Request {
         /// Up (true) or down.
         up: bool,
     },
+    /// Injects a whole ANEP packet built by the client (a PLAN packet, a capsule) at this
+    /// node, as if a local application originated it. With `logs`, the EEs' log events
+    /// (PLAN `print`, errors) stream to this connection afterwards.
+    Inject {
+        /// The ANEP packet.
+        packet: Payload,
+        /// Stream EE log events to this connection.
+        #[serde(default)]
+        logs: bool,
+    },
+    /// Claims application `port` for deliveries under ANEP Type ID `type_id` (PLAN, capsule,
+    /// datagram). For capsules this registers the port with the capsule EE: the capability
+    /// code objects deliver to. Deliveries stream as with [`Request::Bind`].
+    BindApp {
+        /// ANEP Type ID (`anode_wire::anep::TYPE_*`).
+        type_id: u16,
+        /// The port.
+        port: u16,
+    },
+    /// The capsule code cache.
+    CodeList,
+    /// One code object, by name (64 hex digits).
+    CodeShow {
+        /// Its SHA-256, hex.
+        hash: String,
+    },
+    /// Installs a WebAssembly module in the code cache (compiled, checked against the ABI).
+    CodePut {
+        /// The module bytes.
+        wasm: Payload,
+    },
+    /// Removes a code object from memory and disk.
+    CodeEvict {
+        /// Its SHA-256, hex.
+        hash: String,
+    },
     /// Stops the node (it answers first).
     Shutdown,
 }
@@ -180,6 +217,22 @@ pub enum Response {
     },
     /// Events will stream to this connection.
     Subscribed,
+    /// The packet was handed to the node.
+    Injected,
+    /// Answer to [`Request::CodeList`].
+    CodeList {
+        /// Sorted by name.
+        code: Vec<CodeEntry>,
+    },
+    /// Answer to [`Request::CodeShow`] and [`Request::CodePut`].
+    Code(CodeEntry),
+    /// Answer to [`Request::CodeEvict`].
+    Evicted {
+        /// The name.
+        hash: String,
+        /// Whether it was there.
+        removed: bool,
+    },
     /// Done (route added, link set, shutdown started).
     Done,
 }
@@ -483,6 +536,10 @@ pub enum ErrorCode {
     Dropped,
     /// The node's data path has stopped.
     NodeGone,
+    /// No such code object, or no capsule EE on the node.
+    NoCode,
+    /// The module was refused (does not compile or breaks the ABI).
+    BadCode,
     /// A code this client does not know.
     #[serde(other)]
     Other,
@@ -501,6 +558,8 @@ impl ErrorCode {
             ErrorCode::NotNeighbor => "not_neighbor",
             ErrorCode::Dropped => "dropped",
             ErrorCode::NodeGone => "node_gone",
+            ErrorCode::NoCode => "no_code",
+            ErrorCode::BadCode => "bad_code",
             ErrorCode::Other => "other",
         }
     }

@@ -33,7 +33,7 @@ impl ConnState {
     }
 }
 
-type Failure = (ErrorCode, String);
+pub(super) type Failure = (ErrorCode, String);
 
 impl From<NodeGone> for (ErrorCode, String) {
     fn from(e: NodeGone) -> Self {
@@ -125,6 +125,12 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         }
         Request::AddRoute { dest, via, metric } => add_route(shared, dest, via, metric),
         Request::SetLink { link, up } => set_link(shared, link, up),
+        Request::Inject { packet, logs } => super::app::inject(shared, st, packet, logs),
+        Request::BindApp { type_id, port } => super::app::bind_app(shared, st, type_id, port),
+        Request::CodeList => super::app::code_list(shared),
+        Request::CodeShow { hash } => super::app::code_show(shared, &hash),
+        Request::CodePut { wasm } => super::app::code_put(shared, wasm),
+        Request::CodeEvict { hash } => super::app::code_evict(shared, hash),
         Request::Shutdown => {
             tracing::info!(client = %st.client, "shutdown requested over the control socket");
             shared.shutdown.store(true, Ordering::Release);

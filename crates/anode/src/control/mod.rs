@@ -18,6 +18,7 @@
 //!   deliveries to unbound ports are dropped and counted (`unbound_port_drops`).
 //! - [`ControlServer::stop`] closes every connection and removes the socket file.
 
+mod app;
 mod conn;
 mod convert;
 mod handlers;

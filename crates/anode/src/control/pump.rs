@@ -2,7 +2,7 @@
 //!
 //! Deliveries of Type ID datagram go to the connection owning their port (or are counted as
 //! `unbound_port_drops`); neighbor changes and EE logs are logged and broadcast to
-//! subscribers. The node has no route-change event, so the pump also polls the route-change
+//! subscribers (EE logs also to connections that injected packets asking for them). The node has no route-change event, so the pump also polls the route-change
 //! counter every [`ROUTE_POLL`] and, when it moved, diffs the table, logs each change at info
 //! and broadcasts it.
 
@@ -69,7 +69,7 @@ fn on_event(shared: &Shared, ev: Event) {
         }
         Event::Log { ee, message } => {
             tracing::info!(%ee, "{message}");
-            shared.broadcast(&ServerMessage::Event(NodeEvent::Log { ee, message }));
+            shared.broadcast_log(&ServerMessage::Event(NodeEvent::Log { ee, message }));
         }
     }
 }

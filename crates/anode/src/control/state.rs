@@ -35,6 +35,10 @@ pub(super) struct Shared {
     pub started: Instant,
     pub conns: Mutex<HashMap<ConnId, ConnOut>>,
     pub ports: Mutex<HashMap<u16, ConnId>>,
+    /// Connections that injected packets asking for EE log events.
+    pub log_conns: Mutex<std::collections::HashSet<ConnId>>,
+    /// Ports registered with the capsule EE (bound under `TYPE_CAPSULE`).
+    pub capsule_ports: Mutex<std::collections::HashSet<u16>>,
     pub next_conn: AtomicU64,
     pub unbound_port_drops: AtomicU64,
     pub slow_client_drops: AtomicU64,
@@ -62,6 +66,8 @@ impl Shared {
             started: Instant::now(),
             conns: Mutex::new(HashMap::new()),
             ports: Mutex::new(HashMap::new()),
+            log_conns: Mutex::new(Default::default()),
+            capsule_ports: Mutex::new(Default::default()),
             next_conn: AtomicU64::new(1),
             unbound_port_drops: AtomicU64::new(0),
             slow_client_drops: AtomicU64::new(0),
@@ -80,7 +86,40 @@ impl Shared {
     pub fn release_conn(&self, id: ConnId) {
         let mut conns = lock(&self.conns);
         conns.remove(&id);
-        lock(&self.ports).retain(|_, owner| *owner != id);
+        let mut freed = Vec::new();
+        lock(&self.ports).retain(|port, owner| {
+            if *owner == id {
+                freed.push(*port);
+            }
+            *owner != id
+        });
+        drop(conns);
+        lock(&self.log_conns).remove(&id);
+        let capsule: Vec<u16> = {
+            let mut cp = lock(&self.capsule_ports);
+            freed.into_iter().filter(|p| cp.remove(p)).collect()
+        };
+        if !capsule.is_empty() {
+            // The capsule EE forgets the ports too, so code cannot deliver to a dead
+            // application (ignored if the node is gone).
+            let _ = super::call(&*self.driver, move |n, _| {
+                if let Some(ee) = crate::ees::capsule_ee(n) {
+                    for p in capsule {
+                        ee.unregister_port(p);
+                    }
+                }
+            });
+        }
+    }
+
+    /// Remembers that `port` is registered with the capsule EE.
+    pub fn note_capsule_port(&self, port: u16) {
+        lock(&self.capsule_ports).insert(port);
+    }
+
+    /// Asks for EE log events on connection `id`.
+    pub fn want_logs(&self, id: ConnId) {
+        lock(&self.log_conns).insert(id);
     }
 
     /// Claims `port` for `id`; false if another connection owns it.
@@ -140,6 +179,18 @@ impl Shared {
         let conns = lock(&self.conns);
         for out in conns.values().filter(|c| c.subscribed) {
             self.push(out, msg.clone());
+        }
+    }
+
+    /// Sends an EE log event to every subscriber and every connection that asked for logs
+    /// when it injected.
+    pub fn broadcast_log(&self, msg: &ServerMessage) {
+        let conns = lock(&self.conns);
+        let logs = lock(&self.log_conns);
+        for (id, out) in conns.iter() {
+            if out.subscribed || logs.contains(id) {
+                self.push(out, msg.clone());
+            }
         }
     }
 

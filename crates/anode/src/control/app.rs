@@ -1,0 +1,148 @@
+//! The application-library ops: inject an ANEP packet, bind a Type ID's application port,
+//! and the capsule code cache (`list`, `show`, `put`, `evict`).
+//!
+//! Contracts: an injected packet is handled exactly like one a local application originated
+//! (`Node::inject`): its Type ID picks the EE, and a refusal is answered with the node's drop
+//! reason. Binding under `TYPE_CAPSULE` also registers the port with the capsule EE (the
+//! capability code objects deliver to); the server unregisters it when the connection
+//! closes. Code names are checked before the node is touched.
+
+use anode_ctl::app::{code_name, parse_code_name};
+use anode_ctl::{CodeEntry, ErrorCode, Payload, Response};
+use anode_wire::anep::TYPE_CAPSULE;
+
+use super::handlers::ConnState;
+use super::state::Shared;
+use super::{call, handlers::Failure};
+use crate::ees::capsule_ee;
+
+fn entry(c: &anode_capsule::CodeInfo) -> CodeEntry {
+    CodeEntry {
+        hash: code_name(&c.hash),
+        wasm_len: c.wasm_len as u64,
+        mem_bytes: c.cost as u64,
+        in_memory: c.in_memory,
+        live: c.live,
+        on_disk: c.on_disk,
+    }
+}
+
+fn no_capsule_ee() -> Failure {
+    (
+        ErrorCode::NoCode,
+        "this node runs no capsule execution environment".into(),
+    )
+}
+
+/// `inject`.
+pub(super) fn inject(
+    shared: &Shared,
+    st: &ConnState,
+    packet: Payload,
+    logs: bool,
+) -> Result<Response, Failure> {
+    if logs {
+        shared.want_logs(st.id);
+    }
+    let buf = packet.as_bytes().to_vec();
+    let r = call(&*shared.driver, move |n, now| n.inject(now, buf))?;
+    r.map(|()| Response::Injected).map_err(|why| {
+        (
+            ErrorCode::Dropped,
+            format!(
+                "the node dropped the injected packet: {why}; check the packet's destination (`anode routes`) and resource bound"
+            ),
+        )
+    })
+}
+
+/// `bind_app`.
+pub(super) fn bind_app(
+    shared: &Shared,
+    st: &ConnState,
+    type_id: u16,
+    port: u16,
+) -> Result<Response, Failure> {
+    if !shared.bind_port(st.id, port) {
+        return Err((
+            ErrorCode::PortInUse,
+            format!("port {port} is bound by another application; pick another port"),
+        ));
+    }
+    if type_id == TYPE_CAPSULE {
+        let ok = call(&*shared.driver, move |n, _| {
+            capsule_ee(n).map(|ee| ee.register_port(port)).is_some()
+        })?;
+        if !ok {
+            shared.unbind_port(st.id, port);
+            return Err(no_capsule_ee());
+        }
+        shared.note_capsule_port(port);
+    }
+    Ok(Response::Bound { port })
+}
+
+/// `code_list`.
+pub(super) fn code_list(shared: &Shared) -> Result<Response, Failure> {
+    let r = call(&*shared.driver, |n, _| {
+        capsule_ee(n).map(|ee| ee.code_list().iter().map(entry).collect::<Vec<_>>())
+    })?;
+    r.map(|code| Response::CodeList { code })
+        .ok_or_else(no_capsule_ee)
+}
+
+fn name(hash: &str) -> Result<[u8; 32], Failure> {
+    parse_code_name(hash).map_err(|e| (ErrorCode::BadRequest, e.to_string()))
+}
+
+/// `code_show`.
+pub(super) fn code_show(shared: &Shared, hash: &str) -> Result<Response, Failure> {
+    let h = name(hash)?;
+    let r = call(&*shared.driver, move |n, _| {
+        capsule_ee(n).map(|ee| ee.code_list().into_iter().find(|c| c.hash == h))
+    })?;
+    match r {
+        None => Err(no_capsule_ee()),
+        Some(None) => Err((
+            ErrorCode::NoCode,
+            format!("no code object {hash} in the cache; see `anode code list`"),
+        )),
+        Some(Some(c)) => Ok(Response::Code(entry(&c))),
+    }
+}
+
+/// `code_put`.
+pub(super) fn code_put(shared: &Shared, wasm: Payload) -> Result<Response, Failure> {
+    let bytes = wasm.as_bytes().to_vec();
+    let r = call(&*shared.driver, move |n, _| {
+        let ee = capsule_ee(n)?;
+        Some(ee.install(&bytes).map(|h| {
+            ee.code_list()
+                .into_iter()
+                .find(|c| c.hash == h)
+                .map(|c| entry(&c))
+        }))
+    })?;
+    match r {
+        None => Err(no_capsule_ee()),
+        Some(Err(e)) => Err((
+            ErrorCode::BadCode,
+            format!("the module was refused: {e}; check it against crates/capsule/ABI.md"),
+        )),
+        Some(Ok(Some(c))) => Ok(Response::Code(c)),
+        Some(Ok(None)) => Err((
+            ErrorCode::NoCode,
+            "the module was installed but evicted at once (larger than the memory cache?)".into(),
+        )),
+    }
+}
+
+/// `code_evict`.
+pub(super) fn code_evict(shared: &Shared, hash: String) -> Result<Response, Failure> {
+    let h = name(&hash)?;
+    let r = call(&*shared.driver, move |n, _| {
+        capsule_ee(n).map(|ee| ee.evict(&h))
+    })?;
+    r.map(|removed| Response::Evicted { hash, removed })
+        .ok_or_else(no_capsule_ee)
+}

@@ -1,0 +1,65 @@
+//! Types of the application-library ops (PAN's PAL over the control socket): injecting ANEP
+//! packets, binding a Type ID's application port, and the capsule code cache.
+//!
+//! Contract: these are additive to protocol version 1. Code objects are named by the
+//! lowercase hex SHA-256 of their WebAssembly bytes (64 characters).
+
+use serde::{Deserialize, Serialize};
+
+/// One code object of the node's capsule code cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeEntry {
+    /// SHA-256 of the module, lowercase hex.
+    pub hash: String,
+    /// Module size, bytes.
+    pub wasm_len: u64,
+    /// Bytes it holds in the memory cache (0 if only on disk).
+    pub mem_bytes: u64,
+    /// In the memory cache.
+    pub in_memory: bool,
+    /// Has a live instance.
+    pub live: bool,
+    /// In the disk cache.
+    pub on_disk: bool,
+}
+
+/// Why a code name does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a code name: give the 64 hex digits of its SHA-256 (see `anode code list`)")]
+pub struct BadCodeName(pub String);
+
+/// Parses a code name (64 hex digits).
+pub fn parse_code_name(s: &str) -> Result<[u8; 32], BadCodeName> {
+    let s = s.trim();
+    let mut out = [0u8; 32];
+    if s.len() != 64 || !s.is_ascii() {
+        return Err(BadCodeName(s.to_string()));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        let b = s
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .ok_or_else(|| BadCodeName(s.to_string()))?;
+        *o = b;
+    }
+    Ok(out)
+}
+
+/// Writes a code name.
+pub fn code_name(h: &[u8; 32]) -> String {
+    h.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_names_round_trip_and_reject_garbage() {
+        let h: [u8; 32] = std::array::from_fn(|i| i as u8 * 7);
+        assert_eq!(parse_code_name(&code_name(&h)).unwrap(), h);
+        assert!(parse_code_name("abc").is_err());
+        assert!(parse_code_name(&"zz".repeat(32)).is_err());
+        assert!(parse_code_name(&"é".repeat(32)).is_err());
+    }
+}
