@@ -208,5 +208,8 @@ fn print_summary(f: &NodeFile) {
         println!("route    {} via {} metric {}", r.dest, r.via, r.metric);
     }
     println!("control  {}", f.socket.display());
-    println!("EEs      PLAN, capsule (code cache {})", f.code_cache.display());
+    println!(
+        "EEs      PLAN, capsule (code cache {})",
+        f.code_cache.display()
+    );
 }
