@@ -20,13 +20,16 @@
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod emu;
 mod error;
 mod host;
 mod manifest;
 mod node;
 mod package;
+pub mod planet;
 mod qdisc;
 mod runtime;
+pub mod svg;
 
 pub use error::ModuleError;
 pub use host::{ModuleHost, ModuleInfo, State};

@@ -84,3 +84,9 @@ pub fn datagram(src: u8, dst: u8, flow: u64, seq: u64, len: usize) -> Vec<u8> {
 pub fn seq_of(buf: &[u8]) -> u64 {
     u64::from_be_bytes(buf[buf.len() - 8..].try_into().unwrap())
 }
+
+/// Whether a transmitted packet is a datagram (not a hello or routing update).
+pub fn is_data(buf: &[u8]) -> bool {
+    anode_wire::anep::AnepPacket::new_checked(buf)
+        .is_ok_and(|p| p.type_id() == anode_wire::anep::TYPE_DATAGRAM)
+}
