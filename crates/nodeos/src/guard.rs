@@ -44,7 +44,7 @@ pub struct UsageReport {
     pub principal: Option<String>,
     /// Work units used (fuel, steps).
     pub units: u64,
-    /// Whether the call hit its run-time limit.
+    /// Whether the call hit its run-time limit (or, for EEs that cannot tell, trapped).
     pub exhausted: bool,
     /// Soft-state bytes gained (positive) or freed (negative).
     pub soft_state_delta: i64,
@@ -247,7 +247,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 *s += 1;
                 if *s >= self.cfg.max_exhaustions && d != self.ee_domain {
                     let why = format!(
-                        "hit the {} ns run-time limit {} calls in a row",
+                        "hit the {} ns run-time limit (or trapped) {} calls in a row",
                         self.cfg.max_slice_ns, s
                     );
                     let _ = self.os.terminate(

@@ -139,10 +139,12 @@ impl MeteredEe for BurnEe {
     }
 }
 
-/// Counts what arrives, by EE kind; forwards what is injected locally.
+/// Counts what arrives, by EE kind and by protocol (the flow id's top byte); forwards what
+/// is injected locally or passes through.
 #[derive(Debug, Default)]
 pub struct Sink {
     pub got: BTreeMap<u8, u64>,
+    pub by_proto: BTreeMap<u8, u64>,
 }
 
 impl ExecutionEnvironment for Sink {
@@ -156,6 +158,8 @@ impl ExecutionEnvironment for Sink {
         if pkt.why == Dispatch::Destination {
             let k = pkt.ee_bytes().first().copied().unwrap_or(255);
             *self.got.entry(k).or_insert(0) += 1;
+            let p = pkt.transit().map_or(255, |t| (t.flow() >> 56) as u8);
+            *self.by_proto.entry(p).or_insert(0) += 1;
         } else {
             // A source node: send what local applications inject.
             let _ = ctx.forward(pkt.buf, pkt.anep_len);
