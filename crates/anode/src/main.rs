@@ -40,6 +40,23 @@ enum Command {
     Plan(cmd::plan::PlanCommand),
     /// Route IPv4/IPv6 between real interfaces (AF_PACKET), with an optional local node.
     Router(cmd::router::Args),
+    /// Make a publisher key for signing service modules.
+    Keygen(cmd::module::KeygenArgs),
+    /// Service modules: pack, sign, verify, show, fetch.
+    #[command(subcommand)]
+    Module(cmd::module::ModuleCommand),
+    /// A module repository over HTTP.
+    #[command(subcommand)]
+    Repo(cmd::module::RepoCommand),
+    /// Active ping with capsules (the first one loads its code hop by hop).
+    Ping(cmd::tools::PingArgs),
+    /// Trace the path to a node with route-recording capsules.
+    Traceroute(cmd::tools::TraceArgs),
+    /// Flood a node with capsules counted at the receiver; report rate and loss.
+    Flood(cmd::tools::FloodArgs),
+    /// The capsule code cache of a running node: list, show, put, evict.
+    #[command(subcommand)]
+    Code(cmd::code::CodeCommand),
     #[command(flatten)]
     Client(cmd::client::ClientCommand),
 }
@@ -57,6 +74,13 @@ fn main() {
         Command::Node(a) => cmd::node::run(a),
         Command::Plan(c) => cmd::plan::run(c),
         Command::Router(a) => cmd::router::run(a),
+        Command::Keygen(a) => cmd::module::keygen(a),
+        Command::Module(c) => cmd::module::run(c),
+        Command::Repo(c) => cmd::module::repo(c),
+        Command::Ping(a) => cmd::tools::ping(a),
+        Command::Traceroute(a) => cmd::tools::traceroute(a),
+        Command::Flood(a) => cmd::tools::flood(a),
+        Command::Code(c) => cmd::code::run(c),
         Command::Client(c) => cmd::client::run(c),
     };
     if let Err(e) = r {

@@ -107,6 +107,8 @@ pub struct Client {
     queued: VecDeque<StreamItem>,
     hello: HelloInfo,
     path: PathBuf,
+    /// The read timeout of reads without a deadline ([`Client::set_timeout`]).
+    read_timeout: Option<Duration>,
 }
 
 impl Client {
@@ -130,6 +132,7 @@ impl Client {
                 software: String::new(),
             },
             path,
+            read_timeout: None,
         };
         c.set_timeout(Some(Duration::from_secs(10)))?;
         let r = c.request(Request::Hello {
@@ -158,6 +161,7 @@ impl Client {
     /// How long a read may block (`None`: forever). Default 10 s.
     pub fn set_timeout(&mut self, t: Option<Duration>) -> Result<(), ClientError> {
         self.reader.get_ref().set_read_timeout(t)?;
+        self.read_timeout = t;
         Ok(())
     }
 
@@ -294,9 +298,20 @@ impl Client {
     /// Injects a whole ANEP packet at the node; with `logs`, EE log events (PLAN `print`
     /// output and errors) stream to this connection from now on.
     pub fn inject(&mut self, packet: Vec<u8>, logs: bool) -> Result<(), ClientError> {
+        self.inject_many(packet, logs, 1)
+    }
+
+    /// Injects `count` copies of an ANEP packet in one request.
+    pub fn inject_many(
+        &mut self,
+        packet: Vec<u8>,
+        logs: bool,
+        count: u32,
+    ) -> Result<(), ClientError> {
         let req = Request::Inject {
             packet: packet.into(),
             logs,
+            count,
         };
         self.expect_kind("inject", req, |r| matches!(r, Response::Injected))
     }
@@ -423,6 +438,9 @@ impl Client {
                     return Err(ClientError::Timeout);
                 }
                 self.reader.get_ref().set_read_timeout(Some(left))?;
+            } else {
+                // A deadline read before may have left a short timeout on the socket.
+                self.reader.get_ref().set_read_timeout(self.read_timeout)?;
             }
             // On a timeout the bytes read so far stay in `self.line` for the next call.
             match self.reader.read_until(b'\n', &mut self.line) {

@@ -36,6 +36,10 @@ pub struct RequestFrame {
     pub request: Request,
 }
 
+fn default_count() -> u32 {
+    1
+}
+
 fn default_metric() -> u16 {
     1
 }
@@ -118,6 +122,9 @@ pub enum Request {
         /// Stream EE log events to this connection.
         #[serde(default)]
         logs: bool,
+        /// Inject this many copies (1 to 10000; default 1), e.g. a flood's data capsules.
+        #[serde(default = "default_count")]
+        count: u32,
     },
     /// Claims application `port` for deliveries under ANEP Type ID `type_id` (PLAN, capsule,
     /// datagram). For capsules this registers the port with the capsule EE: the capability

@@ -134,6 +134,18 @@ enum CliError {
     },
 }
 
+/// Connects to the node `c` names (for the other command modules).
+pub(crate) fn connect_to(c: &Conn) -> Result<Client, String> {
+    connect(c).map_err(|e| e.to_string())
+}
+
+impl Conn {
+    /// Whether `--json` was given.
+    pub(crate) fn json(&self) -> bool {
+        self.json
+    }
+}
+
 fn connect(c: &Conn) -> Result<Client, CliError> {
     let p = path::find_socket(c.socket.as_deref(), c.node_port)?;
     Ok(Client::connect(

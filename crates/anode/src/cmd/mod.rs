@@ -1,11 +1,15 @@
 //! One module per subcommand (or family of subcommands).
 
 pub mod client;
+pub mod code;
 pub mod demo;
 pub mod emulate;
+pub mod module;
 pub mod node;
 pub mod plan;
+pub mod plan_inject;
 pub mod router;
+pub mod tools;
 
 /// The error every command returns: a message for a person, already saying what to do.
 pub type CmdResult = Result<(), String>;

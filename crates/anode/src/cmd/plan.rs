@@ -6,6 +6,8 @@
 //!   packet and run it on a built-in line of N+1 nodes in this process (virtual time, the
 //!   PLAN execution environment on real node cores), then print what came back: `print`
 //!   output, deliveries and errors, per node.
+//! * `anode plan inject FILE --entry 'f(args)' --rb N`: through a running node
+//!   (`plan_inject.rs`).
 
 use std::fmt::Write as _;
 
@@ -21,6 +23,8 @@ pub enum PlanCommand {
     /// Run a PLAN packet on a built-in in-process line of nodes and print what came back.
     #[command(after_long_help = RUN_HELP)]
     Run(RunArgs),
+    /// Send a PLAN packet through a running node and print what comes back.
+    Inject(super::plan_inject::InjectArgs),
 }
 
 /// Arguments of `anode plan check`.
@@ -82,6 +86,7 @@ pub fn run(cmd: PlanCommand) -> super::CmdResult {
     match cmd {
         PlanCommand::Check(a) => check(&a),
         PlanCommand::Run(a) => run_line(&a),
+        PlanCommand::Inject(a) => super::plan_inject::run(a),
     }
 }
 

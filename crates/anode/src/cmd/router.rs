@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
-use anode_ether::{DataPath, EtherLink, Hooks, RingConfig};
+use anode_ether::{DataPath, EtherLink, Hooks, RingConfig, RingVersion};
 use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
 use anode_ip::{
     ANEP_UDP_PORT, ETHERTYPE_ANEP, Filter, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter,
@@ -62,9 +62,22 @@ pub struct Args {
     /// Print the counters as JSON on exit.
     #[arg(long)]
     json: bool,
-    /// Block retire timeout of the receive rings in milliseconds (latency under light load).
+    /// Receive ring layout: v2 (per-frame slots, a packet is handled as soon as it arrives)
+    /// or v3 (blocks, handed over when full or after --retire-ms).
+    #[arg(long, default_value = "v2")]
+    ring: RingVersion,
+    /// V3 only: block retire timeout of the receive rings in milliseconds.
     #[arg(long, default_value_t = 1)]
     retire_ms: u32,
+    /// V2 only: the most frames taken from a ring in one batch.
+    #[arg(long, default_value_t = 256)]
+    batch: u32,
+    /// Ring block size in bytes (a multiple of the page size).
+    #[arg(long, default_value_t = 1 << 16)]
+    block_size: u32,
+    /// Number of ring blocks (ring memory per interface = block size x blocks).
+    #[arg(long, default_value_t = 64)]
+    block_nr: u32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -270,8 +283,11 @@ pub fn run(a: Args) -> CmdResult {
     }
     let mut router = IpRouter::new(rc);
     let ring = RingConfig {
+        version: a.ring,
         retire_ms: a.retire_ms.max(1),
-        ..RingConfig::default()
+        batch: a.batch.max(1),
+        block_size: a.block_size,
+        block_nr: a.block_nr.max(1),
     };
     let mut links = Vec::new();
     for i in &cfg.interfaces {
@@ -404,6 +420,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
                     "rx_blocks": s.rx_blocks, "rx_frames": s.rx_frames,
                     "rx_truncated": s.rx_truncated, "tx_frames": s.tx_frames,
                     "tx_calls": s.tx_calls, "tx_dropped": s.tx_dropped,
+                    "ring_packets": s.ring_packets, "ring_drops": s.ring_drops,
                 }),
             );
         }
@@ -417,8 +434,15 @@ fn report(st: &anode_ether::Stopped, json: bool) {
         println!("  {:<28} {}", "csum_fixed", st.csum_fixed);
         for (name, s) in &st.links {
             println!(
-                "  link {name}: rx {} frames in {} blocks ({} truncated), tx {} frames in {} calls ({} dropped)",
-                s.rx_frames, s.rx_blocks, s.rx_truncated, s.tx_frames, s.tx_calls, s.tx_dropped
+                "  link {name}: rx {} frames in {} batches ({} truncated), tx {} frames in {} calls ({} dropped), ring: kernel passed {} dropped {} (ring full)",
+                s.rx_frames,
+                s.rx_blocks,
+                s.rx_truncated,
+                s.tx_frames,
+                s.tx_calls,
+                s.tx_dropped,
+                s.ring_packets,
+                s.ring_drops
             );
         }
     }

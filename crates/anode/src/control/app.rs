@@ -16,6 +16,9 @@ use super::state::Shared;
 use super::{call, handlers::Failure};
 use crate::ees::capsule_ee;
 
+/// Most copies one `inject` request may ask for.
+const MAX_INJECT: u32 = 10_000;
+
 fn entry(c: &anode_capsule::CodeInfo) -> CodeEntry {
     CodeEntry {
         hash: code_name(&c.hash),
@@ -40,12 +43,21 @@ pub(super) fn inject(
     st: &ConnState,
     packet: Payload,
     logs: bool,
+    count: u32,
 ) -> Result<Response, Failure> {
+    if !(1..=MAX_INJECT).contains(&count) {
+        return Err((
+            ErrorCode::BadRequest,
+            format!("count must be 1 to {MAX_INJECT}"),
+        ));
+    }
     if logs {
         shared.want_logs(st.id);
     }
     let buf = packet.as_bytes().to_vec();
-    let r = call(&*shared.driver, move |n, now| n.inject(now, buf))?;
+    let r = call(&*shared.driver, move |n, now| {
+        (0..count).try_for_each(|_| n.inject(now, buf.clone()))
+    })?;
     r.map(|()| Response::Injected).map_err(|why| {
         (
             ErrorCode::Dropped,

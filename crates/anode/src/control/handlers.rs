@@ -125,7 +125,11 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         }
         Request::AddRoute { dest, via, metric } => add_route(shared, dest, via, metric),
         Request::SetLink { link, up } => set_link(shared, link, up),
-        Request::Inject { packet, logs } => super::app::inject(shared, st, packet, logs),
+        Request::Inject {
+            packet,
+            logs,
+            count,
+        } => super::app::inject(shared, st, packet, logs, count),
         Request::BindApp { type_id, port } => super::app::bind_app(shared, st, type_id, port),
         Request::CodeList => super::app::code_list(shared),
         Request::CodeShow { hash } => super::app::code_show(shared, &hash),

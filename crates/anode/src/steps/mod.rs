@@ -10,5 +10,6 @@ use anode_emu::Registry;
 pub fn registry() -> Result<Registry, String> {
     let mut r = Registry::builtin();
     crate::ees::emu_hook(&mut r).map_err(|e| e.to_string())?;
+    anode_modules::emu::add_to(&mut r);
     Ok(r)
 }

@@ -1,0 +1,164 @@
+//! `anode plan inject FILE --entry 'f(args)' --rb N [--node-port P | --socket S]`: builds a
+//! PLAN packet here (compiled and type-checked, entry arguments evaluated as at the node),
+//! injects it at the running node as its source, and prints what comes back until
+//! `--timeout`: `print` output at that node, deliveries to the packet's session port, and
+//! errors (the `plan:error` log, e.g. a failure reported to the handler).
+//!
+//! Contract: the wait is bounded by `--timeout` (or ends after `--expect` prints/deliveries);
+//! exit status 1 if the program does not build, the node refuses the packet, or an error came
+//! back.
+
+use std::time::{Duration, Instant};
+
+use anode_ctl::{ClientError, ErrorCode, NodeEvent, StreamItem};
+use anode_plan::Interpreter;
+use anode_plan::ee::{PacketSpec, PlanEe};
+use anode_wire::NodeAddr;
+use anode_wire::anep::TYPE_PLAN;
+use serde::Serialize;
+
+use super::client::{Conn, connect_to};
+
+/// Arguments of `anode plan inject`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Example (three nodes running, this one on UDP port 4001):
+  anode plan inject crates/plan/programs/ping/noeval.plan --node-port 4001 \\
+      --entry 'ping(127.0.0.1:4001, 127.0.0.1:4003)' --rb 16
+prints `print` output at the node (\"Success\"), deliveries and errors until --timeout.")]
+pub struct InjectArgs {
+    /// The PLAN source file.
+    pub file: String,
+    /// The entry call, e.g. 'ping(127.0.0.1:4001, 127.0.0.1:4003)'.
+    #[arg(long)]
+    pub entry: String,
+    /// Resource bound of the packet.
+    #[arg(long, default_value_t = 32)]
+    pub rb: u16,
+    /// Evaluation destination (default: the node itself, which evaluates the entry first).
+    #[arg(long, value_name = "ADDR")]
+    pub eval_at: Option<NodeAddr>,
+    /// Error handler function named in the packet (e.g. defHandler).
+    #[arg(long, default_value = "")]
+    pub handler: String,
+    /// The PLAN port bound for deliveries (the packet's session).
+    #[arg(long, default_value_t = 7000)]
+    pub port: u16,
+    /// Seconds to wait for what comes back.
+    #[arg(long, default_value_t = 3.0)]
+    pub timeout: f64,
+    /// Stop as soon as this many prints and deliveries came back.
+    #[arg(long)]
+    pub expect: Option<usize>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+/// What came back.
+#[derive(Debug, Default, Serialize)]
+pub struct InjectReport {
+    /// The node the packet was injected at.
+    pub node: Option<NodeAddr>,
+    /// `print` output at the node, in order.
+    pub prints: Vec<String>,
+    /// Deliveries to the session port (values as PLAN writes them).
+    pub deliveries: Vec<String>,
+    /// Errors reported at the node.
+    pub errors: Vec<String>,
+    /// Milliseconds from injection to the last thing that came back.
+    pub last_ms: Option<f64>,
+}
+
+/// Runs `anode plan inject`.
+pub fn run(a: InjectArgs) -> super::CmdResult {
+    if !(0.001..=3600.0).contains(&a.timeout) {
+        return Err("--timeout must be between 0.001 and 3600 seconds".into());
+    }
+    let text =
+        std::fs::read_to_string(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file))?;
+    let mut client = connect_to(&a.conn)?;
+    let node = client.node_info().node;
+    // The node's own services, so programs type-check as they will at the node.
+    let ee = PlanEe::with_defaults();
+    let interp: &Interpreter = ee.interp();
+    let mut spec = PacketSpec::new(node, a.eval_at.unwrap_or(node), a.rb);
+    spec.session = u32::from(a.port);
+    spec.handler = a.handler.clone();
+    let pkt = anode_plan::ee::build_packet(interp, &text, &a.entry, &spec)
+        .map_err(|e| format!("{}: {e}", a.file))?;
+    match client.bind_app(TYPE_PLAN, a.port) {
+        Ok(()) => {}
+        Err(ClientError::Refused {
+            code: ErrorCode::PortInUse,
+            ..
+        }) => {
+            return Err(format!(
+                "PLAN port {} is in use; pick another with --port",
+                a.port
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    let t0 = Instant::now();
+    client.inject(pkt, true).map_err(|e| e.to_string())?;
+    let deadline = t0 + Duration::from_secs_f64(a.timeout);
+    let mut r = InjectReport {
+        node: Some(node),
+        ..InjectReport::default()
+    };
+    let json = a.conn.json();
+    loop {
+        if a.expect
+            .is_some_and(|n| r.prints.len() + r.deliveries.len() >= n)
+        {
+            break;
+        }
+        let item = match client.next_item(Some(deadline)) {
+            Ok(i) => i,
+            Err(ClientError::Timeout) => break,
+            Err(e) => return Err(e.to_string()),
+        };
+        let got = match item {
+            StreamItem::Event(NodeEvent::Log { ee, message }) if ee == "plan" => {
+                if !json {
+                    println!("print   {message}");
+                }
+                r.prints.push(message);
+                true
+            }
+            StreamItem::Event(NodeEvent::Log { ee, message }) if ee == "plan:error" => {
+                if !json {
+                    println!("error   {message}");
+                }
+                r.errors.push(message);
+                true
+            }
+            StreamItem::Delivery(d) if d.type_id == TYPE_PLAN && d.port == a.port => {
+                let v = match anode_plan::marshal::decode_value(d.payload.as_bytes()) {
+                    Ok(v) => v.to_string(),
+                    Err(e) => format!("(undecodable: {e})"),
+                };
+                if !json {
+                    println!("deliver {v} (from {})", d.src);
+                }
+                r.deliveries.push(v);
+                true
+            }
+            _ => false,
+        };
+        if got {
+            r.last_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    if json {
+        let s = serde_json::to_string(&r).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        println!("{s}");
+    } else if r.prints.is_empty() && r.deliveries.is_empty() && r.errors.is_empty() {
+        println!("nothing came back within {} s", a.timeout);
+    }
+    if r.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} error(s) came back", r.errors.len()))
+    }
+}
