@@ -70,8 +70,8 @@ pub use report::{
     TrafficImpact, fmt_ms, fmt_span, fmt_time,
 };
 pub use scenario::{
-    Action, Check, Net, Next, NodeFn, NodeHook, Registry, ReportCtx, Step, StepArgs, StepCtx,
-    StepOutcome, StepParser, Target,
+    Action, Check, EeEvent, MAX_EE_EVENTS, Net, Next, NodeFn, NodeHook, Registry, ReportCtx, Step,
+    StepArgs, StepCtx, StepOutcome, StepParser, Target,
 };
 pub use sim::Sim;
 pub use topology::{LinkSpec, NodeSpec, Topology};

@@ -57,6 +57,7 @@ struct RtNet {
     default_rb: Vec<u16>,
     tracker: Tracker,
     delivered: Vec<BTreeMap<u16, u64>>,
+    ee_events: Vec<crate::scenario::EeEvent>,
     /// Next-hop snapshot: tables[from][to].
     tables: Vec<Vec<Option<usize>>>,
     reach_state: bool,
@@ -93,6 +94,7 @@ impl RtNet {
         let now = self.start.elapsed();
         for (i, rx) in self.events.iter().enumerate() {
             while let Ok(e) = rx.try_recv() {
+                crate::scenario::record_ee_event(&mut self.ee_events, now, i, &e);
                 if let Event::Delivered(d) = e {
                     if let Some(m) = self.delivered.get_mut(i) {
                         *m.entry(d.port).or_insert(0) += 1;
@@ -270,6 +272,10 @@ impl Net for RtNet {
         self.tables.get(from)?.get(to).copied().flatten()
     }
 
+    fn ee_events(&self) -> &[crate::scenario::EeEvent] {
+        &self.ee_events
+    }
+
     fn delivered(&self, node: usize, port: Option<u16>) -> u64 {
         self.delivered.get(node).map_or(0, |m| match port {
             Some(p) => m.get(&p).copied().unwrap_or(0),
@@ -380,6 +386,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         default_rb,
         tracker: Tracker::default(),
         delivered: vec![BTreeMap::new(); n],
+        ee_events: Vec::new(),
         tables: vec![vec![None; n]; n],
         reach_state: false,
         reach: Vec::new(),

@@ -496,6 +496,49 @@ pub trait Net {
     fn next_hop(&mut self, from: usize, to: usize) -> Option<usize>;
     /// Datagrams delivered at `node` so far (to `port`, or to any port).
     fn delivered(&self, node: usize, port: Option<u16>) -> u64;
+    /// The EE events of the run so far, in order (see [`EeEvent`]). Runners that do not
+    /// record them return none.
+    fn ee_events(&self) -> &[EeEvent] {
+        &[]
+    }
+}
+
+/// A node event that is not a tracked datagram delivery: deliveries under other Type IDs
+/// (PLAN, capsules) and EE log messages (PLAN `print`, errors). Runners keep at most
+/// [`MAX_EE_EVENTS`] of them; actions read them by position ([`StepCtx::ee_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EeEvent {
+    /// When the runner collected it.
+    pub at: Duration,
+    /// The node.
+    pub node: usize,
+    /// The event.
+    pub event: anode_core::Event,
+}
+
+/// Most EE events a run keeps (later ones are not recorded).
+pub const MAX_EE_EVENTS: usize = 1 << 20;
+
+/// Records `e` in `log` if it is an EE event and there is room.
+pub(crate) fn record_ee_event(
+    log: &mut Vec<EeEvent>,
+    at: Duration,
+    node: usize,
+    e: &anode_core::Event,
+) {
+    use anode_core::Event;
+    let keep = match e {
+        Event::Delivered(d) => d.type_id != anode_wire::anep::TYPE_DATAGRAM,
+        Event::Log { .. } => true,
+        _ => false,
+    };
+    if keep && log.len() < MAX_EE_EVENTS {
+        log.push(EeEvent {
+            at,
+            node,
+            event: e.clone(),
+        });
+    }
 }
 
 /// Why `from` cannot reach `to` right now.
@@ -622,6 +665,12 @@ impl StepCtx<'_> {
     /// Datagrams delivered at `node` so far.
     pub fn delivered(&self, node: usize, port: Option<u16>) -> u64 {
         self.net.delivered(node, port)
+    }
+
+    /// The run's EE events (non-datagram deliveries, EE logs) from position `from` on; an
+    /// action remembers how far it read.
+    pub fn ee_events(&self, from: usize) -> &[EeEvent] {
+        self.net.ee_events().get(from..).unwrap_or(&[])
     }
 }
 

@@ -94,6 +94,7 @@ pub struct Sim {
     by_addr: BTreeMap<NodeAddr, usize>,
     tracker: Tracker,
     delivered: Vec<BTreeMap<u16, u64>>,
+    ee_events: Vec<crate::scenario::EeEvent>,
     dirty: bool,
     reach_state: bool,
     reach: Vec<ReachChange>,
@@ -174,6 +175,7 @@ impl Sim {
                 .collect(),
             tracker: Tracker::default(),
             delivered: vec![BTreeMap::new(); n],
+            ee_events: Vec::new(),
             dirty: true,
             reach_state: false,
             reach: Vec::new(),
@@ -228,6 +230,7 @@ impl Sim {
         }
         let now = self.now;
         while let Some(e) = self.nodes.get_mut(i).and_then(|n| n.poll_event()) {
+            crate::scenario::record_ee_event(&mut self.ee_events, now, i, &e);
             if let Event::Delivered(d) = e {
                 if let Some(m) = self.delivered.get_mut(i) {
                     *m.entry(d.port).or_insert(0) += 1;
@@ -448,6 +451,10 @@ impl Net for Sim {
         let &(li, dir) = self.ports.get(from)?.get(hop.link.0 as usize)?;
         let l = self.links.get(li)?;
         Some(if dir == 0 { l.spec.b } else { l.spec.a })
+    }
+
+    fn ee_events(&self) -> &[crate::scenario::EeEvent] {
+        &self.ee_events
     }
 
     fn delivered(&self, node: usize, port: Option<u16>) -> u64 {
