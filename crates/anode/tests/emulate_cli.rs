@@ -25,6 +25,14 @@ fn demo_exits_0_and_tells_the_story() {
     );
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
     for want in [
+        "capsule ping a -> c: 4/4 replies; first",
+        "(code loaded hop by hop), cached",
+        "capsule flood a -> c: 302 capsules of 512 B sent, 302 counted at c (0.0% loss)",
+        "print   a: Success",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    for want in [
         "routing has converged",
         "hello from a",
         "sent 4, delivered 4, lost 0",
@@ -32,7 +40,7 @@ fn demo_exits_0_and_tells_the_story() {
         "routing repaired after",
         "traffic resumed",
         "link comes back",
-        "All 5 expectations held.",
+        "All 9 expectations held.",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -52,18 +60,32 @@ fn demo_json_is_deterministic() {
 
 #[test]
 fn emulate_runs_the_example_files() {
-    for f in ["ring5.toml", "line4.toml", "demo.toml"] {
-        let out = anode().arg("emulate").arg(topo(f)).output().unwrap();
+    for f in [
+        "ring5.toml",
+        "line4.toml",
+        "demo.toml",
+        "capsule-ping.toml",
+        "plan-ping.toml",
+    ] {
+        // plan-ping.toml names its PLAN files relative to the repository root.
+        let out = anode()
+            .current_dir(topo(".").join(".."))
+            .arg("emulate")
+            .arg(topo(f))
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{f}: {text}");
         assert!(text.contains("Checks: all"), "{f}: {text}");
         let j1 = anode()
+            .current_dir(topo(".").join(".."))
             .arg("emulate")
             .arg(topo(f))
             .arg("--json")
             .output()
             .unwrap();
         let j2 = anode()
+            .current_dir(topo(".").join(".."))
             .arg("emulate")
             .arg(topo(f))
             .arg("--json")
@@ -97,5 +119,98 @@ fn failed_check_exits_1() {
         "{err}"
     );
     assert!(err.contains("fix:"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The data of step `n` of a JSON report.
+fn step_data(v: &serde_json::Value, n: u64) -> serde_json::Value {
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["number"] == n)
+        .unwrap_or_else(|| panic!("no step {n}"))["data"]
+        .clone()
+}
+
+fn emulate_json(f: &str) -> serde_json::Value {
+    let out = anode()
+        .current_dir(topo(".").join(".."))
+        .arg("emulate")
+        .arg(topo(f))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{f}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn capsule_ping_loads_code_hop_by_hop_then_runs_cached() {
+    let v = emulate_json("capsule-ping.toml");
+    assert_eq!(v["checks"]["failed"], 0);
+    let p = step_data(&v, 2);
+    assert_eq!(p["received"], 5);
+    let first = p["first_us"].as_u64().unwrap();
+    let cached = p["cached_avg_us"].as_u64().unwrap();
+    // a-b-c with 5 ms links: a cached round trip is four link crossings (20 ms); the first
+    // also waits for b and c to fetch the code from their previous hops.
+    assert!((20_000..21_000).contains(&cached), "cached {cached} us");
+    assert!(
+        first >= cached + 20_000,
+        "first {first} us vs cached {cached} us"
+    );
+    let f = step_data(&v, 3);
+    assert_eq!(f["sent"], 502);
+    assert_eq!(f["delivered"], 502);
+    let rate = f["rate_pps"].as_u64().unwrap();
+    assert!(
+        (900..=1100).contains(&rate),
+        "rate {rate} pps at 1000 pps offered"
+    );
+}
+
+#[test]
+fn plan_pings_print_success_at_the_source() {
+    let v = emulate_json("plan-ping.toml");
+    assert_eq!(v["checks"]["failed"], 0);
+    for n in [1, 2] {
+        let d = step_data(&v, n);
+        assert_eq!(d["prints"], serde_json::json!(["a: Success"]), "step {n}");
+        assert_eq!(d["errors"], serde_json::json!([]), "step {n}");
+    }
+}
+
+#[test]
+fn ee_steps_reject_bad_keys_with_positions() {
+    let dir = std::env::temp_dir().join(format!("anode-emu-ee-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    let head = "[network]\nduration_ms = 3000\n[[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\n[[step]]\nat_ms = 2000\n";
+    for (body, want) in [
+        (
+            "action = \"flood\"\nfrom = \"a\"\nto = \"b\"\n",
+            "give exactly one of count and duration_ms",
+        ),
+        (
+            "action = \"ping\"\nfrom = \"a\"\nto = \"a\"\n",
+            "cannot ping itself",
+        ),
+        (
+            "action = \"inject-plan\"\nnode = \"a\"\nentry = \"f()\"\nprogram = \"fun f() = 1 + true\"\n",
+            "inline program",
+        ),
+    ] {
+        std::fs::write(&f, format!("{head}{body}")).unwrap();
+        let out = anode().arg("emulate").arg(&f).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bad.toml:1"), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

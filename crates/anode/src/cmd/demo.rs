@@ -1,6 +1,7 @@
 //! `anode demo [--json] [--full]`: runs the built-in topology (`topologies/demo.toml`, a
 //! 5-node ring) in virtual time and tells the story of what happened: convergence, a greeting
-//! to every node, a link failure and the reroute, the repair, the final counters. Exit status
+//! to every node, a link failure and the reroute, the repair; then active code (a capsule
+//! ping loading its code hop by hop, a flood, PLAN pings); the final counters. Exit status
 //! 0 only if every expectation in the file held.
 
 use std::fmt::Write as _;
@@ -26,7 +27,8 @@ const HELP: &str = "\
 The demo emulates five anode nodes in a ring (a-b-c-d-e-a) inside this process, in virtual
 time: it takes well under a second and gives the same result every time. It shows routing
 converge, datagrams reach every node, a link fail and traffic reroute around the ring, and
-the link come back. The topology is topologies/demo.toml in the source tree; to change it,
+the link come back; then a capsule ping whose code loads hop by hop (first vs cached
+latency), a capsule flood, and PLAN ping/noeval and ping/eval. The topology is topologies/demo.toml in the source tree; to change it,
 copy it and run `anode emulate YOUR-COPY.toml`.";
 
 /// Runs the command.
@@ -45,6 +47,13 @@ pub fn run(args: Args) -> super::CmdResult {
         }
     }
     super::emulate::verdict(&report)
+}
+
+fn summary(r: &Report, n: usize) -> String {
+    step(r, n).map_or_else(
+        || format!("(step {n} is missing)"),
+        |s| s.outcome.summary.clone(),
+    )
 }
 
 fn step(r: &Report, n: usize) -> Option<&StepReport> {
@@ -139,7 +148,27 @@ pub fn story(r: &Report) -> String {
     let _ = writeln!(o, "{}", details(r, 3).trim_end());
     let _ = writeln!(
         o,
-        "\n5. After {} of virtual time ({} simulator events), the nodes' counters:",
+        "\n5. Active code. a pings c with capsules: WebAssembly code named by its SHA-256. Only a\n   has the ping code; b and c lack it, park the capsule and load the code hop by hop from\n   their previous hop, so the first round trip includes the loads; later pings run cached code."
+    );
+    let _ = writeln!(o, "   {}", summary(r, 10));
+    let _ = writeln!(o, "{}", check_line(r, 10));
+    let _ = writeln!(
+        o,
+        "   Then a floods c; c counts the flow in the flood code's soft state and reports back:"
+    );
+    let _ = writeln!(o, "   {}", summary(r, 11));
+    let _ = writeln!(o, "{}", check_line(r, 11));
+    let _ = writeln!(
+        o,
+        "   And PLAN: packets that are programs. ping/noeval is evaluated only at c and back at a\n   (b routes it passively); ping/eval is evaluated at every hop. Both print at a:"
+    );
+    for n in [12, 13] {
+        let _ = write!(o, "{}", details(r, n));
+        let _ = writeln!(o, "{}", check_line(r, n));
+    }
+    let _ = writeln!(
+        o,
+        "\n6. After {} of virtual time ({} simulator events), the nodes' counters:",
         fmt_time(std::time::Duration::from_micros(r.duration_us)),
         r.events
     );

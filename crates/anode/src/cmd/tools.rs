@@ -309,7 +309,7 @@ pub struct FloodSummary {
     pub loss: f64,
     /// Receiver's elapsed time of the flow, ms.
     pub elapsed_ms: f64,
-    /// Delivered capsules per second.
+    /// Delivered data capsules per second of the send window.
     pub rate_pps: f64,
     /// Delivered payload, Mbit/s.
     pub rate_mbps: f64,
@@ -380,6 +380,7 @@ pub fn flood(a: FloodArgs) -> super::CmdResult {
             note(&r, &mut last);
         }
     }
+    let window = t0.elapsed().as_secs_f64().max(1e-9);
     // One more data capsule after a status interval makes the receiver report its count.
     std::thread::sleep(Duration::from_millis(u64::from(a.status_ms) + 20));
     while let Some(r) = s.poll()? {
@@ -395,7 +396,8 @@ pub fn flood(a: FloodArgs) -> super::CmdResult {
         }
     }
     let (el, delivered) = last.unwrap_or((0, 0));
-    let secs = (el as f64 / 1e9).max(1e-9);
+    // Data capsules counted (less the start and the final probe) over the send window.
+    let data = delivered.saturating_sub(2) as f64;
     let sum = FloodSummary {
         dest: c.dest,
         size: a.size,
@@ -403,12 +405,12 @@ pub fn flood(a: FloodArgs) -> super::CmdResult {
         delivered,
         loss: 1.0 - delivered as f64 / sent as f64,
         elapsed_ms: ms(el),
-        rate_pps: delivered as f64 / secs,
-        rate_mbps: delivered as f64 * a.size as f64 * 8.0 / secs / 1e6,
+        rate_pps: data / window,
+        rate_mbps: data * a.size as f64 * 8.0 / window / 1e6,
         reports,
     };
     let text = format!(
-        "--- flood to {} ---\n{} capsules of {} bytes sent, {} counted at the receiver ({:.1}% loss)\n{:.0} capsules/s, {:.2} Mbit/s over {:.1} ms ({} status reports)\n",
+        "--- flood to {} ---\n{} capsules of {} bytes sent, {} counted at the receiver ({:.1}% loss)\n{:.0} capsules/s, {:.2} Mbit/s (receiver's flow time {:.1} ms, {} status reports)\n",
         sum.dest,
         sum.sent,
         sum.size,

@@ -229,6 +229,7 @@ impl Action for Ping {
                 "rtt_us": self.rtts.iter().map(|r| r.map(|d| d.as_micros() as u64)).collect::<Vec<_>>(),
                 "first_us": first.map(|d| d.as_micros() as u64),
                 "cached_avg_us": avg.map(|d| d.as_micros() as u64),
+                "expect": self.expect.map(|w| format!("at least {w} ping replies")),
             }),
         }
     }
@@ -254,6 +255,8 @@ struct Flood {
     flow: u64,
     sent: u64,
     began: Duration,
+    /// How long data capsules were being sent.
+    window: Duration,
     /// Receiver's (elapsed, count) from its last status.
     last: Option<(u64, u64)>,
     reports: u64,
@@ -303,6 +306,7 @@ pub fn parse_flood(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, anode_emu::S
         flow: 0,
         sent: 0,
         began: Duration::ZERO,
+        window: Duration::ZERO,
         last: None,
         reports: 0,
     }))
@@ -385,6 +389,7 @@ impl Action for Flood {
                     (None, None) => (due, true),
                 };
                 if over {
+                    self.window = now.saturating_sub(self.began);
                     self.phase = Phase::Final(now);
                     return Next::After(Duration::from_millis(u64::from(self.status_ms) + 5));
                 }
@@ -415,13 +420,16 @@ impl Action for Flood {
 
     fn report(&self, ctx: &ReportCtx<'_>) -> StepOutcome {
         let (el, got) = self.last.unwrap_or((0, 0));
-        let secs = (el as f64 / 1e9).max(1e-9);
+        // Data capsules delivered (less the start and the final probe) over the window
+        // they were sent in.
+        let secs = self.window.as_secs_f64().max(1e-9);
+        let data = got.saturating_sub(2);
         let frac = if self.sent == 0 {
             0.0
         } else {
             got as f64 / self.sent as f64
         };
-        let pps = got as f64 / secs;
+        let pps = data as f64 / secs;
         let mbps = pps * self.size as f64 * 8.0 / 1e6;
         let (f, t) = (ctx.node_name(self.from), ctx.node_name(self.to));
         let summary = format!(
@@ -433,9 +441,10 @@ impl Action for Flood {
             mbps
         );
         let details = vec![format!(
-            "{} status reports; receiver's flow time {}",
+            "{} status reports; receiver's flow time {}; rate over the {} send window",
             self.reports,
-            ms(Duration::from_nanos(el))
+            ms(Duration::from_nanos(el)),
+            ms(self.window)
         )];
         let check = self.expect.map(|want| Check {
             passed: frac >= want,
@@ -452,6 +461,7 @@ impl Action for Flood {
             data: json!({
                 "from": f, "to": t, "size": self.size, "sent": self.sent, "delivered": got,
                 "elapsed_us": el / 1000, "rate_pps": pps.round() as u64, "status_reports": self.reports,
+                "expect": self.expect.map(|w| format!("at least {:.1}% delivered", w * 100.0)),
             }),
         }
     }

@@ -209,7 +209,10 @@ impl Action for InjectPlan {
             summary,
             details,
             check,
-            data: json!({ "prints": prints, "deliveries": delivs, "errors": errors }),
+            data: json!({
+                "prints": prints, "deliveries": delivs, "errors": errors,
+                "expect": self.expect.as_ref().map(|w| format!("a print of {w:?}, no errors")),
+            }),
         }
     }
 }
