@@ -24,6 +24,8 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+#[cfg(feature = "capsule")]
+pub mod capsule;
 pub mod chan;
 mod cpu;
 mod domain;
