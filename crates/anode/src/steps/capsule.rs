@@ -358,7 +358,7 @@ impl Action for Flood {
         match self.phase {
             Phase::Start => {
                 self.cursor = ctx.ee_events(0).len();
-                self.flow = 0xf100d_0000 + ctx.now().as_millis() as u64;
+                self.flow = 0x000f_100d_0000 + ctx.now().as_millis() as u64;
                 setup(ctx, self.from, protocols::FLOOD, self.port);
                 self.send(ctx, 0, 1);
                 self.phase = Phase::AwaitStart(now);
