@@ -585,7 +585,7 @@ impl ModuleHost {
         info: &HookInfo,
         buf: Vec<u8>,
         emit: &mut Vec<Transmit>,
-    ) -> Result<(i32, Vec<u8>, Option<u32>), Vec<u8>> {
+    ) -> Result<crate::runtime::Processed, Vec<u8>> {
         let providers = self.providers_of(name);
         let mut lent = Vec::new();
         for (svc, p) in &providers {

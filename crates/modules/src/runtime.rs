@@ -142,6 +142,9 @@ impl fmt::Debug for Code {
     }
 }
 
+/// What `process` returned: the verdict code, the buffer, the redirect link.
+pub(crate) type Processed = (i32, Vec<u8>, Option<u32>);
+
 /// One live module instance.
 pub struct Instance {
     name: String,
@@ -468,7 +471,7 @@ impl Instance {
         point: i32,
         in_link: i32,
         pkt: Vec<u8>,
-    ) -> Result<(i32, Vec<u8>, Option<u32>), (ModuleError, Vec<u8>)> {
+    ) -> Result<Processed, (ModuleError, Vec<u8>)> {
         let Some(f) = self.process.clone() else {
             return Err((
                 ModuleError::State {
