@@ -62,4 +62,38 @@ mod tests {
         assert!(parse_code_name(&"zz".repeat(32)).is_err());
         assert!(parse_code_name(&"é".repeat(32)).is_err());
     }
+
+    #[test]
+    fn new_ops_on_the_wire() {
+        use crate::{Request, parse_request};
+        let f = parse_request(r#"{"id":4,"op":"inject","packet":"00ff"}"#).unwrap();
+        assert_eq!(
+            f.request,
+            Request::Inject {
+                packet: vec![0, 255].into(),
+                logs: false,
+                count: 1
+            }
+        );
+        let f = parse_request(r#"{"id":5,"op":"bind_app","type_id":3,"port":7}"#).unwrap();
+        assert_eq!(
+            f.request,
+            Request::BindApp {
+                type_id: 3,
+                port: 7
+            }
+        );
+        for (line, req) in [
+            (r#"{"id":1,"op":"code_list"}"#, Request::CodeList),
+            (
+                r#"{"id":1,"op":"code_evict","hash":"ab"}"#,
+                Request::CodeEvict { hash: "ab".into() },
+            ),
+        ] {
+            assert_eq!(parse_request(line).unwrap().request, req);
+        }
+        let e = parse_request(r#"{"id":6,"op":"inject"}"#).unwrap_err();
+        assert_eq!(e.0, Some(6));
+        assert!(e.1.contains("packet"), "{}", e.1);
+    }
 }

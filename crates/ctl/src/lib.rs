@@ -21,12 +21,22 @@
 //! > {"id":3,"op":"send","dst":"127.0.0.1:4002","port":7,"payload":"6869"}
 //! < {"type":"reply","id":3,"result":{"kind":"sent"}}
 //! < {"type":"delivery","port":7,"src":"127.0.0.1:4002","flow":0,"rb":31,"type_id":1,"payload":"6f6b"}
+//! > {"id":4,"op":"bind_app","type_id":2563,"port":40001}
+//! < {"type":"reply","id":4,"result":{"kind":"bound","port":40001}}
+//! > {"id":5,"op":"inject","packet":"<an ANEP capsule, hex>","logs":true}
+//! < {"type":"reply","id":5,"result":{"kind":"injected"}}
+//! < {"type":"delivery","port":40001,"src":"127.0.0.1:4003","flow":0,"rb":28,"type_id":2563,"payload":"01..."}
 //! > {"id":4,"op":"frobnicate"}
 //! < {"type":"error","id":4,"error":{"code":"bad_request","message":"bad request: unknown variant `frobnicate`, ..."}}
 //! ```
 //!
 //! Payloads are hex strings ([`Payload`]); node addresses are strings (`"127.0.0.1:4001"`,
 //! `"[::1]:4001"`).
+//!
+//! The application library ops ([`app`]): `inject` (a whole ANEP packet built by the client;
+//! `logs` streams EE log events such as PLAN `print` to the connection), `bind_app` (an
+//! application port under a Type ID; for capsules, the capability code objects deliver to),
+//! and the capsule code cache: `code_list`, `code_show`, `code_put`, `code_evict`.
 //!
 //! ## Client
 //! ```no_run

@@ -452,6 +452,9 @@ pub struct StatsInfo {
     pub driver: BTreeMap<String, u64>,
     /// The control server's statistics.
     pub control: ControlStats,
+    /// The NodeOS domains of EEs that keep them (as [`Request::Domains`] answers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<DomainsInfo>,
 }
 
 /// A datagram delivered to a bound port.

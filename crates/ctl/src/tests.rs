@@ -180,6 +180,11 @@ fn sample_messages() -> Vec<ServerMessage> {
                 connections: 1,
                 ..ControlStats::default()
             },
+            domains: vec![DomainsInfo {
+                ee: "capsule+nodeos".into(),
+                terminations: 2,
+                ..DomainsInfo::default()
+            }],
         })),
         reply(Response::Domains {
             ees: vec![DomainsInfo {

@@ -79,6 +79,7 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             counters: call(d, |n, _| convert::counters(n.counters()))?,
             driver: d.driver_stats(),
             control: shared.stats(),
+            domains: call(d, |n, _| convert::domains(n))?,
         })),
         Request::Domains => Ok(Response::Domains {
             ees: call(d, |n, _| convert::domains(n))?,

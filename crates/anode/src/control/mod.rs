@@ -141,4 +141,6 @@ impl ControlServer {
 }
 
 #[cfg(test)]
+mod app_tests;
+#[cfg(test)]
 mod tests;
