@@ -1,8 +1,9 @@
 //! The event pump: routes the node's events to connections and logs what changes.
 //!
-//! Deliveries of Type ID datagram go to the connection owning their port (or are counted as
-//! `unbound_port_drops`); neighbor changes and EE logs are logged and broadcast to
-//! subscribers (EE logs also to connections that injected packets asking for them). The node has no route-change event, so the pump also polls the route-change
+//! Deliveries (of any Type ID: datagrams, PLAN, capsules) go to the connection owning their
+//! port (or are counted as `unbound_port_drops`); neighbor changes and EE logs are logged and
+//! broadcast to subscribers (EE logs also to connections that injected packets asking for
+//! them). The node has no route-change event, so the pump also polls the route-change
 //! counter every [`ROUTE_POLL`] and, when it moved, diffs the table, logs each change at info
 //! and broadcasts it.
 
