@@ -1,0 +1,253 @@
+//! `anode keygen`, `anode module pack|sign|verify|show`, `anode repo serve`: making, signing
+//! and publishing service modules (see docs/modules.md).
+//!
+//! - `anode keygen --out BASE` writes a publisher key: `BASE.key` (secret, 0600) and
+//!   `BASE.pub` (the hex public key a node lists in its trusted keys).
+//! - `anode module pack DIR` reads `DIR/manifest.toml` and `DIR/module.wasm`, checks the
+//!   manifest, and writes the unsigned package `NAME-VERSION.amod`.
+//! - `anode module sign FILE --key BASE.key` signs a package in place.
+//! - `anode module verify FILE --trust HEX` says whether a node trusting HEX would accept it
+//!   (and if not: unsigned, tampered or untrusted).
+//! - `anode module show FILE` prints the manifest, code hash and signer.
+//! - `anode repo serve DIR --listen ADDR` serves the packages in DIR over HTTP at
+//!   `/NAME/VERSION` (and `/NAME-VERSION.amod`); `anode module fetch URL NAME VERSION --trust
+//!   HEX` fetches one and verifies it before writing it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anode_modules::{Package, Trust};
+
+/// Arguments of `anode keygen`.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Where to write the key: BASE.key (secret) and BASE.pub (public).
+    #[arg(long, default_value = "publisher")]
+    pub out: PathBuf,
+}
+
+/// `anode module ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ModuleCommand {
+    /// Pack DIR/manifest.toml and DIR/module.wasm into an unsigned NAME-VERSION.amod.
+    Pack {
+        /// The module directory.
+        dir: PathBuf,
+        /// Output file (default: NAME-VERSION.amod in the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Sign a package with a publisher key (in place).
+    Sign {
+        /// The package.
+        file: PathBuf,
+        /// The secret key file from `anode keygen`.
+        #[arg(long)]
+        key: PathBuf,
+    },
+    /// Check a package as a node trusting the given keys would.
+    Verify {
+        /// The package.
+        file: PathBuf,
+        /// A trusted publisher key (hex); repeat for more.
+        #[arg(long = "trust", required = true)]
+        trust: Vec<String>,
+    },
+    /// Print a package's manifest, code hash and signer.
+    Show {
+        /// The package.
+        file: PathBuf,
+    },
+    /// Fetch NAME VERSION from a module repository and verify it before saving it.
+    Fetch {
+        /// The repository, e.g. http://127.0.0.1:8700
+        url: String,
+        /// Module name.
+        name: String,
+        /// Module version.
+        #[arg(value_name = "VERSION")]
+        ver: String,
+        /// A trusted publisher key (hex); repeat for more.
+        #[arg(long = "trust", required = true)]
+        trust: Vec<String>,
+        /// Where to save it (default NAME-VERSION.amod).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `anode repo ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RepoCommand {
+    /// Serve the packages in DIR over HTTP (GET /NAME/VERSION).
+    Serve {
+        /// The directory of .amod files.
+        dir: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        listen: String,
+    },
+}
+
+/// Runs `anode keygen`.
+pub fn keygen(a: KeygenArgs) -> super::CmdResult {
+    let key = anode_modules::generate_key();
+    let (secret, public) = anode_modules::write_key(&key, &a.out).map_err(|e| e.to_string())?;
+    println!("secret key: {secret} (keep it private)");
+    println!("public key: {public}");
+    println!("give the public key to the nodes that should trust the modules you sign");
+    Ok(())
+}
+
+/// Runs `anode module ...`.
+pub fn run(c: ModuleCommand) -> super::CmdResult {
+    match c {
+        ModuleCommand::Pack { dir, out } => {
+            let p = Package::from_dir(&dir).map_err(|e| e.to_string())?;
+            let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
+            p.write(&out).map_err(|e| e.to_string())?;
+            println!(
+                "packed {} ({} bytes of code) into {} (unsigned: sign it with `anode module sign`)",
+                p.id(),
+                p.code.len(),
+                out.display()
+            );
+            Ok(())
+        }
+        ModuleCommand::Sign { file, key } => {
+            let mut p = Package::read(&file).map_err(|e| e.to_string())?;
+            let k = anode_modules::read_key(&key).map_err(|e| e.to_string())?;
+            p.sign(&k);
+            p.write(&file).map_err(|e| e.to_string())?;
+            println!(
+                "signed {} with {}",
+                p.id(),
+                hex::encode(k.verifying_key().to_bytes())
+            );
+            Ok(())
+        }
+        ModuleCommand::Verify { file, trust } => {
+            let p = Package::read(&file).map_err(|e| e.to_string())?;
+            let t = Trust::from_hex(&trust).map_err(|e| e.to_string())?;
+            t.verify(&p).map_err(|e| e.to_string())?;
+            println!("{}: signed, intact, trusted", p.id());
+            Ok(())
+        }
+        ModuleCommand::Show { file } => {
+            let p = Package::read(&file).map_err(|e| e.to_string())?;
+            println!("{}", p.manifest_text.trim_end());
+            println!("# code: {} bytes, sha256 {}", p.code.len(), p.code_hash());
+            match &p.signature {
+                Some((k, _)) => println!("# signed by {}", hex::encode(k)),
+                None => println!("# unsigned"),
+            }
+            Ok(())
+        }
+        ModuleCommand::Fetch {
+            url,
+            name,
+            ver: version,
+            trust,
+            out,
+        } => {
+            let t = Trust::from_hex(&trust).map_err(|e| e.to_string())?;
+            let body = http_get(&url, &format!("/{name}/{version}"))?;
+            let p = Package::decode(&body).map_err(|e| e.to_string())?;
+            if p.manifest.name != name || p.manifest.version.to_string() != version {
+                return Err(format!(
+                    "the repository answered with {} for {name}@{version}: refused",
+                    p.id()
+                ));
+            }
+            t.verify(&p).map_err(|e| e.to_string())?;
+            let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
+            p.write(&out).map_err(|e| e.to_string())?;
+            println!("fetched and verified {} into {}", p.id(), out.display());
+            Ok(())
+        }
+    }
+}
+
+/// Runs `anode repo ...`.
+pub fn repo(c: RepoCommand) -> super::CmdResult {
+    let RepoCommand::Serve { dir, listen } = c;
+    let l = TcpListener::bind(&listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    println!(
+        "serving modules from {} on http://{listen}/NAME/VERSION",
+        dir.display()
+    );
+    for s in l.incoming().flatten() {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        serve_one(&dir, s);
+    }
+    Ok(())
+}
+
+/// Answers one request: `GET /NAME/VERSION` or `GET /NAME-VERSION.amod`.
+fn serve_one(dir: &Path, mut s: TcpStream) {
+    let mut line = String::new();
+    let mut r = BufReader::new(&s).take(8192);
+    if r.read_line(&mut line).is_err() {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("");
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let file = match parts.as_slice() {
+        [n, v] => format!("{n}-{v}.amod"),
+        [f] => (*f).to_string(),
+        _ => String::new(),
+    };
+    let safe = !file.is_empty()
+        && file.ends_with(".amod")
+        && file
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._+".contains(&b))
+        && !file.contains("..");
+    let body = if safe {
+        std::fs::read(dir.join(&file)).ok()
+    } else {
+        None
+    };
+    let _ = match body {
+        Some(b) => s
+            .write_all(
+                format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+                    b.len()
+                )
+                .as_bytes(),
+            )
+            .and_then(|()| s.write_all(&b)),
+        None => s.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+    };
+}
+
+/// A minimal HTTP/1.0 GET (plain http only), at most 16 MiB of body.
+fn http_get(url: &str, path: &str) -> Result<Vec<u8>, String> {
+    let host = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("'{url}': only http:// repositories are supported"))?
+        .trim_end_matches('/');
+    let mut s = TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .map_err(|e| format!("{host}: {e}"))?;
+    let mut resp = Vec::new();
+    s.take(16 << 20)
+        .read_to_end(&mut resp)
+        .map_err(|e| format!("{host}: {e}"))?;
+    let split = resp
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("{host}: malformed HTTP response"))?;
+    let head = String::from_utf8_lossy(resp.get(..split).unwrap_or(&[])).to_string();
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        return Err(format!(
+            "{host}{path}: {}",
+            head.lines().next().unwrap_or("no status")
+        ));
+    }
+    Ok(resp.get(split + 4..).unwrap_or(&[]).to_vec())
+}
