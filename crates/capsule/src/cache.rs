@@ -5,13 +5,20 @@
 //! Disk layout, per code object `H` (64 hex digits) in the cache directory:
 //! - `H.wasm`: the module bytes (served to neighbors; SHA-256 must equal `H`),
 //! - `H.cwasm`: `Module::serialize` output of this engine,
-//! - `H.meta`: `anode-cwasm 1`, the engine compatibility key, and the SHA-256 of `H.cwasm`.
+//! - `H.meta`: `anode-cwasm 2`, the engine compatibility key, the BLAKE3 of `H.cwasm` and the
+//!   BLAKE3 of `H.wasm`.
 //!
 //! Invariant: an artifact is deserialized only if its meta names this engine's compatibility
-//! key and its SHA-256 matches the meta (so a truncated, foreign or tampered file is never
+//! key and its BLAKE3 matches the meta (so a truncated, foreign or damaged file is never
 //! handed to `Module::deserialize`, which trusts its input); otherwise the module is
-//! recompiled from `H.wasm` (itself verified against `H`) and the artifact rewritten.
-//! Files are written to a temporary name and renamed, so a crash leaves no half file.
+//! recompiled from `H.wasm` (verified against its SHA-256 name `H`) and the artifact
+//! rewritten. The meta is written only after `H.wasm` was verified against `H` (at install
+//! or on receipt), so when loading a valid artifact the module bytes are checked against the
+//! meta's BLAKE3 (several GB/s) instead of recomputing SHA-256; bytes that do not match are
+//! never used. Metas of version 1 (SHA-256 digests) are treated as missing: the module is
+//! recompiled once and the artifact rewritten.
+//! Files are written to a temporary name and renamed, so a crash leaves no half file; a disk
+//! load does not rewrite anything.
 
 use std::collections::HashMap;
 use std::fs;
@@ -140,7 +147,12 @@ pub struct DiskCache {
     dir: PathBuf,
 }
 
-const META_MAGIC: &str = "anode-cwasm 1";
+const META_MAGIC: &str = "anode-cwasm 2";
+
+/// BLAKE3 of `b`, hex: the artifact cache's integrity check (not a name).
+fn fast_digest(b: &[u8]) -> String {
+    blake3::hash(b).to_hex().to_string()
+}
 
 fn disk_err(path: &Path, e: impl std::fmt::Display) -> CapsuleError {
     CapsuleError::Disk {
@@ -190,9 +202,10 @@ impl DiskCache {
         }
         write_atomic(&self.path(&obj.hash, "cwasm"), &art)?;
         let meta = format!(
-            "{META_MAGIC}\n{}\n{}\n",
+            "{META_MAGIC}\n{}\n{}\n{}\n",
             rt.compat(),
-            hex::encode(code_hash(&art))
+            fast_digest(&art),
+            fast_digest(&obj.wasm)
         );
         write_atomic(&self.path(&obj.hash, "meta"), meta.as_bytes())
     }
@@ -205,29 +218,35 @@ impl DiskCache {
 
     /// Loads `h`: the artifact if it is valid for this engine, else just the module bytes.
     pub(crate) fn load(&self, rt: &Runtime, h: &CodeHash) -> Option<DiskHit> {
-        let wasm = self.wasm(h)?;
-        let Some(art) = self.artifact(rt, h) else {
-            return Some(DiskHit::WasmOnly(wasm));
+        let Some((art, wasm)) = self.artifact(rt, h) else {
+            return Some(DiskHit::WasmOnly(self.wasm(h)?));
         };
         // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of a
-        // compatible engine. These bytes were written by `store` above: their SHA-256 matches
+        // compatible engine. These bytes were written by `store` above: their BLAKE3 matches
         // the meta written with them, and the meta names this engine's compatibility key
         // (wasmtime additionally checks its own version and configuration header).
         match unsafe { Module::deserialize(&rt.engine, &art) } {
             Ok(m) => Some(DiskHit::Deserialized(wasm, m)),
-            Err(_) => Some(DiskHit::WasmOnly(wasm)),
+            Err(_) => Some(DiskHit::WasmOnly(self.wasm(h)?)),
         }
     }
 
-    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<Vec<u8>> {
+    /// The artifact of `h` and its module bytes, if the meta is of this engine and both
+    /// files match the digests it records (written only for module bytes verified against
+    /// `h`).
+    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<(Vec<u8>, Arc<[u8]>)> {
         let meta = fs::read_to_string(self.path(h, "meta")).ok()?;
         let mut lines = meta.lines();
         if lines.next()? != META_MAGIC || lines.next()? != rt.compat() {
             return None;
         }
-        let want = lines.next()?;
+        let (want_art, want_wasm) = (lines.next()?, lines.next()?);
         let art = fs::read(self.path(h, "cwasm")).ok()?;
-        (hex::encode(code_hash(&art)) == want).then_some(art)
+        if fast_digest(&art) != want_art {
+            return None;
+        }
+        let wasm = fs::read(self.path(h, "wasm")).ok()?;
+        (fast_digest(&wasm) == want_wasm).then(|| (art, Arc::from(wasm)))
     }
 
     /// The code objects held (by their `.wasm` files).

@@ -320,10 +320,15 @@ impl CapsuleEe {
         if let Some(d) = &self.disk {
             d.store(&self.rt, &obj)?;
         }
+        self.admit_mem(obj);
+        Ok(())
+    }
+
+    /// Puts `obj` in the memory cache only (it came from a valid disk artifact).
+    fn admit_mem(&mut self, obj: CodeObject) {
         for old in self.mem.insert(Arc::new(obj)) {
             self.retire(old);
         }
-        Ok(())
     }
 
     /// Loads `hash` from the disk cache into memory.
@@ -334,13 +339,15 @@ impl CapsuleEe {
         let obj = match d.load(&self.rt, hash) {
             None => return false,
             Some(DiskHit::Deserialized(wasm, module)) => {
-                match self.rt.code_object(*hash, wasm, module) {
+                return match self.rt.code_object(*hash, wasm, module) {
                     Ok(o) => {
                         self.stats.disk_loads += 1;
-                        o
+                        // Nothing to write back: the artifact on disk is the one just loaded.
+                        self.admit_mem(o);
+                        true
                     }
-                    Err(_) => return false,
-                }
+                    Err(_) => false,
+                };
             }
             Some(DiskHit::WasmOnly(wasm)) => match self.rt.compile(&wasm) {
                 Ok(o) => {
