@@ -3,8 +3,8 @@
 //! Order of work: read and check the config (errors name the file and line), build the
 //! `Node` with its links, static routes and execution environments (PLAN and capsules, the
 //! capsule code cache from `[capsule] cache_dir`), bind the control socket (refusing if
-//! another node is live on it), start the UDP driver, serve until SIGINT/SIGTERM or a `shutdown` request,
-//! then stop the control server (removing the socket file) and the driver.
+//! another node is live on it), start the UDP driver, serve until SIGINT/SIGTERM or a
+//! `shutdown` request, then stop the control server (removing the socket file) and the driver.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

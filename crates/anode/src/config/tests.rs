@@ -247,8 +247,9 @@ fn capsule_cache_dir() {
     let f = parse(Path::new("/etc/anode/a.toml"), &with("", "")).unwrap();
     assert!(f.code_cache.ends_with("code-4001"), "{:?}", f.code_cache);
     let (line, msg) = err(&with("", "[capsule]\ncache_dir = \" \"\n"));
-    assert_eq!(line, 4, "{msg}");
+    assert_eq!(line, 5, "{msg}");
     assert!(msg.contains("cache_dir is empty"), "{msg}");
     let (line, msg) = err(&with("", "[capsule]\ncache = \"x\"\n"));
-    assert_eq!(line, 4, "{msg}");
+    assert_eq!(line, 5, "{msg}");
+    assert!(msg.contains("cache"), "{msg}");
 }
