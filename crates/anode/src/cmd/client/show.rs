@@ -143,6 +143,17 @@ pub fn stats(s: &StatsInfo) -> String {
     for (k, v) in ctl {
         t.row(vec![format!("control/{k}"), v.to_string()]);
     }
+    for e in &s.domains {
+        let rows = [
+            ("domains", e.domains.len() as u64),
+            ("memory_used", e.memory_used),
+            ("memory_limit", e.memory_limit),
+            ("terminations", e.terminations),
+        ];
+        for (k, v) in rows {
+            t.row(vec![format!("nodeos/{}/{k}", e.ee), v.to_string()]);
+        }
+    }
     t.render()
 }
 
