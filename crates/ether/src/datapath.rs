@@ -1,10 +1,11 @@
 //! The data-path thread of one router: polls every link's receive ring, runs each frame
 //! through the [`IpRouter`] in place, and sends forwarded frames in one `sendmmsg` batch per
-//! outgoing link per received block, straight from the receive ring (no user-space copy).
+//! outgoing link per received batch (a V2 run of ready slots or a V3 block), straight from
+//! the receive ring (no user-space copy).
 //! Frames the router generates (ARP, NDP, ICMP, released packets) and diverted frames'
 //! answers go out in batches after each round.
 //!
-//! Invariant: a block is given back to the kernel only after every frame in it that was
+//! Invariant: a batch is given back to the kernel only after every frame in it that was
 //! forwarded has been handed to `sendmmsg` (which copies it), so no iovec ever points into
 //! memory the kernel may be rewriting.
 
@@ -113,7 +114,7 @@ impl TxBatch {
         while sent < self.msgs.len() {
             let rest = self.msgs.len() - sent;
             // SAFETY: `msgs[sent..]` are initialized mmsghdrs whose iovecs point at frames
-            // that stay alive and unmodified until this call returns (ring block not yet
+            // that stay alive and unmodified until this call returns (ring batch not yet
             // released / owned buffers not yet recycled).
             let n = unsafe {
                 libc::sendmmsg(
@@ -280,7 +281,7 @@ impl DataPath {
                     let Some(link) = self.links.get_mut(i) else {
                         break;
                     };
-                    if !link.ring.next_block(&mut frames) {
+                    if !link.ring.next_batch(&mut frames) {
                         break;
                     }
                     busy = true;
@@ -373,6 +374,9 @@ impl DataPath {
                 // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
                 unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
             }
+        }
+        for l in self.links.iter_mut() {
+            l.update_ring_stats();
         }
         Stopped {
             links: self

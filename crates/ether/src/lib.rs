@@ -3,8 +3,10 @@
 //! anode owns network interfaces through AF_PACKET and runs the IP router
 //! (`anode_ip::IpRouter`) over them on one dedicated data-path thread:
 //!
-//! - **Receive:** one TPACKET_V3 ring per interface (`ring.rs`): the kernel fills blocks of
-//!   frames; the thread walks whole blocks, so one wake-up and no syscall per frame.
+//! - **Receive:** one TPACKET_V2 ring per interface (`ring.rs`; TPACKET_V3 on request): the
+//!   kernel writes each frame into a slot and marks it ready at once; the thread takes every
+//!   ready slot in a row (up to 256) per wake-up, so no syscall per frame at high rates and no
+//!   waiting at low rates.
 //! - **Forward:** each frame is rewritten in place in the ring (`IpRouter::handle_frame`),
 //!   then sent with `sendmmsg` whose iovecs point into the ring: one `sendmmsg` per outgoing
 //!   link per block, no user-space copy (`link.rs` says why not `PACKET_TX_RING`).
@@ -12,6 +14,28 @@
 //!   diverted frames (the router's filters: ANEP over UDP to the router, ANEP over
 //!   Ethernet under EtherType 0x88B5) go to a [`Hooks`] implementation, which is how the
 //!   local `anode_core::Node` is attached by the `anode router` command.
+//!
+//! ## Why TPACKET_V2 and not V3 (measured)
+//! TPACKET_V3 hands a block to user space only when it is full or when its retire timer
+//! fires (at least 1 ms), and a partially filled block cannot be read (the kernel publishes
+//! no per-frame status in V3 and may still be writing it). So at low rates every packet
+//! waits up to 1 ms in the router. TPACKET_V2 publishes every frame as it is written and
+//! `poll` wakes per frame; at high rates the ready slots pile up while a batch is being
+//! forwarded, so the next batch is large anyway. `scripts/bench-router.sh` with
+//! `MODES="kernel anode:ring=v3 anode"` compares them in one run (`--ring v3` keeps V3
+//! available); see BENCH below for the figures.
+//!
+//! ## Where loss happens, and what was tuned
+//! Each link reads `PACKET_STATISTICS` (`tp_packets`, `tp_drops`: frames the kernel dropped
+//! because the ring was full) into [`LinkStats`]; `anode router` prints them on exit and the
+//! bench script adds veth backlog drops and the receiver's UDP receive-buffer overflows.
+//! `SO_RCVBUF` does not apply to a mapped ring (`tpacket_rcv` fills slots regardless of
+//! it), so the ring size (`--block-size`, `--block-nr`: 4 MiB per interface by default) is
+//! the receive buffer. Busy polling (`SO_BUSY_POLL`) needs a NAPI context, which veth has
+//! only with GRO/XDP, and it would spin a core the two-CPU test machine does not have to
+//! spare. `PACKET_TX_RING` would add a user-space copy from the receive ring into the
+//! transmit ring (see `link.rs`) for the same one syscall per batch, so transmit stays
+//! `sendmmsg` straight from the receive ring.
 //!
 //! AF_XDP is not used: it needs an XDP program loaded on each interface (an eBPF toolchain or
 //! hand-assembled bytecode) and, on veth, runs in generic (skb) mode where it copies like
@@ -35,4 +59,4 @@ mod sys;
 
 pub use datapath::{DataPath, Hooks, NoHooks, Stopped};
 pub use link::{EtherLink, LinkError, LinkStats};
-pub use ring::RingConfig;
+pub use ring::{FRAME_SIZE, RingConfig, RingVersion};

@@ -20,7 +20,7 @@ use crate::sys;
 /// Counters of one link.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LinkStats {
-    /// Blocks received from the ring.
+    /// Batches taken from the ring (V3: blocks; V2: runs of ready slots).
     pub rx_blocks: u64,
     /// Frames received.
     pub rx_frames: u64,
@@ -32,6 +32,11 @@ pub struct LinkStats {
     pub tx_calls: u64,
     /// Frames that could not be sent (queue full after retries, or an error).
     pub tx_dropped: u64,
+    /// Frames the kernel passed to the socket (`PACKET_STATISTICS` `tp_packets`, which
+    /// counts the dropped ones too).
+    pub ring_packets: u64,
+    /// Frames the kernel dropped because the receive ring was full (`tp_drops`).
+    pub ring_drops: u64,
 }
 
 /// An Ethernet interface owned through AF_PACKET.
@@ -107,7 +112,7 @@ impl EtherLink {
                 what: "MTU",
             })?;
         let fd = sys::packet_socket().map_err(|e| sock("socket(AF_PACKET)", e))?;
-        let ring = RxRing::new(&fd, ring).map_err(|e| sock("TPACKET_V3 ring", e))?;
+        let ring = RxRing::new(&fd, ring).map_err(|e| sock("PACKET_RX_RING", e))?;
         sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
             .map_err(|e| sock("PACKET_QDISC_BYPASS", e))?;
         // Older kernels lack it; then our own frames come back and are dropped as not
@@ -129,6 +134,15 @@ impl EtherLink {
             ring,
             stats: LinkStats::default(),
         })
+    }
+
+    /// Adds the kernel's ring counters since the last call (`PACKET_STATISTICS` reads and
+    /// resets them) to [`LinkStats`].
+    pub fn update_ring_stats(&mut self) {
+        if let Ok(st) = sys::packet_stats(&self.fd) {
+            self.stats.ring_packets += u64::from(st.packets);
+            self.stats.ring_drops += u64::from(st.drops);
+        }
     }
 
     pub(crate) fn raw_fd(&self) -> i32 {

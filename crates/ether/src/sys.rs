@@ -1,17 +1,21 @@
 //! Thin wrappers over the Linux calls the links need (AF_PACKET sockets, socket options,
-//! mmap, poll, sendmmsg) and the kernel's TPACKET_V3 ring layout (`linux/if_packet.h`).
+//! mmap, poll, sendmmsg) and the kernel's TPACKET_V2/V3 ring layouts (`linux/if_packet.h`).
 //! Every `unsafe` block says why it is sound.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// `TPACKET_V2` in `enum tpacket_versions`.
+pub const TPACKET_V2: libc::c_int = 1;
 /// `TPACKET_V3` in `enum tpacket_versions`.
 pub const TPACKET_V3: libc::c_int = 2;
 /// `PACKET_VERSION`.
 pub const PACKET_VERSION: libc::c_int = 10;
 /// `PACKET_RX_RING`.
 pub const PACKET_RX_RING: libc::c_int = 5;
+/// `PACKET_STATISTICS`.
+pub const PACKET_STATISTICS: libc::c_int = 6;
 /// `PACKET_QDISC_BYPASS`.
 pub const PACKET_QDISC_BYPASS: libc::c_int = 20;
 /// `PACKET_IGNORE_OUTGOING`.
@@ -28,6 +32,53 @@ pub const TP_STATUS_KERNEL: u32 = 0;
 pub const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 /// `ETH_P_ALL`.
 pub const ETH_P_ALL: u16 = 0x0003;
+
+/// `struct tpacket_req` (TPACKET_V2 rings).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TpacketReq {
+    pub block_size: u32,
+    pub block_nr: u32,
+    pub frame_size: u32,
+    pub frame_nr: u32,
+}
+
+/// Offsets in `struct tpacket2_hdr` (`tp_status` is at 0).
+pub mod pkt2 {
+    /// `tp_len`.
+    pub const LEN: usize = 4;
+    /// `tp_snaplen`.
+    pub const SNAPLEN: usize = 8;
+    /// `tp_mac` (u16).
+    pub const MAC: usize = 12;
+}
+
+/// `struct tpacket_stats_v3` (V2 fills only the first two words).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TpacketStats {
+    pub packets: u32,
+    pub drops: u32,
+    pub freeze_q_cnt: u32,
+}
+
+/// Reads and resets the socket's ring statistics (`PACKET_STATISTICS`).
+pub fn packet_stats(fd: &OwnedFd) -> io::Result<TpacketStats> {
+    let mut st = TpacketStats::default();
+    let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
+    // SAFETY: `st` is a live, writable TpacketStats of `len` bytes; the kernel writes at
+    // most `len` bytes and updates `len`.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            PACKET_STATISTICS,
+            (&mut st as *mut TpacketStats).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(st)
+}
 
 /// `struct tpacket_req3`.
 #[repr(C)]
