@@ -28,8 +28,9 @@ The demo emulates five anode nodes in a ring (a-b-c-d-e-a) inside this process, 
 time: it takes well under a second and gives the same result every time. It shows routing
 converge, datagrams reach every node, a link fail and traffic reroute around the ring, and
 the link come back; then a capsule ping whose code loads hop by hop (first vs cached
-latency), a capsule flood, and PLAN ping/noeval and ping/eval. The topology is topologies/demo.toml in the source tree; to change it,
-copy it and run `anode emulate YOUR-COPY.toml`.";
+latency), a capsule flood, and PLAN ping/noeval and ping/eval. The topology is
+topologies/demo.toml in the source tree; to change it, copy it and run
+`anode emulate YOUR-COPY.toml`.";
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
