@@ -35,7 +35,7 @@ enum Command {
     Emulate(cmd::emulate::Args),
     /// Run one node over real UDP, with a control socket for tools and applications.
     Node(cmd::node::Args),
-    /// PLAN programs: check them, run them on a built-in line of nodes.
+    /// PLAN programs: check them, run them on a built-in line of nodes, inject them at a node.
     #[command(subcommand)]
     Plan(cmd::plan::PlanCommand),
     /// Route IPv4/IPv6 between real interfaces (AF_PACKET), with an optional local node.
