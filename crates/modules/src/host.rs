@@ -109,7 +109,7 @@ pub struct ModuleHost {
     modules: BTreeMap<String, Entry>,
     next_order: u64,
     /// Active processors per hook point, in load order (index = `HookPoint` order).
-    active: [Vec<String>; 4],
+    active: [Vec<Arc<str>>; 4],
     /// Link peers, for emitted and redirected packets.
     links: Vec<NodeAddr>,
     /// Faults and module log lines, most recent last (bounded).
@@ -287,7 +287,7 @@ impl ModuleHost {
         }
         for (dst, mut l) in self.active.iter_mut().zip(lists) {
             l.sort();
-            *dst = l.into_iter().map(|(_, n)| n).collect();
+            *dst = l.into_iter().map(|(_, n)| Arc::from(n.as_str())).collect();
         }
     }
 
@@ -586,7 +586,15 @@ impl ModuleHost {
         buf: Vec<u8>,
         emit: &mut Vec<Transmit>,
     ) -> Result<crate::runtime::Processed, Vec<u8>> {
-        let providers = self.providers_of(name);
+        let needs = self
+            .modules
+            .get(name)
+            .is_some_and(|e| !e.pkg.manifest.requires.is_empty());
+        let providers = if needs {
+            self.providers_of(name)
+        } else {
+            Vec::new()
+        };
         let mut lent = Vec::new();
         for (svc, p) in &providers {
             if let Some(i) = self.modules.get_mut(p).and_then(|e| e.inst.take()) {
@@ -644,19 +652,20 @@ impl PacketHooks for ModuleHost {
     }
 
     fn run(&mut self, info: HookInfo, mut buf: Vec<u8>, emit: &mut Vec<Transmit>) -> HookVerdict {
-        let names = self
-            .active
-            .get(point_index(info.point))
-            .cloned()
-            .unwrap_or_default();
-        for n in names {
-            let Some(e) = self.modules.get(&n) else {
+        let idx = point_index(info.point);
+        let mut i = 0;
+        while let Some(n) = self.active.get(idx).and_then(|l| l.get(i)).cloned() {
+            let before = self.active.get(idx).map_or(0, Vec::len);
+            let n: &str = &n;
+            let Some(e) = self.modules.get(n) else {
+                i += 1;
                 continue;
             };
             if !matches(&e.filters, &buf) {
+                i += 1;
                 continue;
             }
-            match self.run_one(&n, &info, buf, emit) {
+            match self.run_one(n, &info, buf, emit) {
                 Err(b) => buf = b,
                 Ok((v, b, redirect)) => match v {
                     verdict::CONTINUE => buf = b,
@@ -676,15 +685,19 @@ impl PacketHooks for ModuleHost {
                     }
                     other => {
                         self.fault(
-                            &n,
+                            n,
                             ModuleError::Fault {
-                                name: n.clone(),
+                                name: n.to_string(),
                                 reason: format!("process returned unknown verdict {other}"),
                             },
                         );
                         buf = b;
                     }
                 },
+            }
+            // A processor stopped by a fault leaves the list: the next one is now at `i`.
+            if self.active.get(idx).map_or(0, Vec::len) >= before {
+                i += 1;
             }
         }
         HookVerdict::Continue(buf)

@@ -166,6 +166,9 @@ fn a_faulting_module_is_stopped_and_the_node_goes_on() {
         let h = host(&mut n).unwrap();
         h.install(signed("spin", None), &empty).unwrap();
         h.start("spin").unwrap();
+        // Loaded after spin: still sees every packet, the first one included.
+        h.install(signed("counter", None), &empty).unwrap();
+        h.start("counter").unwrap();
     }
     let t0 = std::time::Instant::now();
     for s in 0..10 {
@@ -177,9 +180,11 @@ fn a_faulting_module_is_stopped_and_the_node_goes_on() {
         out += 1;
     }
     assert_eq!(out, 10, "packets go on past the faulted module");
-    let info = host(&mut n).unwrap().info("spin").unwrap();
+    let h = host(&mut n).unwrap();
+    let info = h.info("spin").unwrap();
     assert_eq!(info.state, State::Stopped);
     assert!(info.last_error.unwrap().contains("fuel"));
+    assert_eq!(h.call_service("counter", 0, 0).unwrap(), 10);
 }
 
 #[test]
