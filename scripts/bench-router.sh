@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Kernel forwarding vs the anode IP fast path, same topology, same run:
 #   <p>s --veth-- <p>r --veth-- <p>d   (scripts/netns-router.sh; 198.18.0.0/15 only)
-# For each router (kernel, anode) and UDP payload size (64, 1472 bytes):
-#   - full offered load (blast at full speed for SECS): sent, delivered pps, loss;
+# For each router mode (MODES: kernel, anode, or anode:OPT=VAL,... for `anode router --OPT VAL`,
+# e.g. anode:ring=v3) and UDP payload size (64, 1472 bytes):
+#   - full offered load (blast at full speed for SECS): sent, delivered pps, loss, and where
+#     the loss happened: veth drops (a full backlog queue: s0->r0, r1->d0), UDP receive-buffer
+#     overflows at the receiver in d; anode's own ring-full drops (PACKET_STATISTICS) are
+#     printed from its counters at the end of its mode;
 #   - the maximum loss-free rate (loss <= 0.1%), by bisection over paced rates;
 #   - ping RTT through the router (avg of 20 pings).
 # Traffic: the C `blast` / `recv` yardsticks from ../shared/baselines (built into a temp dir).
 # Needs root. Tears everything down on exit, even on failure.
-# usage: bench-router.sh [SECS=3]   (env: ANODE_BIN, BISECT_STEPS=5, SIZES="64 1472")
+# usage: bench-router.sh [SECS=3]
+#   env: ANODE_BIN, BISECT_STEPS=5, SIZES="64 1472", MODES="kernel anode", PINGS=20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-3}
 steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
+modes=${MODES:-kernel anode}
+pings=${PINGS:-20}
 p=bench
 if [ "$(id -u)" != 0 ]; then echo "bench-router: needs root (network namespaces)" >&2; exit 1; fi
 tmp=$(mktemp -d)
@@ -43,14 +50,35 @@ trial() {
     echo "${sent:-0} ${rcvd:-0}"
 }
 
+# drops -> "veth udp": drops at full veth backlogs (all four ends) and UDP receive-buffer
+# overflows in d, cumulative.
+drops() {
+    local v=0 x
+    for e in "s s0 tx_dropped" "r r0 rx_dropped" "r r1 tx_dropped" "d d0 rx_dropped"; do
+        set -- $e
+        x=$(ns "${p}$1" cat "/sys/class/net/$2/statistics/$3" 2>/dev/null || echo 0)
+        v=$((v + x))
+    done
+    x=$(ns ${p}d awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 } else print $c }' /proc/net/snmp)
+    echo "$v ${x:-0}"
+}
+
 results=()
-for mode in kernel anode; do
-    scripts/netns-router.sh up "$p" "$mode" >/dev/null
+for spec in $modes; do
+    mode=${spec%%:*}
+    args=""
+    if [ "$spec" != "$mode" ]; then
+        for kv in $(echo "${spec#*:}" | tr ',' ' '); do args="$args --${kv%%=*} ${kv#*=}"; done
+    fi
+    ANODE_ROUTER_ARGS=$args scripts/netns-router.sh up "$p" "$mode" >/dev/null
     # Warm up ARP/NDP and measure RTT.
     ns ${p}s ping -c 3 -i 0.2 -W 1 -q 198.18.2.2 >/dev/null || true
-    rtt=$(ns ${p}s ping -c 20 -i 0.05 -W 1 -q 198.18.2.2 | sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p')
+    rtt=$(ns ${p}s ping -c "$pings" -i 0.05 -W 1 -q 198.18.2.2 | sed -n 's/.*= \([0-9.]*\)\/\([0-9.]*\)\/\([0-9.]*\)\/.*/\2 (min \1 max \3)/p' | tr ' ' '_')
+    rtt=${rtt:-n/a}
     for size in $sizes; do
+        read -r v0 u0 < <(drops)
         read -r sent rcvd < <(trial 0 "$size")
+        read -r v1 u1 < <(drops)
         full_pps=$((rcvd / secs)); offered=$((sent / secs))
         loss=$(awk -v s="$sent" -v r="$rcvd" 'BEGIN { if (s > 0) printf "%.2f", 100 * (s - r) / s; else print "n/a" }')
         # Bisection for the largest rate with loss <= 0.1%.
@@ -63,28 +91,31 @@ for mode in kernel anode; do
             read -r s r < <(trial "$mid" "$size")
             if [ "$s" -gt 0 ] && [ $((1000 * (s - r))) -le "$s" ]; then lo=$mid; else hi=$mid; fi
         done
-        results+=("$mode $size $offered $full_pps $loss $lo $rtt")
-        echo "bench-router: $mode size=$size offered=$offered delivered=$full_pps loss=$loss% lossfree=$lo rtt=${rtt}ms" >&2
+        results+=("$spec $size $offered $full_pps $loss $lo $rtt $((v1 - v0)) $((u1 - u0))")
+        echo "bench-router: $spec size=$size offered=$offered delivered=$full_pps loss=$loss% (veth drops $((v1 - v0)), udp rcvbuf $((u1 - u0))) lossfree=$lo rtt=${rtt}ms" >&2
     done
     if [ "$mode" = anode ]; then
         pid=$(cat "${TMPDIR:-/tmp}/anode-netns-$p/router.pid")
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        grep -E "forwarded |dropped |link " "${TMPDIR:-/tmp}/anode-netns-$p/router.log" >&2 || true
+        sed "s/^/bench-router: $spec: /" "${TMPDIR:-/tmp}/anode-netns-$p/router.log" | grep -E "forwarded |dropped |link " >&2 || true
     fi
     scripts/netns-router.sh down "$p" >/dev/null
 done
 
 echo
-echo "| router | UDP payload | offered pps | delivered pps | loss | max loss-free pps (<=0.1%) | ping RTT avg |"
+echo "| router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
 echo "|---|---|---|---|---|---|---|"
 for r in "${results[@]}"; do
     set -- $r
-    echo "| $1 | $2 B | $3 | $4 | $5% | $6 | $7 ms |"
+    echo "| $1 | $2 B | $3 | $4 | $5% ($8 / $9) | $6 | ${7//_/ } |"
 done
 echo
 for size in $sizes; do
     k=$(printf '%s\n' "${results[@]}" | awk -v s="$size" '$1=="kernel" && $2==s {print $4}')
-    a=$(printf '%s\n' "${results[@]}" | awk -v s="$size" '$1=="anode" && $2==s {print $4}')
-    awk -v k="$k" -v a="$a" -v s="$size" 'BEGIN { if (k > 0) printf "anode / kernel delivered pps at %s B: %.0f%%\n", s, 100 * a / k }'
+    for spec in $modes; do
+        [ "$spec" = kernel ] && continue
+        a=$(printf '%s\n' "${results[@]}" | awk -v s="$size" -v m="$spec" '$1==m && $2==s {print $4}')
+        awk -v k="$k" -v a="$a" -v s="$size" -v m="$spec" 'BEGIN { if (k > 0) printf "%s / kernel delivered pps at %s B: %.0f%%\n", m, s, 100 * a / k }'
+    done
 done

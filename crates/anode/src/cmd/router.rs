@@ -30,7 +30,16 @@
 //! peer = "198.18.2.2:3322"
 //! interface = "r1"
 //! mac = "02:00:00:00:00:02"
+//! [[node.send]]            # optional: the node sends a datagram (tests, demos) ...
+//! to = "198.18.2.2:3322"   # ... to this node
+//! port = 7                 # ... application port
+//! payload = "hello"
+//! every_ms = 200           # ... repeatedly (until routes converge), default 200
+//! count = 50               # ... this many times, default 50
 //! ```
+//!
+//! The node's neighbor changes, routing-table changes and datagrams delivered to it are
+//! printed on stderr (`anode router: node ...`).
 //!
 //! The interfaces should carry no kernel IP addresses (anode owns the addresses; otherwise
 //! the kernel would answer ARP and ping too) and IPv6 should be disabled on them in the
@@ -40,7 +49,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
+use anode_core::{Event, LinkConfig, LinkId, Node, NodeConfig};
 use anode_ether::{DataPath, EtherLink, Hooks, RingConfig, RingVersion};
 use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
 use anode_ip::{
@@ -130,6 +139,35 @@ struct NodeSection {
     address: NodeAddr,
     #[serde(default, rename = "link")]
     links: Vec<NodeLinkSection>,
+    #[serde(default, rename = "send")]
+    sends: Vec<NodeSendSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeSendSection {
+    to: NodeAddr,
+    port: u16,
+    payload: String,
+    #[serde(default = "default_every_ms")]
+    every_ms: u64,
+    #[serde(default = "default_count")]
+    count: u32,
+}
+
+fn default_every_ms() -> u64 {
+    200
+}
+
+fn default_count() -> u32 {
+    50
+}
+
+/// A datagram the node sends on a schedule.
+struct Send {
+    cfg: NodeSendSection,
+    next: Instant,
+    left: u32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,6 +192,8 @@ struct NodeHooks {
     udp_filter: FilterId,
     ether_filter: FilterId,
     unmatched: u64,
+    sends: Vec<Send>,
+    route_changes: u64,
 }
 
 impl NodeHooks {
@@ -182,8 +222,61 @@ impl NodeHooks {
             }
         }
         while let Some(ev) = self.node.poll_event() {
-            tracing::info!("node: {ev:?}");
+            match &ev {
+                Event::NeighborUp { link, addr } => {
+                    eprintln!("anode router: node neighbor up {addr} on {link}");
+                }
+                Event::NeighborDown { link, addr } => {
+                    eprintln!("anode router: node neighbor down {addr} on {link}");
+                }
+                Event::Delivered(d) => eprintln!(
+                    "anode router: node delivered {} bytes from {} to port {}: {}",
+                    d.payload().len(),
+                    d.src,
+                    d.port,
+                    String::from_utf8_lossy(d.payload())
+                ),
+                Event::Log { .. } => tracing::info!("node: {ev:?}"),
+            }
         }
+        let changes = self.node.route_changes();
+        if changes != self.route_changes {
+            self.route_changes = changes;
+            let routes: Vec<String> = self
+                .node
+                .routes()
+                .iter()
+                .map(|r| match &r.next_hop {
+                    Some(nh) => format!("{} via {:?} metric {}", r.dest, nh, r.metric),
+                    None => format!("{} local", r.dest),
+                })
+                .collect();
+            eprintln!("anode router: node routes: {}", routes.join("; "));
+        }
+    }
+
+    fn send_due(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        for s in self.sends.iter_mut().filter(|s| s.left > 0) {
+            if s.next <= now {
+                s.left -= 1;
+                s.next = now + Duration::from_millis(s.cfg.every_ms.max(1));
+                if let Err(e) = self.node.send_datagram(
+                    now,
+                    s.cfg.to,
+                    s.cfg.port,
+                    0,
+                    None,
+                    s.cfg.payload.as_bytes(),
+                ) {
+                    tracing::debug!("node datagram to {} dropped: {e:?}", s.cfg.to);
+                }
+            }
+            if s.left > 0 {
+                next = Some(next.map_or(s.next, |n| n.min(s.next)));
+            }
+        }
+        next
     }
 }
 
@@ -252,8 +345,9 @@ impl Hooks for NodeHooks {
         if self.node.poll_timeout().is_some_and(|t| t <= now) {
             self.node.handle_timeout(now);
         }
+        let send = self.send_due(now);
         self.flush(now, router);
-        self.node.poll_timeout()
+        [self.node.poll_timeout(), send].into_iter().flatten().min()
     }
 }
 
@@ -376,6 +470,16 @@ pub fn run(a: Args) -> CmdResult {
                 udp_filter,
                 ether_filter,
                 unmatched: 0,
+                sends: n
+                    .sends
+                    .iter()
+                    .map(|c| Send {
+                        cfg: c.clone(),
+                        next: now,
+                        left: c.count,
+                    })
+                    .collect(),
+                route_changes: 0,
             })
         }
     };
