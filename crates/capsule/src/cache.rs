@@ -36,18 +36,29 @@ use crate::{CapsuleError, CodeHash};
 pub struct PrefixHasher(u64);
 
 impl Hasher for PrefixHasher {
+    #[inline]
     fn finish(&self) -> u64 {
         self.0
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b.get_mut(..chunk.len())
-                .unwrap_or(&mut [])
-                .copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+        // A code hash arrives as one 32-byte write: its first 8 bytes suffice.
+        if let Some(b) = bytes.first_chunk::<8>() {
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(*b);
+            return;
         }
+        let mut b = [0u8; 8];
+        b.get_mut(..bytes.len())
+            .unwrap_or(&mut [])
+            .copy_from_slice(bytes);
+        self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        // The slice length prefix (always 32 for a code hash).
+        self.0 = self.0.rotate_left(5) ^ n as u64;
     }
 }
 

@@ -495,11 +495,17 @@ impl CapsuleEe {
             Err(_) => return ctx.count_drop("capsule", "bad_header"),
         };
         let payload_at = pkt.anep_len + pkt.transit_len + hl;
-        if self.mem.map.contains_key(&hdr.code) || self.load_local(&hdr.code) {
-            self.run(ctx, hdr, pkt, payload_at);
-        } else {
-            self.park(ctx, hdr.code, hdr.code_source, pkt);
-        }
+        // One lookup on the hot path: whether the code is in memory and has a live instance.
+        let needs_instance = match self.mem.map.get(&hdr.code) {
+            Some(c) => c.live.is_none(),
+            None => {
+                if !self.load_local(&hdr.code) {
+                    return self.park(ctx, hdr.code, hdr.code_source, pkt);
+                }
+                true
+            }
+        };
+        self.run(ctx, hdr, pkt, payload_at, needs_instance);
     }
 
     /// The dependencies of `root`, transitively, each before its dependents (PAN: a code
@@ -572,11 +578,11 @@ impl CapsuleEe {
         hdr: CapsuleRepr,
         pkt: EePacket,
         payload_at: usize,
+        needs_instance: bool,
     ) {
         let hash = hdr.code;
         let fuel = self.cfg.fuel;
         let epoch = *self.epoch.get_or_insert(ctx.now());
-        let needs_instance = self.mem.map.get(&hash).is_some_and(|c| c.live.is_none());
         let deps = if needs_instance {
             match self.resolve(&hash) {
                 Ok(d) => d,

@@ -50,6 +50,19 @@ fn a_restarted_node_runs_cached_code_without_recompiling() {
         );
     }
 
+    let mtimes = |dir: &PathBuf| -> Vec<std::time::SystemTime> {
+        ["cwasm", "meta"]
+            .iter()
+            .map(|ext| {
+                fs::metadata(dir.join(format!("{hex}.{ext}")))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let written = mtimes(&dirs[1]);
+
     // Restart node 1's EE on the same directory.
     let ee = CapsuleEe::with_runtime(rt.clone(), cfg(&dirs[1])).unwrap();
     net.nodes[1].register_ee(Box::new(ee));
@@ -60,6 +73,7 @@ fn a_restarted_node_runs_cached_code_without_recompiling() {
     assert_eq!(s.compiled, 0, "no recompilation");
     assert_eq!(s.disk_loads, 1);
     assert_eq!(s.requests_sent, 0, "no demand load");
+    assert_eq!(mtimes(&dirs[1]), written, "a disk load rewrites nothing");
     assert_eq!(again, Duration::from_millis(2));
     assert!(first > again);
 
