@@ -74,7 +74,7 @@ impl Default for RingConfig {
         RingConfig {
             version: RingVersion::V2,
             block_size: 1 << 16,
-            block_nr: 64,
+            block_nr: 512,
             retire_ms: 1,
             batch: 256,
         }

@@ -85,7 +85,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1 << 16)]
     block_size: u32,
     /// Number of ring blocks (ring memory per interface = block size x blocks).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 512)]
     block_nr: u32,
 }
 
