@@ -3,6 +3,6 @@
 # Extra arguments go to `anode demo` (e.g. --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+bash ./scripts/setup.sh
 cargo build --release --locked -q -p anode
 exec ./target/release/anode demo "$@"

@@ -4,7 +4,7 @@
 # under CI (CI=true) they fail instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+bash ./scripts/setup.sh
 if [ "$(id -u)" != 0 ]; then
     echo "test: WARNING: not root; netns tests will be SKIPPED (they fail under CI=true)" >&2
 fi
