@@ -147,7 +147,12 @@ fn bench(c: &mut Criterion) {
             })
         });
         // Everything the benchmark fed was forwarded (when its functions ran at all).
-        assert_eq!(r.counters().total_drops(), 0, "{:?}", r.counters().entries());
+        assert_eq!(
+            r.counters().total_drops(),
+            0,
+            "{:?}",
+            r.counters().entries()
+        );
     }
     g.finish();
 }
