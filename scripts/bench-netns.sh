@@ -6,6 +6,10 @@
 #   cfwd    the C baseline `fwd LISTEN DST mmsg SECS` (ip_forward=0)
 #   anode   an anode node (anode-fwd-node: static neighbors s and d, anode-io driver) forwarding
 #           on its fast path (ip_forward=0); traffic is addressed (transit dst) to d's node address
+#   anode-capsule  the same anode-fwd-node with `--capsule`: a capsule EE with protocols::FORWARD
+#           pre-installed; the blaster sends capsules (transit FLAG_EVAL_EVERY_HOP, code =
+#           SHA-256 of FORWARD, no code source) instead of datagrams, so the capsule's code runs in
+#           r on every packet; the EE's counters (ran, drops by reason) are in the report
 #   anode-node  the same node run by the real command, `anode node --config r.toml` (opt-in:
 #           FORWARDERS="kernel cfwd anode anode-node"; builds the `anode` binary)
 # for each packet size at full offered load and at fixed rates; prints a markdown table and writes
@@ -13,11 +17,13 @@
 #
 # usage: sudo scripts/bench-netns.sh
 # env:   SECS=5 (per point)  SIZES="84 1472"  RATES="0 50000 100000 200000 300000" (0 = full speed)
-#        FORWARDERS="kernel cfwd anode"  PREFIX=anb  BATCH=32
+#        FORWARDERS="kernel cfwd anode anode-capsule"  PREFIX=anb  BATCH=32
 #        NICE=0 (e.g. -19 on a machine busy with other work: blaster, forwarder and sink get the CPU)
 #        CARGO_TARGET_DIR (default: target/ in the repo)  NO_BUILD=1 (reuse its release binaries)
 # Note: the smallest ANEP datagram is 84 bytes (8 ANEP + 72 transit + 4 datagram header), so the
-# "64-byte" point is run at 84 bytes, the same for all forwarders.
+# "64-byte" point is run at 84 bytes, the same for all forwarders. The smallest capsule is 136 bytes
+# (8 ANEP + 72 transit + 56 capsule header), so anode-capsule runs any size below 136 at 136: with
+# the default SIZES its rows are 136 and 1472 bytes.
 set -euo pipefail
 
 if [[ $EUID -ne 0 ]]; then
@@ -31,7 +37,7 @@ P=${PREFIX:-anb}
 SECS=${SECS:-5}
 SIZES=${SIZES:-"84 1472"}
 RATES=${RATES:-"0 50000 100000 200000 300000"}
-FORWARDERS=${FORWARDERS:-"kernel cfwd anode"}
+FORWARDERS=${FORWARDERS:-"kernel cfwd anode anode-capsule"}
 BATCH=${BATCH:-32}
 NICE=${NICE:-0}
 target=${CARGO_TARGET_DIR:-$repo/target}
@@ -79,7 +85,7 @@ kv() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" "$2" | tail -n1 | grep . || echo 0; 
 
 # point FWD SIZE RATE -> appends a JSON object to $tmp/points and a row to $tmp/rows
 point() {
-  local fwd=$1 size=$2 rate=$3 dst fpid=""
+  local fwd=$1 size=$2 rate=$3 dst fpid="" kind=()
   nsx r sysctl -qw net.ipv4.ip_forward=$([[ $fwd == kernel ]] && echo 1 || echo 0)
   ip netns exec "${P}d" nice -n "$NICE" timeout $((SECS + 10)) "$bin/anode-sink" --bind $D:$PORT --max-secs $((SECS + 6)) --idle 1 --min-secs $((SECS + 1)) \
     >"$tmp/sink.out" 2>&1 &
@@ -95,6 +101,11 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
+    anode-capsule)
+      dst=$R:$PORT; kind=(--capsule)
+      ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
+        --secs $((SECS + 4)) --batch "$BATCH" --capsule >"$tmp/fwd.out" 2>&1 &
+      fpid=$!; pids+=("$fpid") ;;
     anode-node)
       dst=$R:$PORT
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
@@ -109,7 +120,7 @@ point() {
     sleep 0.1
   done
   nsx s timeout $((SECS + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
-    --size "$size" --secs "$SECS" --rate "$rate" --batch "$BATCH" >"$tmp/blast.out" 2>&1 || true
+    --size "$size" --secs "$SECS" --rate "$rate" --batch "$BATCH" "${kind[@]}" >"$tmp/blast.out" 2>&1 || true
   wait "$spid" || true
   if [[ -n $fpid ]]; then
     kill -TERM "$fpid" 2>/dev/null || true
@@ -121,7 +132,7 @@ point() {
   offered=$(awk -v s="$sent" -v t="$bsecs" 'BEGIN{printf "%.0f", (t > 0 ? s / t : 0)}')
   loss=$(awk -v s="$sent" -v r="$rcvd" 'BEGIN{printf "%.4f", (s > 0 ? (s - r) / s * 100 : 100)}')
   local fwdinfo=null
-  if [[ $fwd == anode ]]; then
+  if [[ $fwd == anode || $fwd == anode-capsule ]]; then
     fwdinfo=$(grep '^{' "$tmp/fwd.out" | tail -n1 || true); fwdinfo=${fwdinfo:-null}
   elif [[ $fwd == anode-node ]]; then
     fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded.*/{"rx":\1,"tx":\2,"forwarded":\3}/p' "$tmp/fwd.out")
@@ -134,14 +145,26 @@ point() {
     "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$fwdinfo" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
+  if [[ $fwd == anode-capsule ]]; then
+    # capsule EE counters: capsules handed to it, accept runs, traps, drops by reason
+    local cap
+    cap=$(printf '%s' "$fwdinfo" | sed -n 's/.*"capsule":\({[^{}]*\({[^{}]*}\)\?[^{}]*}\).*/\1/p')
+    printf '| %s | %s | %s | %s |\n' "$size" "$([[ $rate == 0 ]] && echo full || echo "$rate")" \
+      "$(printf '%s' "$cap" | sed -n 's/.*"capsules":\([0-9]*\).*/\1/p') / $(printf '%s' "$cap" | sed -n 's/.*"ran":\([0-9]*\).*/\1/p') / $(printf '%s' "$cap" | sed -n 's/.*"traps":\([0-9]*\).*/\1/p')" \
+      "$(d=$(printf '%s' "$cap" | sed -n 's/.*"drops":{\([^}]*\)}.*/\1/p' | tr -d '"'); echo "${d:-none}")" >>"$tmp/caprows"
+  fi
   echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss%" >&2
 }
 
-: >"$tmp/points"; : >"$tmp/rows"
+: >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"
 for size in $SIZES; do
   for fwd in $FORWARDERS; do
     for rate in $RATES; do
-      point "$fwd" "$size" "$rate"
+      if [[ $fwd == anode-capsule ]] && ((size < 136)); then
+        point "$fwd" 136 "$rate"
+      else
+        point "$fwd" "$size" "$rate"
+      fi
     done
   done
 done
@@ -178,5 +201,13 @@ echo
 echo "| forwarder | size (B) | max loss-free pps (< 0.1% loss) |"
 echo "|---|---|---|"
 echo "$summary" | awk '{printf "| %s | %s | %s |\n", $1, $2, $3}'
+if [[ -s $tmp/caprows ]]; then
+  echo
+  echo "anode-capsule: capsule EE in r (code protocols::FORWARD pre-installed)"
+  echo
+  echo "| size (B) | offered rate | capsules / ran / traps | capsule drops by reason |"
+  echo "|---|---|---|---|"
+  cat "$tmp/caprows"
+fi
 echo
 echo "JSON: $json"

@@ -1,11 +1,15 @@
-//! The benchmark's packets: ANEP datagrams of an exact total size.
+//! The benchmark's packets: ANEP datagrams and capsules of an exact total size.
 //!
 //! Contract: [`datagram_of_size`] returns a packet of exactly `size` bytes (the UDP payload)
 //! that an anode node forwards on its fast path toward `dst`: transit header with resource
-//! bound 64, source and previous hop `src`, no flags, no ANEP options.
+//! bound 64, source and previous hop `src`, no flags, no ANEP options. [`capsule_of_size`]
+//! returns a capsule of exactly `size` bytes with the same transit fields but the flag
+//! `FLAG_EVAL_EVERY_HOP`, naming the code object `protocols::FORWARD` (no code source), so a
+//! node holding that code runs it on the capsule.
 
+use anode_capsule::{capsule_packet, code_hash, protocols};
 use anode_wire::NodeAddr;
-use anode_wire::anep::{BASIC_HEADER_LEN, TYPE_DATAGRAM};
+use anode_wire::anep::{BASIC_HEADER_LEN, TYPE_CAPSULE, TYPE_DATAGRAM};
 use anode_wire::datagram::{self, Datagram};
 use anode_wire::transit::{self, TransitRepr};
 
@@ -13,6 +17,8 @@ use crate::BenchError;
 
 /// Bytes of an ANEP datagram before its payload.
 pub const OVERHEAD: usize = BASIC_HEADER_LEN + transit::LEN + datagram::LEN;
+/// Bytes of an ANEP capsule before its payload (8 ANEP + 72 transit + 56 capsule header).
+pub const CAPSULE_OVERHEAD: usize = BASIC_HEADER_LEN + transit::LEN + anode_wire::capsule::LEN;
 /// Largest UDP payload over IPv4.
 pub const MAX_SIZE: usize = 65507;
 /// The application port the benchmark datagrams are addressed to.
@@ -45,6 +51,32 @@ pub fn datagram_of_size(
         payload: vec![0x5a; size - OVERHEAD],
     };
     Ok(d.to_packet()?)
+}
+
+/// An ANEP capsule of exactly `size` bytes from `src` to `dst` with flow id `flow`, running
+/// `protocols::FORWARD` at every hop.
+pub fn capsule_of_size(
+    size: usize,
+    src: NodeAddr,
+    dst: NodeAddr,
+    flow: u64,
+) -> Result<Vec<u8>, BenchError> {
+    if !(CAPSULE_OVERHEAD..=MAX_SIZE).contains(&size) {
+        return Err(BenchError::Size {
+            size,
+            min: CAPSULE_OVERHEAD,
+            max: MAX_SIZE,
+        });
+    }
+    let payload = vec![0x5a; size - CAPSULE_OVERHEAD];
+    capsule_packet(code_hash(protocols::FORWARD), src, dst, 64, flow, &payload).map_err(|e| {
+        BenchError::io("capsule")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    })
+}
+
+/// True if `buf` starts like an ANEP capsule (version 1, capsule Type ID).
+pub fn is_anep_capsule(buf: &[u8]) -> bool {
+    matches!(buf, [1, _, t0, t1, ..] if u16::from_be_bytes([*t0, *t1]) == TYPE_CAPSULE)
 }
 
 /// True if `buf` starts like an ANEP datagram (version 1, datagram Type ID): what the sink
@@ -80,6 +112,32 @@ mod tests {
         let e = datagram_of_size(64, s, d, 0).unwrap_err();
         assert!(e.to_string().contains("84 to 65507"));
         assert!(datagram_of_size(MAX_SIZE + 1, s, d, 0).is_err());
+    }
+
+    #[test]
+    fn capsule_sizes_and_fields() {
+        use anode_wire::capsule::Capsule;
+        use anode_wire::transit::FLAG_EVAL_EVERY_HOP;
+        let (s, d): (NodeAddr, NodeAddr) = (
+            "198.18.1.1:3322".parse().unwrap(),
+            "198.18.2.2:3322".parse().unwrap(),
+        );
+        assert_eq!(CAPSULE_OVERHEAD, 136);
+        for size in [CAPSULE_OVERHEAD, 200, 1472] {
+            let p = capsule_of_size(size, s, d, 5).unwrap();
+            assert_eq!(p.len(), size);
+            assert!(is_anep_capsule(&p));
+            assert!(!is_anep_datagram(&p));
+            let a = AnepPacket::new_checked(&p[..]).unwrap();
+            let c = Capsule::parse(a.payload()).unwrap();
+            assert_eq!(c.transit.flags, FLAG_EVAL_EVERY_HOP);
+            assert_eq!(c.transit.dst, d);
+            assert_eq!(c.transit.prev_hop, s);
+            assert_eq!(c.header.code, code_hash(protocols::FORWARD));
+            assert_eq!(c.header.code_source, None);
+        }
+        assert!(capsule_of_size(135, s, d, 0).is_err());
+        assert!(capsule_of_size(MAX_SIZE + 1, s, d, 0).is_err());
     }
 
     #[test]

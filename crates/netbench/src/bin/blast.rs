@@ -1,5 +1,5 @@
-//! anode-blast: sends pre-built ANEP datagrams with `sendmmsg`, paced or at full speed, for a
-//! bounded time; prints `sent= secs= pps= errs=` (or one JSON object with `--json`).
+//! anode-blast: sends pre-built ANEP datagrams (or, with `--capsule`, capsules running
+//! `protocols::FORWARD` at every hop) with `sendmmsg`, paced or at full speed, for a bounded time; prints `sent= secs= pps= errs=` (or one JSON object with `--json`).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -27,9 +27,14 @@ struct Args {
     /// Transit source in the ANEP header (default: --bind).
     #[arg(long)]
     from: Option<NodeAddr>,
-    /// Total UDP payload bytes per packet (the whole ANEP datagram, 84..=65507).
+    /// Total UDP payload bytes per packet (the whole ANEP datagram, 84..=65507; a capsule,
+    /// 136..=65507).
     #[arg(long, default_value_t = 84)]
     size: usize,
+    /// Send capsules (transit flag EVAL_EVERY_HOP, code = SHA-256 of `protocols::FORWARD`, no
+    /// code source) instead of datagrams: the forwarder must hold that code.
+    #[arg(long)]
+    capsule: bool,
     /// Seconds to send (at most 60).
     #[arg(long, default_value_t = 5.0)]
     secs: f64,
@@ -65,7 +70,14 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let src = a.from.unwrap_or(NodeAddr::from(local));
     let dst = a.to.unwrap_or(NodeAddr::from(a.dst));
     let packets = (0..a.batch as u64)
-        .map(|i| packet::datagram_of_size(a.size, src, dst, i % a.flows.max(1)))
+        .map(|i| {
+            let flow = i % a.flows.max(1);
+            if a.capsule {
+                packet::capsule_of_size(a.size, src, dst, flow)
+            } else {
+                packet::datagram_of_size(a.size, src, dst, flow)
+            }
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut tx = BatchSender::new(packets);
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack (1 ns, so
@@ -101,7 +113,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
         println!(
             "{}",
             serde_json::json!({"sent": sent, "secs": secs, "pps": pps.round(), "errs": errs,
-                "size": a.size, "rate": a.rate, "batch": a.batch})
+                "size": a.size, "rate": a.rate, "batch": a.batch, "capsule": a.capsule})
         );
     } else {
         println!("sent={sent} secs={secs:.3} pps={pps:.0} errs={errs}");

@@ -1,10 +1,14 @@
 //! anode-fwd-node: one anode node with statically configured neighbors, run by `anode-io`
 //! until SIGINT/SIGTERM or `--secs`; prints the node's counters and the driver's stats as
-//! JSON. The forwarder under test in `scripts/bench-netns.sh`.
+//! JSON. The forwarder under test in `scripts/bench-netns.sh`. With `--capsule` the node also
+//! runs a capsule EE with `protocols::FORWARD` pre-installed (the blaster is not a node and
+//! cannot serve code), so capsules naming it run their code here on every packet; the EE's
+//! counters are added to the JSON as `capsule`.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anode_capsule::{CapsuleConfig, CapsuleEe, protocols};
 use anode_core::{LinkConfig, Node, NodeConfig};
 use anode_io::DriverConfig;
 use anode_netbench::{BenchError, signals};
@@ -27,6 +31,9 @@ struct Args {
     /// Datagrams per recvmmsg/sendmmsg.
     #[arg(long, default_value_t = 32)]
     batch: usize,
+    /// Register a capsule EE with `protocols::FORWARD` pre-installed.
+    #[arg(long)]
+    capsule: bool,
 }
 
 fn run(a: &Args) -> Result<(), BenchError> {
@@ -47,13 +54,24 @@ fn run(a: &Args) -> Result<(), BenchError> {
         l.static_neighbor = true;
         node.add_link(l, now);
     }
+    if a.capsule {
+        let ee_err = |e: anode_capsule::CapsuleError| {
+            BenchError::io("capsule EE")(std::io::Error::other(e.to_string()))
+        };
+        let mut ee = CapsuleEe::new(CapsuleConfig::default()).map_err(ee_err)?;
+        let hash = ee.install(protocols::FORWARD).map_err(ee_err)?;
+        let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        eprintln!("capsule EE: protocols::FORWARD installed ({hex}...)");
+        node.register_ee(Box::new(ee));
+    }
     let mut cfg = DriverConfig::new(a.addr.socket_addr());
     cfg.batch = a.batch;
     let h = anode_io::spawn(node, cfg).map_err(BenchError::io(format!("driver on {}", a.addr)))?;
     println!("ready {}", h.local_addr());
     let sig = signals::wait(Duration::from_secs_f64(a.secs)).map_err(BenchError::io("wait"))?;
     let stats = h.stats();
-    let node = h.shutdown();
+    let mut node = h.shutdown();
+    let capsule = capsule_report(&mut node);
     let driver: serde_json::Map<String, serde_json::Value> = stats
         .fields()
         .into_iter()
@@ -72,9 +90,39 @@ fn run(a: &Args) -> Result<(), BenchError> {
             "node": c,
             "driver": driver,
             "rx_batch_avg": (batch_avg * 10.0).round() / 10.0,
+            "capsule": capsule,
         })
     );
     Ok(())
+}
+
+/// The capsule EE's counters and its drops by reason (`null` without a capsule EE).
+fn capsule_report(node: &mut Node) -> serde_json::Value {
+    let drops: serde_json::Map<String, serde_json::Value> = node
+        .counters()
+        .ee_drops
+        .iter()
+        .filter(|(k, _)| k.starts_with("capsule/"))
+        .map(|(k, v)| (k.clone(), (*v).into()))
+        .collect();
+    let Some(ee) = node
+        .ee_mut(anode_wire::anep::TYPE_CAPSULE)
+        .and_then(|e| e.as_any_mut().downcast_mut::<CapsuleEe>())
+    else {
+        return serde_json::Value::Null;
+    };
+    let s = ee.stats();
+    serde_json::json!({
+        "capsules": s.capsules,
+        "ran": s.runs,
+        "consumed": s.consumed,
+        "traps": s.traps,
+        "compiled": s.compiled,
+        "requests_sent": s.requests_sent,
+        "load_failures": s.load_failures,
+        "parked": ee.parked(),
+        "drops": drops,
+    })
 }
 
 fn main() -> ExitCode {

@@ -1,7 +1,9 @@
-//! anode-sink: counts ANEP datagrams on a bound address with `recvmmsg` until idle or a time
-//! limit (idle counts only after `--min-secs`); prints `rcvd= bytes= secs= pps= other=` (or one JSON object with `--json`).
-//! `secs` is first to last datagram, like the C `recv`; `other` counts non-datagram packets
-//! (hellos, routing updates) which are not traffic.
+//! anode-sink: counts ANEP datagrams and capsules on a bound address with `recvmmsg` until idle
+//! or a time limit (idle counts only after `--min-secs`); prints
+//! `rcvd= bytes= secs= pps= capsules= other=` (or one JSON object with `--json`).
+//! `rcvd` is datagrams plus capsules (the traffic), `capsules` the capsules among them; `secs`
+//! is first to last traffic packet, like the C `recv`; `other` counts other packets (hellos,
+//! routing updates) which are not traffic.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -48,7 +50,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
         .map_err(BenchError::io("read timeout"))?;
     let mut rx = BatchReceiver::new(64, 2048);
     println!("ready");
-    let (mut n, mut bytes, mut other) = (0u64, 0u64, 0u64);
+    let (mut n, mut bytes, mut other, mut capsules) = (0u64, 0u64, 0u64, 0u64);
     let start = Instant::now();
     let (mut first, mut last) = (None::<Instant>, start);
     let idle = Duration::from_secs_f64(a.idle);
@@ -62,6 +64,10 @@ fn run(a: &Args) -> Result<(), BenchError> {
             let d = rx.datagram(i);
             if packet::is_anep_datagram(d) {
                 got += 1;
+                bytes += d.len() as u64;
+            } else if packet::is_anep_capsule(d) {
+                got += 1;
+                capsules += 1;
                 bytes += d.len() as u64;
             } else {
                 other += 1;
@@ -83,10 +89,12 @@ fn run(a: &Args) -> Result<(), BenchError> {
         println!(
             "{}",
             serde_json::json!({"rcvd": n, "bytes": bytes, "secs": secs, "pps": pps.round(),
-                "other": other})
+                "capsules": capsules, "other": other})
         );
     } else {
-        println!("rcvd={n} bytes={bytes} secs={secs:.3} pps={pps:.0} other={other}");
+        println!(
+            "rcvd={n} bytes={bytes} secs={secs:.3} pps={pps:.0} capsules={capsules} other={other}"
+        );
     }
     Ok(())
 }
