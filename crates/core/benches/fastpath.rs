@@ -19,8 +19,13 @@ fn transit_node() -> (Node, Instant) {
     let me = v4(198, 18, 0, 2, 3322);
     let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
     let mut n = Node::new(NodeConfig::new(me), now).unwrap();
-    n.add_link(LinkConfig::new(a), now);
-    n.add_link(LinkConfig::new(c), now);
+    // 9000-byte links so the 1400-byte payload plus headers (1484 bytes) fits.
+    let jumbo = |peer| LinkConfig {
+        mtu: 9000,
+        ..LinkConfig::new(peer)
+    };
+    n.add_link(jumbo(a), now);
+    n.add_link(jumbo(c), now);
     for (i, peer) in [a, c].into_iter().enumerate() {
         let h = Control::Hello(Hello {
             sender: peer,
