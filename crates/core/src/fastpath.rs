@@ -89,7 +89,12 @@ impl Core {
         r
     }
 
-    pub(crate) fn checksum_ok(&self, buf: &[u8]) -> bool {
+    /// Verifies the ANEP integrity checksum if the packet carries one. A header without
+    /// options (`anep_len` = 8) carries none, so the common case costs no re-parse.
+    pub(crate) fn checksum_ok(&self, buf: &[u8], anep_len: usize) -> bool {
+        if anep_len == BASIC_HEADER_LEN {
+            return true;
+        }
         match AnepPacket::new_checked(buf) {
             Ok(p) => p.verify_checksum() != Some(false),
             Err(_) => false,
@@ -97,7 +102,7 @@ impl Core {
     }
 
     pub(crate) fn deliver_datagram(&mut self, buf: Vec<u8>, anep_len: usize, transit_len: usize) {
-        if !self.checksum_ok(&buf) {
+        if !self.checksum_ok(&buf, anep_len) {
             return self.drop(DropReason::BadChecksum);
         }
         let Some(tb) = buf.get(anep_len..) else {
@@ -124,7 +129,7 @@ impl Core {
 
     /// ANEP's rule for a Type ID no EE here owns: discard if the flag says so, else forward
     /// toward the destination identifier option.
-    pub(crate) fn unknown_type(&mut self, buf: Vec<u8>, _anep_len: usize, discard: bool) {
+    pub(crate) fn unknown_type(&mut self, buf: Vec<u8>, discard: bool) {
         if discard {
             return self.drop(DropReason::UnknownTypeDiscarded);
         }

@@ -357,7 +357,7 @@ impl Node {
             TYPE_DATAGRAM => self.route_datagram(now, buf, anep_len),
             t => match self.ees.iter().position(|e| e.type_id() == t) {
                 Some(i) => self.route_ee(now, link, i, t, buf, anep_len),
-                None => self.core.unknown_type(buf, anep_len, discard),
+                None => self.core.unknown_type(buf, discard),
             },
         }
     }
@@ -413,7 +413,7 @@ impl Node {
             let _ = self.core.forward(buf, anep_len, None);
             return;
         };
-        if c.for_me && !self.core.checksum_ok(&buf) {
+        if c.for_me && !self.core.checksum_ok(&buf, anep_len) {
             return self.core.drop(DropReason::BadChecksum);
         }
         self.core.counters.to_ee += 1;

@@ -12,6 +12,7 @@
 //! - updates to neighbor N advertise routes whose next hop is N with metric infinity
 //!   (split horizon with poisoned reverse).
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use anode_wire::NodeAddr;
@@ -71,7 +72,11 @@ pub struct DistanceVector {
     statics: Vec<StaticRoute>,
     next_periodic: Instant,
     triggered_at: Option<Instant>,
-    outbox: Vec<(LinkId, NodeAddr, Routes)>,
+    outbox: VecDeque<(LinkId, NodeAddr, Routes)>,
+    /// Earliest route expiry or garbage-collection deadline. Recomputed at the end of every
+    /// public method that changes routes, so `poll_timeout` (called by drivers on every loop
+    /// iteration) costs O(1), not a scan of the table.
+    route_deadline: Option<Instant>,
     changes: u64,
 }
 
@@ -100,7 +105,8 @@ impl DistanceVector {
             statics: Vec::new(),
             next_periodic: now + cfg.update_interval,
             triggered_at: None,
-            outbox: Vec::new(),
+            outbox: VecDeque::new(),
+            route_deadline: None,
             changes: 0,
         }
     }
@@ -149,6 +155,7 @@ impl DistanceVector {
         self.statics.retain(|s| s.dest != dest);
         self.statics.push(StaticRoute { dest, via, metric });
         self.resolve_statics(now);
+        self.refresh_route_deadline();
     }
 
     /// Removes the static route to `dest`. Returns false if there was none. The route
@@ -187,6 +194,7 @@ impl DistanceVector {
                 }
             }
         }
+        self.refresh_route_deadline();
         true
     }
 
@@ -216,6 +224,7 @@ impl DistanceVector {
         self.resolve_statics(now);
         // Tell the new neighbor everything at once.
         self.queue_full_update_to(addr, link);
+        self.refresh_route_deadline();
     }
 
     /// A neighbor went down: every route through it becomes unreachable.
@@ -231,6 +240,7 @@ impl DistanceVector {
             self.make_unreachable(now, d);
         }
         self.resolve_statics(now);
+        self.refresh_route_deadline();
     }
 
     /// Handles an update from neighbor `msg.sender` on `link`. Returns false (and ignores it)
@@ -285,6 +295,7 @@ impl DistanceVector {
                 }
             }
         }
+        self.refresh_route_deadline();
         true
     }
 
@@ -329,33 +340,47 @@ impl DistanceVector {
                 self.queue_update(addr, link, &changed);
             }
         }
+        self.refresh_route_deadline();
     }
 
-    /// The next deadline.
+    /// The next deadline: periodic update, triggered update, or a route's expiry or
+    /// garbage collection. O(1).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        debug_assert_eq!(
+            self.route_deadline,
+            self.scan_route_deadline(),
+            "stale route deadline"
+        );
         let mut t = self.next_periodic;
-        if let Some(tr) = self.triggered_at {
-            t = t.min(tr);
-        }
-        for r in self.routes.values() {
-            if r.metric < self.cfg.infinity {
-                if let Some(e) = r.expires {
-                    t = t.min(e);
-                }
-            } else if let Some(g) = r.gc_at {
-                t = t.min(g);
-            }
+        for d in [self.triggered_at, self.route_deadline]
+            .into_iter()
+            .flatten()
+        {
+            t = t.min(d);
         }
         Some(t)
     }
 
+    fn refresh_route_deadline(&mut self) {
+        self.route_deadline = self.scan_route_deadline();
+    }
+
+    fn scan_route_deadline(&self) -> Option<Instant> {
+        self.routes
+            .values()
+            .filter_map(|r| {
+                if r.metric < self.cfg.infinity {
+                    r.expires
+                } else {
+                    r.gc_at
+                }
+            })
+            .min()
+    }
+
     /// Next update message to send: (link, neighbor, message).
     pub fn poll_update(&mut self) -> Option<(LinkId, NodeAddr, Routes)> {
-        if self.outbox.is_empty() {
-            None
-        } else {
-            Some(self.outbox.remove(0))
-        }
+        self.outbox.pop_front()
     }
 
     fn sorted_neighbors(&self) -> Vec<(NodeAddr, LinkId)> {
@@ -381,7 +406,7 @@ impl DistanceVector {
             })
             .collect();
         for chunk in entries.chunks(MAX_ROUTES_PER_MESSAGE) {
-            self.outbox.push((
+            self.outbox.push_back((
                 link,
                 to,
                 Routes {
