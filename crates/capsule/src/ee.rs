@@ -29,12 +29,12 @@ use anode_wire::NodeAddr;
 use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
-use wasmtime::Trap;
 
 use crate::abi::{self, verdict};
 use crate::cache::{DiskCache, DiskHit, MemCache};
 use crate::host::{CallEnv, CurCapsule, EnvPtr};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
+use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
 use crate::{CapsuleError, CodeHash, PortTable};
@@ -76,6 +76,9 @@ pub struct CapsuleConfig {
     pub loader: LoaderConfig,
     /// Directory of the disk cache (`None`: memory only).
     pub cache_dir: Option<PathBuf>,
+    /// Record a [`RunReport`] per `accept`/`init` run, drained with
+    /// [`CapsuleEe::drain_runs`] (default off: the per-capsule path then does no extra work).
+    pub record_runs: bool,
 }
 
 impl Default for CapsuleConfig {
@@ -91,6 +94,7 @@ impl Default for CapsuleConfig {
             serve_max: 64 * 1024,
             loader: LoaderConfig::default(),
             cache_dir: None,
+            record_runs: false,
         }
     }
 }
@@ -154,6 +158,8 @@ pub struct CapsuleEe {
     ports: PortTable,
     epoch: Option<Instant>,
     stats: CapsuleStats,
+    /// Run reports not yet drained (only filled when `cfg.record_runs`).
+    runs: Vec<RunReport>,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -183,6 +189,7 @@ impl CapsuleEe {
             ports: PortTable::default(),
             epoch: None,
             stats: CapsuleStats::default(),
+            runs: Vec::new(),
             disk,
             rt,
             cfg,
@@ -197,6 +204,22 @@ impl CapsuleEe {
     /// Statistics.
     pub fn stats(&self) -> &CapsuleStats {
         &self.stats
+    }
+
+    /// Takes the run reports recorded since the last call (empty unless
+    /// [`CapsuleConfig::record_runs`] is set), oldest first.
+    pub fn drain_runs(&mut self) -> std::vec::Drain<'_, RunReport> {
+        self.runs.drain(..)
+    }
+
+    /// Sets the fuel budget of each later `accept` and `init` run.
+    pub fn set_fuel(&mut self, fuel: u64) {
+        self.cfg.fuel = fuel;
+    }
+
+    /// The fuel budget of one run.
+    pub fn fuel(&self) -> u64 {
+        self.cfg.fuel
     }
 
     /// The soft state (for inspection).
@@ -552,7 +575,8 @@ impl CapsuleEe {
             let Some(c) = self.mem.map.get_mut(hash) else {
                 return false;
             };
-            match self.rt.instantiate(&c.obj, deps, fuel) {
+            let runs = self.cfg.record_runs.then_some(&mut self.runs);
+            match self.rt.instantiate(&c.obj, deps, fuel, runs) {
                 Ok(l) => {
                     c.live = Some(l);
                     return true;
@@ -646,6 +670,18 @@ impl CapsuleEe {
             r
         };
         let cap = live.store.data_mut().cap.take();
+        if self.cfg.record_runs {
+            let outcome = match &r {
+                Ok(verdict::FORWARD | verdict::DONE | verdict::DROP) => RunOutcome::Completed,
+                Ok(_) => RunOutcome::BadVerdict,
+                Err(e) => outcome_of_error(e, live.store.data().limits.hit),
+            };
+            self.runs.push(RunReport {
+                code: hash,
+                fuel_used: fuel.saturating_sub(live.store.get_fuel().unwrap_or(0)),
+                outcome,
+            });
+        }
         match r {
             Ok(v) => match (v, cap) {
                 (_, None) => {}
@@ -658,13 +694,9 @@ impl CapsuleEe {
                 (_, Some(_)) => ctx.count_drop("capsule", "bad_verdict"),
             },
             Err(e) => {
-                let reason = if e.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
-                    "fuel_exhausted"
-                } else if live.store.data().limits.hit {
-                    "memory_limit"
-                } else {
-                    "trap"
-                };
+                let reason = outcome_of_error(&e, live.store.data().limits.hit)
+                    .drop_reason()
+                    .unwrap_or("trap");
                 self.stats.traps += 1;
                 // The instance's state is unknown after a trap: start afresh next time.
                 c.live = None;

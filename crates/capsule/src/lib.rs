@@ -15,6 +15,7 @@
 //! - `cache.rs`: memory LRU and disk cache of compiled code;
 //! - `loader.rs`: demand loading with retries and bounds;
 //! - `ee.rs`: [`CapsuleEe`], the `ExecutionEnvironment`;
+//! - `report.rs`: [`RunReport`]s, the fuel each run of guest code used and how it ended;
 //! - `packet.rs`: building capsules for applications;
 //! - `protocols.rs`: the protocols of `guest/`, built by `build.rs` and embedded.
 //!
@@ -35,6 +36,7 @@ mod host;
 mod loader;
 mod packet;
 pub mod protocols;
+mod report;
 mod runtime;
 mod softstate;
 
@@ -44,6 +46,7 @@ pub use ee::{CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo};
 pub use error::CapsuleError;
 pub use loader::LoaderConfig;
 pub use packet::capsule_packet;
+pub use report::{RunOutcome, RunReport};
 pub use runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
 pub use softstate::{PutError, SoftState};
 

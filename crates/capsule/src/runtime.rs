@@ -26,6 +26,7 @@ use wasmtime::{
 
 use crate::abi;
 use crate::host::HostState;
+use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::{CapsuleError, CodeHash};
 
 /// Bounds of the runtime.
@@ -271,12 +272,14 @@ impl Runtime {
 
     /// Instantiates a code object in a fresh store, after its dependencies (`deps`: every
     /// code object it needs, transitively, dependencies before their dependents), and runs
-    /// each one's `init` (with `fuel`).
+    /// each one's `init` (each with a budget of `fuel`), appending a [`RunReport`] per `init`
+    /// to `runs` if given.
     pub(crate) fn instantiate(
         &self,
         obj: &CodeObject,
         deps: &[Arc<CodeObject>],
         fuel: u64,
+        mut runs: Option<&mut Vec<RunReport>>,
     ) -> Result<Live, CapsuleError> {
         let ierr = |e: wasmtime::Error| {
             if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
@@ -309,14 +312,10 @@ impl Runtime {
             if d.has_init {
                 store.data_mut().code = d.hash;
                 store.data_mut().mem = Some(mem);
-                let r = inst
+                let f = inst
                     .get_typed_func::<(), i32>(&mut store, abi::EXPORT_INIT)
-                    .and_then(|f| f.call(&mut store, ()));
-                match r {
-                    Ok(0) => {}
-                    Ok(r) => return Err(CapsuleError::Instantiate(format!("init returned {r}"))),
-                    Err(e) => return Err(CapsuleError::Instantiate(format!("init: {e:#}"))),
-                }
+                    .map_err(ierr)?;
+                run_init(&mut store, f, d.hash, fuel, runs.as_deref_mut())?;
             }
         }
         store.data_mut().code = obj.hash;
@@ -332,11 +331,7 @@ impl Runtime {
             let init = inst
                 .get_typed_func::<(), i32>(&mut store, abi::EXPORT_INIT)
                 .map_err(ierr)?;
-            match init.call(&mut store, ()) {
-                Ok(0) => {}
-                Ok(r) => return Err(CapsuleError::Instantiate(format!("init returned {r}"))),
-                Err(e) => return Err(CapsuleError::Instantiate(format!("init: {e:#}"))),
-            }
+            run_init(&mut store, init, obj.hash, fuel, runs)?;
         }
         let finalize = if obj.has_finalize {
             inst.get_typed_func::<(), ()>(&mut store, abi::EXPORT_FINALIZE)
@@ -349,6 +344,39 @@ impl Runtime {
             accept,
             finalize,
         })
+    }
+}
+
+/// Runs one `init` export with a fresh budget of `fuel`, records it in `runs` (if given), and
+/// turns a non-zero result or a trap into an instantiation error.
+fn run_init(
+    store: &mut Store<HostState>,
+    init: TypedFunc<(), i32>,
+    code: CodeHash,
+    fuel: u64,
+    runs: Option<&mut Vec<RunReport>>,
+) -> Result<(), CapsuleError> {
+    store.data_mut().limits.hit = false;
+    store
+        .set_fuel(fuel)
+        .map_err(|e| CapsuleError::Instantiate(format!("{e:#}")))?;
+    let r = init.call(&mut *store, ());
+    if let Some(runs) = runs {
+        let outcome = match &r {
+            Ok(0) => RunOutcome::Completed,
+            Ok(_) => RunOutcome::InitFailed,
+            Err(e) => outcome_of_error(e, store.data().limits.hit),
+        };
+        runs.push(RunReport {
+            code,
+            fuel_used: fuel.saturating_sub(store.get_fuel().unwrap_or(0)),
+            outcome,
+        });
+    }
+    match r {
+        Ok(0) => Ok(()),
+        Ok(r) => Err(CapsuleError::Instantiate(format!("init returned {r}"))),
+        Err(e) => Err(CapsuleError::Instantiate(format!("init: {e:#}"))),
     }
 }
 
