@@ -26,6 +26,7 @@
 )]
 #![forbid(unsafe_code)]
 
+pub mod learn;
 pub mod router;
 pub mod wire;
 
