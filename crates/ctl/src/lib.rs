@@ -37,6 +37,8 @@
 //! `logs` streams EE log events such as PLAN `print` to the connection), `bind_app` (an
 //! application port under a Type ID; for capsules, the capability code objects deliver to),
 //! and the capsule code cache: `code_list`, `code_show`, `code_put`, `code_evict`.
+//! Service modules ([`module`]): `module_install`, `module_upgrade`, `module_list`,
+//! `module_info`, `module_start`, `module_stop`, `module_remove`.
 //!
 //! ## Client
 //! ```no_run
@@ -63,12 +65,14 @@
 
 pub mod app;
 mod client;
+pub mod module;
 pub mod path;
 mod payload;
 mod proto;
 
 pub use app::CodeEntry;
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
+pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry};
 pub use payload::{Payload, PayloadError};
 pub use proto::{
     ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode, ErrorInfo,

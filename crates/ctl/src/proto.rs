@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Payload;
 use crate::app::CodeEntry;
+use crate::module::{ModuleConfig, ModuleEntry};
 
 /// The protocol version this crate speaks. A node refuses a hello with another version.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -42,6 +43,10 @@ fn default_count() -> u32 {
 
 fn default_metric() -> u16 {
     1
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// What a client asks of a node.
@@ -152,6 +157,48 @@ pub enum Request {
         /// Its SHA-256, hex.
         hash: String,
     },
+    /// Installs a signed service module (see [`crate::module`]); the node verifies it against
+    /// the publisher keys it trusts. With `start` (default true) it is started once resolved.
+    ModuleInstall {
+        /// The bytes of the `.amod` package.
+        package: Payload,
+        /// Configuration values (checked against the module's schema).
+        #[serde(default)]
+        config: ModuleConfig,
+        /// Start it once resolved.
+        #[serde(default = "default_true")]
+        start: bool,
+    },
+    /// Replaces an installed module by another version, handing over its state.
+    ModuleUpgrade {
+        /// The bytes of the new version's `.amod` package.
+        package: Payload,
+        /// Configuration values for the new version.
+        #[serde(default)]
+        config: ModuleConfig,
+    },
+    /// Every installed module.
+    ModuleList,
+    /// One installed module.
+    ModuleInfo {
+        /// Its name.
+        name: String,
+    },
+    /// Starts an installed module.
+    ModuleStart {
+        /// Its name.
+        name: String,
+    },
+    /// Stops an active module.
+    ModuleStop {
+        /// Its name.
+        name: String,
+    },
+    /// Removes a module.
+    ModuleRemove {
+        /// Its name.
+        name: String,
+    },
     /// Stops the node (it answers first).
     Shutdown,
 }
@@ -239,6 +286,16 @@ pub enum Response {
         hash: String,
         /// Whether it was there.
         removed: bool,
+    },
+    /// Answer to [`Request::ModuleList`].
+    Modules {
+        /// In load order.
+        modules: Vec<ModuleEntry>,
+    },
+    /// Answer to the other module ops: the module as it is now (as it was, for remove).
+    Module {
+        /// The module.
+        module: Box<ModuleEntry>,
     },
     /// Done (route added, link set, shutdown started).
     Done,
@@ -550,6 +607,11 @@ pub enum ErrorCode {
     NoCode,
     /// The module was refused (does not compile or breaks the ABI).
     BadCode,
+    /// No service module by that name, or the node hosts no modules.
+    NoModule,
+    /// The service module was refused: unsigned, tampered, untrusted, bad package or
+    /// configuration, or the operation does not fit its state (the message says which).
+    ModuleRefused,
     /// A code this client does not know.
     #[serde(other)]
     Other,
@@ -570,6 +632,8 @@ impl ErrorCode {
             ErrorCode::NodeGone => "node_gone",
             ErrorCode::NoCode => "no_code",
             ErrorCode::BadCode => "bad_code",
+            ErrorCode::NoModule => "no_module",
+            ErrorCode::ModuleRefused => "module_refused",
             ErrorCode::Other => "other",
         }
     }

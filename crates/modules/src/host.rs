@@ -79,6 +79,57 @@ pub struct ModuleInfo {
     pub requires: Vec<String>,
 }
 
+/// A package verified against the trusted keys, compiled and configured, ready to install
+/// or upgrade to. Preparing is the slow part (compiling the code) and needs no node, so a
+/// running node prepares off its data-path thread and only the (fast) install or swap runs
+/// between two packets.
+pub struct Prepared {
+    pkg: Package,
+    code: Code,
+    config: ConfigValues,
+    filters: Vec<Vec<DemuxKey>>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("id", &self.pkg.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// Verifies `pkg` against `trust` (unsigned, tampered, untrusted are refused), compiles
+    /// it with `rt` and checks `config` against its schema.
+    pub fn new(
+        rt: &ModRuntime,
+        trust: &Trust,
+        pkg: Package,
+        config: &toml::Table,
+    ) -> Result<Prepared, ModuleError> {
+        trust.verify(&pkg)?;
+        let code = rt.compile(&pkg.manifest, &pkg.code)?;
+        let config = pkg.manifest.configure(config)?;
+        let filters = pkg.manifest.demux_filters()?;
+        Ok(Prepared {
+            pkg,
+            code,
+            config,
+            filters,
+        })
+    }
+
+    /// The package's `name@version`.
+    pub fn id(&self) -> String {
+        self.pkg.id()
+    }
+
+    /// The module's name.
+    pub fn name(&self) -> &str {
+        &self.pkg.manifest.name
+    }
+}
+
 struct Entry {
     pkg: Package,
     code: Code,
@@ -165,14 +216,27 @@ impl ModuleHost {
     /// Verifies, compiles and installs a package; returns its state (`Installed` if a
     /// required service is missing, with [`ModuleInfo::missing`] saying which).
     pub fn install(&mut self, pkg: Package, config: &toml::Table) -> Result<State, ModuleError> {
-        self.trust.verify(&pkg)?;
+        let p = Prepared::new(&self.rt, &self.trust, pkg, config)?;
+        self.install_prepared(p)
+    }
+
+    /// The publisher keys this host trusts.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
+    }
+
+    /// Installs a package verified and compiled beforehand (see [`Prepared`]).
+    pub fn install_prepared(&mut self, p: Prepared) -> Result<State, ModuleError> {
+        let Prepared {
+            pkg,
+            code,
+            config,
+            filters,
+        } = p;
         let name = pkg.manifest.name.clone();
         if self.modules.contains_key(&name) {
             return Err(ModuleError::AlreadyInstalled(name));
         }
-        let code = self.rt.compile(&pkg.manifest, &pkg.code)?;
-        let config = pkg.manifest.configure(config)?;
-        let filters = pkg.manifest.demux_filters()?;
         let order = self.next_order;
         self.next_order += 1;
         self.modules.insert(
@@ -413,7 +477,18 @@ impl ModuleHost {
     /// Replaces `pkg.manifest.name`'s installed version by `pkg`, handing the old instance's
     /// state to the new one if it is active. On any error the old version stays as it was.
     pub fn upgrade(&mut self, pkg: Package, config: &toml::Table) -> Result<(), ModuleError> {
-        self.trust.verify(&pkg)?;
+        let p = Prepared::new(&self.rt, &self.trust, pkg, config)?;
+        self.upgrade_prepared(p)
+    }
+
+    /// [`ModuleHost::upgrade`] with a package verified and compiled beforehand.
+    pub fn upgrade_prepared(&mut self, p: Prepared) -> Result<(), ModuleError> {
+        let Prepared {
+            pkg,
+            code,
+            config,
+            filters,
+        } = p;
         let name = pkg.manifest.name.clone();
         let old = self.entry(&name)?;
         if old.pkg.manifest.kind != pkg.manifest.kind {
@@ -426,9 +501,6 @@ impl ModuleHost {
                 ),
             });
         }
-        let code = self.rt.compile(&pkg.manifest, &pkg.code)?;
-        let config = pkg.manifest.configure(config)?;
-        let filters = pkg.manifest.demux_filters()?;
         for r in &pkg.manifest.requires {
             if self.provider(&r.name, &r.version, &name).is_none() {
                 return Err(ModuleError::State {

@@ -32,7 +32,7 @@ mod runtime;
 pub mod svg;
 
 pub use error::ModuleError;
-pub use host::{ModuleHost, ModuleInfo, State};
+pub use host::{ModuleHost, ModuleInfo, Prepared, State};
 pub use manifest::{
     ConfigField, ConfigValues, FieldType, Filter, FilterKey, Kind, Manifest, Provides, Requires,
     Resources,

@@ -9,6 +9,7 @@ use anode_ctl::{
     StatsInfo, StatusInfo,
 };
 
+use super::modules::Op as ModOp;
 use super::state::{ConnId, Shared};
 use super::{NodeGone, call, convert};
 
@@ -136,6 +137,19 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         Request::CodeShow { hash } => super::app::code_show(shared, &hash),
         Request::CodePut { wasm } => super::app::code_put(shared, wasm),
         Request::CodeEvict { hash } => super::app::code_evict(shared, hash),
+        Request::ModuleInstall {
+            package,
+            config,
+            start,
+        } => super::modules::install(shared, &package, &config, start),
+        Request::ModuleUpgrade { package, config } => {
+            super::modules::upgrade(shared, &package, &config)
+        }
+        Request::ModuleList => super::modules::list(shared),
+        Request::ModuleInfo { name } => super::modules::by_name(shared, ModOp::Info, name),
+        Request::ModuleStart { name } => super::modules::by_name(shared, ModOp::Start, name),
+        Request::ModuleStop { name } => super::modules::by_name(shared, ModOp::Stop, name),
+        Request::ModuleRemove { name } => super::modules::by_name(shared, ModOp::Remove, name),
         Request::Shutdown => {
             tracing::info!(client = %st.client, "shutdown requested over the control socket");
             shared.shutdown.store(true, Ordering::Release);

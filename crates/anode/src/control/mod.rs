@@ -22,6 +22,7 @@ mod app;
 mod conn;
 mod convert;
 mod handlers;
+mod modules;
 mod pump;
 mod socket;
 mod state;

@@ -1,0 +1,183 @@
+//! The service-module ops (`module_install`, `module_upgrade`, `module_list`, `module_info`,
+//! `module_start`, `module_stop`, `module_remove`) against the node's
+//! [`anode_modules::ModuleHost`].
+//!
+//! Contracts:
+//! - The node verifies every package against the publisher keys of its config (`[modules]
+//!   trusted_keys`); an unsigned, tampered or untrusted package is refused with
+//!   [`ErrorCode::ModuleRefused`] and a message naming which.
+//! - Verifying and compiling a package (the slow part) runs on the control connection's
+//!   thread; only the install, the start or the state hand-off of an upgrade runs on the
+//!   node's thread, between two packets.
+//! - A node started without trusted keys hosts no modules: every op answers
+//!   [`ErrorCode::NoModule`] saying how to enable them.
+
+use anode_ctl::{ErrorCode, ModuleConfig, ModuleConfigValue, ModuleEntry, Payload, Response};
+use anode_modules::{ModRuntime, ModuleError, ModuleHost, ModuleInfo, Package, Prepared, State};
+use std::sync::Arc;
+
+use super::handlers::Failure;
+use super::state::Shared;
+use super::{Driver, call};
+
+fn no_host() -> Failure {
+    (
+        ErrorCode::NoModule,
+        "this node hosts no service modules: list the publisher keys it should trust in its \
+         config ([modules] trusted_keys = [\"HEX\"], from `anode keygen`) and restart it"
+            .into(),
+    )
+}
+
+fn refused(e: ModuleError) -> Failure {
+    let code = match e {
+        ModuleError::NotInstalled(_) => ErrorCode::NoModule,
+        _ => ErrorCode::ModuleRefused,
+    };
+    (code, e.to_string())
+}
+
+/// A module's report as the protocol carries it.
+pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
+    let state = match i.state {
+        State::Installed => "installed",
+        State::Resolved => "resolved",
+        State::Active => "active",
+        State::Stopped => "stopped",
+    };
+    ModuleEntry {
+        name: i.name,
+        version: i.version,
+        summary: i.summary,
+        kind: i.kind,
+        state: state.into(),
+        hook: i.hook,
+        load_order: i.load_order,
+        missing: i.missing,
+        last_error: i.last_error,
+        packets: i.packets,
+        code_sha256: i.code_sha256,
+        publisher: i.publisher,
+        provides: i.provides,
+        requires: i.requires,
+    }
+}
+
+/// Configuration values as the module's schema check takes them.
+pub(crate) fn config_table(c: &ModuleConfig) -> toml::Table {
+    c.iter()
+        .map(|(k, v)| {
+            let v = match *v {
+                ModuleConfigValue::Bool(b) => toml::Value::Boolean(b),
+                ModuleConfigValue::Int(n) => toml::Value::Integer(n),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// Runs `f` on the node's module host.
+fn with_host<R: Send + 'static>(
+    d: &dyn Driver,
+    f: impl FnOnce(&mut ModuleHost) -> Result<R, ModuleError> + Send + 'static,
+) -> Result<R, Failure> {
+    call(d, move |n, _| match anode_modules::host_mut(n).is_some() {
+        false => Err(no_host()),
+        // `host` also tells the module host the node's current link peers.
+        true => anode_modules::host(n).and_then(f).map_err(refused),
+    })?
+}
+
+/// Decodes, verifies and compiles a package off the node's thread.
+fn prepare(shared: &Shared, package: &Payload, config: &ModuleConfig) -> Result<Prepared, Failure> {
+    let pkg = Package::decode(package.as_bytes()).map_err(refused)?;
+    let (rt, trust): (Arc<ModRuntime>, _) = with_host(&*shared.driver, |h| {
+        Ok((h.runtime().clone(), h.trust().clone()))
+    })?;
+    Prepared::new(&rt, &trust, pkg, &config_table(config)).map_err(refused)
+}
+
+/// `module_install`.
+pub(super) fn install(
+    shared: &Shared,
+    package: &Payload,
+    config: &ModuleConfig,
+    start: bool,
+) -> Result<Response, Failure> {
+    let p = prepare(shared, package, config)?;
+    let id = p.id();
+    let name = p.name().to_string();
+    let info = with_host(&*shared.driver, move |h| {
+        let state = h.install_prepared(p)?;
+        if start && state == State::Resolved {
+            h.start(&name).map_err(|e| ModuleError::State {
+                name: name.clone(),
+                reason: format!("installed, but it did not start: {e}"),
+            })?;
+        }
+        h.info(&name)
+    })?;
+    tracing::info!(module = %id, state = ?info.state, "module installed over the control socket");
+    Ok(module(info))
+}
+
+/// `module_upgrade`.
+pub(super) fn upgrade(
+    shared: &Shared,
+    package: &Payload,
+    config: &ModuleConfig,
+) -> Result<Response, Failure> {
+    let p = prepare(shared, package, config)?;
+    let id = p.id();
+    let name = p.name().to_string();
+    let info = with_host(&*shared.driver, move |h| {
+        h.upgrade_prepared(p)?;
+        h.info(&name)
+    })?;
+    tracing::info!(module = %id, "module upgraded over the control socket");
+    Ok(module(info))
+}
+
+/// `module_list`.
+pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
+    let l = with_host(&*shared.driver, |h| Ok(h.list()))?;
+    Ok(Response::Modules {
+        modules: l.into_iter().map(entry).collect(),
+    })
+}
+
+/// `module_info`, `module_start`, `module_stop`, `module_remove`.
+pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response, Failure> {
+    let info = with_host(&*shared.driver, move |h| {
+        match op {
+            Op::Info => {}
+            Op::Start => h.start(&name)?,
+            Op::Stop => h.stop(&name)?,
+            Op::Remove => {
+                let before = h.info(&name)?;
+                h.remove(&name)?;
+                return Ok(before);
+            }
+        }
+        h.info(&name)
+    })?;
+    if op != Op::Info {
+        tracing::info!(module = %info.name, ?op, "module op over the control socket");
+    }
+    Ok(module(info))
+}
+
+/// The ops on one installed module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    Info,
+    Start,
+    Stop,
+    Remove,
+}
+
+fn module(i: ModuleInfo) -> Response {
+    Response::Module {
+        module: Box::new(entry(i)),
+    }
+}
