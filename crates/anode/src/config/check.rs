@@ -72,6 +72,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let socket = check_socket(&cx, path, &raw, address)?;
     let metrics = check_metrics(&cx, &raw)?;
     let code_cache = check_code_cache(&cx, path, &raw, address)?;
+    let modules = super::modules::check(path, text, &raw.modules, &raw.module_list)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -81,6 +82,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         socket,
         metrics,
         code_cache,
+        modules,
     })
 }
 

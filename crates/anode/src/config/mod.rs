@@ -26,6 +26,10 @@
 //! [capsule]
 //! # cache_dir = "code"         # capsule code cache (relative to this file); default:
 //! #                            # $XDG_STATE_HOME/anode/code-PORT (or ~/.local/state/...)
+//!
+//! [modules]                    # service modules: see `modules.rs`
+//! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
+//! # [[module]] package = "FILE.amod" (or repo, name, version), start, [module.config]
 //! ```
 //!
 //! ## Contract
@@ -37,6 +41,7 @@
 
 mod check;
 mod locate;
+pub mod modules;
 mod raw;
 
 use std::net::SocketAddr;
@@ -64,6 +69,8 @@ pub struct NodeFile {
     pub metrics: Option<SocketAddr>,
     /// The capsule EE's disk code cache (`[capsule] cache_dir`).
     pub code_cache: PathBuf,
+    /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
+    pub modules: modules::ModulesConfig,
 }
 
 /// A static route from the file.

@@ -24,6 +24,10 @@ pub(super) struct RawFile {
     pub metrics: RawMetrics,
     #[serde(default)]
     pub capsule: RawCapsule,
+    #[serde(default)]
+    pub modules: super::modules::RawModules,
+    #[serde(default, rename = "module")]
+    pub module_list: Vec<super::modules::RawModule>,
 }
 
 /// `[node]`.
