@@ -42,7 +42,7 @@ enum Command {
     Router(cmd::router::Args),
     /// Make a publisher key for signing service modules.
     Keygen(cmd::module::KeygenArgs),
-    /// Service modules: pack, sign, verify, show, fetch.
+    /// Service modules: pack, sign, verify, show, fetch; install, list, upgrade... at a node.
     #[command(subcommand)]
     Module(cmd::module::ModuleCommand),
     /// A module repository over HTTP.

@@ -5,6 +5,7 @@ pub mod code;
 pub mod demo;
 pub mod emulate;
 pub mod module;
+pub mod module_ops;
 pub mod node;
 pub mod plan;
 pub mod plan_inject;

@@ -1,5 +1,6 @@
 //! `anode keygen`, `anode module pack|sign|verify|show`, `anode repo serve`: making, signing
-//! and publishing service modules (see docs/modules.md).
+//! and publishing service modules (see docs/modules.md). The commands against a running node
+//! (`install`, `upgrade`, `list`, ...) are in `module_ops.rs`.
 //!
 //! - `anode keygen --out BASE` writes a publisher key: `BASE.key` (secret, 0600) and
 //!   `BASE.pub` (the hex public key a node lists in its trusted keys).
@@ -31,6 +32,9 @@ pub struct KeygenArgs {
 /// `anode module ...`.
 #[derive(Debug, clap::Subcommand)]
 pub enum ModuleCommand {
+    /// Modules on a running node (install, upgrade, list, info, start, stop, remove).
+    #[command(flatten)]
+    Node(super::module_ops::NodeModuleCommand),
     /// Pack DIR/manifest.toml and DIR/module.wasm into an unsigned NAME-VERSION.amod.
     Pack {
         /// The module directory.
@@ -104,6 +108,7 @@ pub fn keygen(a: KeygenArgs) -> super::CmdResult {
 /// Runs `anode module ...`.
 pub fn run(c: ModuleCommand) -> super::CmdResult {
     match c {
+        ModuleCommand::Node(c) => super::module_ops::run(c),
         ModuleCommand::Pack { dir, out } => {
             let p = Package::from_dir(&dir).map_err(|e| e.to_string())?;
             let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
@@ -225,7 +230,7 @@ fn serve_one(dir: &Path, mut s: TcpStream) {
 }
 
 /// A minimal HTTP/1.0 GET (plain http only), at most 16 MiB of body.
-fn http_get(url: &str, path: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn http_get(url: &str, path: &str) -> Result<Vec<u8>, String> {
     let host = url
         .strip_prefix("http://")
         .ok_or_else(|| format!("'{url}': only http:// repositories are supported"))?

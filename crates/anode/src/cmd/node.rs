@@ -180,6 +180,7 @@ fn build(file: &NodeFile) -> Result<Node, String> {
             file.path.display()
         )
     })?;
+    super::module_ops::setup_node(&mut node, file)?;
     Ok(node)
 }
 
@@ -212,4 +213,11 @@ fn print_summary(f: &NodeFile) {
         "EEs      PLAN, capsule (code cache {})",
         f.code_cache.display()
     );
+    for m in &f.modules.startup {
+        println!(
+            "module   {}{}",
+            m.source,
+            if m.start { "" } else { " (not started)" }
+        );
+    }
 }

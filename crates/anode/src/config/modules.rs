@@ -99,6 +99,19 @@ impl std::fmt::Display for ModuleSource {
     }
 }
 
+/// Configuration values as the module's schema check takes them.
+pub fn config_table(c: &ModuleConfig) -> toml::Table {
+    c.iter()
+        .map(|(k, v)| {
+            let v = match *v {
+                ModuleConfigValue::Bool(b) => toml::Value::Boolean(b),
+                ModuleConfigValue::Int(n) => toml::Value::Integer(n),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
 fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Problem {
     Problem {
         pos: pos_of(text, s.span().start),

@@ -12,7 +12,9 @@
 //! - A node started without trusted keys hosts no modules: every op answers
 //!   [`ErrorCode::NoModule`] saying how to enable them.
 
-use anode_ctl::{ErrorCode, ModuleConfig, ModuleConfigValue, ModuleEntry, Payload, Response};
+use anode_ctl::{ErrorCode, ModuleConfig, ModuleEntry, Payload, Response};
+
+use crate::config::modules::config_table;
 use anode_modules::{ModRuntime, ModuleError, ModuleHost, ModuleInfo, Package, Prepared, State};
 use std::sync::Arc;
 
@@ -61,19 +63,6 @@ pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
         provides: i.provides,
         requires: i.requires,
     }
-}
-
-/// Configuration values as the module's schema check takes them.
-pub(crate) fn config_table(c: &ModuleConfig) -> toml::Table {
-    c.iter()
-        .map(|(k, v)| {
-            let v = match *v {
-                ModuleConfigValue::Bool(b) => toml::Value::Boolean(b),
-                ModuleConfigValue::Int(n) => toml::Value::Integer(n),
-            };
-            (k.clone(), v)
-        })
-        .collect()
 }
 
 /// Runs `f` on the node's module host.

@@ -1,0 +1,337 @@
+//! Service modules on a running node: `anode module install|upgrade|list|info|start|stop|
+//! remove` over the control socket, and the `[[module]]` startup list of `anode node`.
+//!
+//! - `install SOURCE [NAME VERSION]`: SOURCE is a package file (`.amod`) or a module
+//!   repository URL followed by the module's name and version (fetched here, then sent to
+//!   the node). The node verifies the signature against its own trusted keys; this command
+//!   only carries bytes. `--config KEY=VALUE` (repeatable; integers or true/false) fills the
+//!   module's configuration schema; `--no-start` installs without starting.
+//! - `upgrade SOURCE [NAME VERSION]`: replaces the installed version, handing its state over.
+//! - `list`, `info NAME`, `start NAME`, `stop NAME`, `remove NAME`; `--json` on every one.
+//!
+//! Contract of [`setup_node`]: a node config with trusted keys gets a module host before the
+//! node starts, and every `[[module]]` is read, verified, installed and (unless `start =
+//! false`) started, or the node does not start and the message says which entry failed,
+//! where (`FILE:LINE:COL`) and why.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anode_core::Node;
+use anode_ctl::{ModuleConfig, ModuleConfigValue, ModuleEntry};
+use anode_modules::{ModRuntime, Package, State, Trust};
+
+use super::client::{Conn, connect_to};
+use crate::config::NodeFile;
+use crate::config::modules::{ModuleSource, config_table};
+
+/// Live module instances a node's runtime has room for.
+const MAX_INSTANCES: u32 = 64;
+
+/// Where a package comes from, on the command line.
+#[derive(Debug, clap::Args)]
+pub struct Source {
+    /// A package file (.amod), or a module repository URL (then NAME and VERSION follow).
+    pub source: String,
+    /// With a repository URL: the module's name.
+    pub name: Option<String>,
+    /// With a repository URL: the module's version.
+    #[arg(value_name = "VERSION")]
+    pub ver: Option<String>,
+    /// A configuration value KEY=VALUE (an integer, true or false); repeat for more.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub config: Vec<String>,
+}
+
+/// The running-node subcommands of `anode module`.
+#[derive(Debug, clap::Subcommand)]
+pub enum NodeModuleCommand {
+    /// Install a signed package at a running node (and start it).
+    #[command(after_help = "\
+Examples:
+  anode module install null-1.0.0.amod --node-port 4001
+  anode module install http://127.0.0.1:8700 ratelimit 1.0.0 --config limit=100 --socket PATH
+
+The node verifies the package against the publisher keys of its config ([modules]
+trusted_keys); an unsigned, tampered or untrusted package is refused.")]
+    Install {
+        #[command(flatten)]
+        src: Source,
+        /// Install only; start it later with `anode module start`.
+        #[arg(long)]
+        no_start: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Replace an installed module by another version, handing its state over.
+    Upgrade {
+        #[command(flatten)]
+        src: Source,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// List the modules installed at a running node.
+    List(Conn),
+    /// Show one installed module.
+    Info {
+        /// The module's name.
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Start an installed module.
+    Start {
+        /// The module's name.
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Stop an active module.
+    Stop {
+        /// The module's name.
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Remove a module.
+    Remove {
+        /// The module's name.
+        name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// Parses `KEY=VALUE` configuration arguments.
+fn parse_config(args: &[String]) -> Result<ModuleConfig, String> {
+    let mut c = ModuleConfig::new();
+    for a in args {
+        let (k, v) = a
+            .split_once('=')
+            .ok_or_else(|| format!("--config {a}: write KEY=VALUE, e.g. --config limit=100"))?;
+        let v = match v.trim() {
+            "true" => ModuleConfigValue::Bool(true),
+            "false" => ModuleConfigValue::Bool(false),
+            n => ModuleConfigValue::Int(n.parse().map_err(|_| {
+                format!("--config {a}: the value must be an integer, true or false")
+            })?),
+        };
+        c.insert(k.trim().to_string(), v);
+    }
+    Ok(c)
+}
+
+/// Fetches NAME VERSION from the repository at `url` (not verified: the node does that).
+pub fn fetch(url: &str, name: &str, version: &str) -> Result<Vec<u8>, String> {
+    let body = super::module::http_get(url, &format!("/{name}/{version}"))?;
+    let p = Package::decode(&body).map_err(|e| format!("{url}: {e}"))?;
+    if p.manifest.name != name || p.manifest.version.to_string() != version {
+        return Err(format!(
+            "the repository {url} answered with {} for {name}@{version}: refused",
+            p.id()
+        ));
+    }
+    Ok(body)
+}
+
+/// The package bytes a [`Source`] names.
+fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
+    if s.source.starts_with("http://") {
+        let (Some(n), Some(v)) = (&s.name, &s.ver) else {
+            return Err(format!(
+                "{}: a repository needs the module's NAME and VERSION after it",
+                s.source
+            ));
+        };
+        return fetch(&s.source, n, v);
+    }
+    if s.name.is_some() {
+        return Err(format!(
+            "{}: NAME and VERSION go with a repository URL (http://...), not a package file",
+            s.source
+        ));
+    }
+    let bytes = std::fs::read(&s.source).map_err(|e| {
+        format!(
+            "cannot read {} ({e}); give a .amod package (`anode module pack` and `sign` make one) or a repository URL",
+            s.source
+        )
+    })?;
+    // Catch a file that is not a package here, with its name in the message.
+    Package::decode(&bytes).map_err(|e| format!("{}: {e}", s.source))?;
+    Ok(bytes)
+}
+
+fn line(m: &ModuleEntry) -> String {
+    let mut s = format!(
+        "{:<12} {:<8} {:<9} {:<10} {:<13} {:>10} pkts  {}",
+        m.name,
+        m.version,
+        m.kind,
+        m.state,
+        m.hook.as_deref().unwrap_or("-"),
+        m.packets,
+        m.summary
+    );
+    for what in &m.missing {
+        s.push_str(&format!("\n    missing {what}"));
+    }
+    if let Some(e) = &m.last_error {
+        s.push_str(&format!("\n    last error: {e}"));
+    }
+    s.push('\n');
+    s
+}
+
+fn details(m: &ModuleEntry) -> String {
+    let mut s = line(m);
+    s.push_str(&format!("    code sha256 {}\n", m.code_sha256));
+    s.push_str(&format!(
+        "    publisher   {}\n",
+        m.publisher.as_deref().unwrap_or("-")
+    ));
+    s.push_str(&format!("    load order  {}\n", m.load_order));
+    if !m.provides.is_empty() {
+        s.push_str(&format!("    provides    {}\n", m.provides.join(", ")));
+    }
+    if !m.requires.is_empty() {
+        s.push_str(&format!("    requires    {}\n", m.requires.join(", ")));
+    }
+    s
+}
+
+fn out(json: bool, v: &impl serde::Serialize, text: String) -> super::CmdResult {
+    if json {
+        let s = serde_json::to_string(v).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        println!("{s}");
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// Runs a running-node module command.
+pub fn run(c: NodeModuleCommand) -> super::CmdResult {
+    let e = |e: anode_ctl::ClientError| e.to_string();
+    match c {
+        NodeModuleCommand::Install {
+            src,
+            no_start,
+            conn,
+        } => {
+            let cfg = parse_config(&src.config)?;
+            let bytes = package_bytes(&src)?;
+            let m = connect_to(&conn)?
+                .module_install(bytes, cfg, !no_start)
+                .map_err(e)?;
+            let text = format!("installed {}", line(&m));
+            out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Upgrade { src, conn } => {
+            let cfg = parse_config(&src.config)?;
+            let bytes = package_bytes(&src)?;
+            let m = connect_to(&conn)?.module_upgrade(bytes, cfg).map_err(e)?;
+            let text = format!("upgraded {}", line(&m));
+            out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::List(conn) => {
+            let l = connect_to(&conn)?.module_list().map_err(e)?;
+            let text = if l.is_empty() {
+                "no modules installed\n".to_string()
+            } else {
+                l.iter().map(line).collect()
+            };
+            out(conn.json(), &l, text)
+        }
+        NodeModuleCommand::Info { name, conn } => {
+            let m = connect_to(&conn)?.module_info(&name).map_err(e)?;
+            let text = details(&m);
+            out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Start { name, conn } => {
+            let m = connect_to(&conn)?.module_start(&name).map_err(e)?;
+            let text = format!("started {}", line(&m));
+            out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Stop { name, conn } => {
+            let m = connect_to(&conn)?.module_stop(&name).map_err(e)?;
+            let text = format!("stopped {}", line(&m));
+            out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Remove { name, conn } => {
+            let m = connect_to(&conn)?.module_remove(&name).map_err(e)?;
+            let text = format!("removed {}@{}\n", m.name, m.version);
+            out(conn.json(), &m, text)
+        }
+    }
+}
+
+/// Gives `node` a module host if `file` trusts publisher keys, and installs and starts its
+/// `[[module]]` list (see the module docs).
+pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
+    let m = &file.modules;
+    if m.trusted_keys.is_empty() {
+        return Ok(());
+    }
+    let cfg = file.path.display();
+    let trust = Trust::from_hex(&m.trusted_keys).map_err(|e| format!("{cfg}: {e}"))?;
+    let rt = ModRuntime::new(MAX_INSTANCES)
+        .map_err(|e| format!("cannot start the module runtime: {e}"))?;
+    anode_modules::attach(node, Arc::clone(&rt), trust);
+    let mut to_start = Vec::new();
+    for spec in &m.startup {
+        let at = |what: String, fix: &str| {
+            format!(
+                "{cfg}:{}:{}: [[module]] {}: {what}; {fix}",
+                spec.pos.0, spec.pos.1, spec.source
+            )
+        };
+        let pkg = match &spec.source {
+            ModuleSource::File(p) => read_package(p).map_err(|e| {
+                at(
+                    e,
+                    "check the path (relative to the config file) or make the package with `anode module pack` and `sign`",
+                )
+            })?,
+            ModuleSource::Repo { url, name, version } => fetch(url, name, version)
+                .and_then(|b| Package::decode(&b).map_err(|e| e.to_string()))
+                .map_err(|e| at(e, "start the repository (`anode repo serve DIR`) or fix the URL"))?,
+        };
+        let name = pkg.manifest.name.clone();
+        let host = anode_modules::host(node).map_err(|e| e.to_string())?;
+        host.install(pkg, &config_table(&spec.config)).map_err(|e| {
+            at(
+                e.to_string(),
+                "sign the package with a key listed in [modules] trusted_keys, or fix [module.config]",
+            )
+        })?;
+        if spec.start {
+            to_start.push((spec, name));
+        }
+    }
+    // Every entry is installed before any starts, so the list's order need not follow the
+    // service dependencies.
+    for (spec, name) in to_start {
+        let host = anode_modules::host(node).map_err(|e| e.to_string())?;
+        let r = match host.state(&name) {
+            Some(State::Installed) => Err(format!(
+                "unresolved: missing {}",
+                host.info(&name)
+                    .map(|i| i.missing.join("; "))
+                    .unwrap_or_default()
+            )),
+            _ => host.start(&name).map_err(|e| e.to_string()),
+        };
+        r.map_err(|e| {
+            format!(
+                "{cfg}:{}:{}: [[module]] {}: did not start: {e}; add a [[module]] that provides what it misses, or set start = false",
+                spec.pos.0, spec.pos.1, spec.source
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn read_package(p: &Path) -> Result<Package, String> {
+    Package::read(p).map_err(|e| e.to_string())
+}
