@@ -108,6 +108,16 @@ fn missing_dependency_leaves_the_module_unresolved_then_services_resolve_it() {
     assert_eq!(n.counters().drops(DropReason::HookDropped), 3);
     let h = host(&mut n).unwrap();
     assert_eq!(h.call_service("flowcount", 1, 3).unwrap(), 8);
+    // Upgrading the provider under its active user hands the per-flow counts over: flow 3
+    // stays over its limit.
+    h.upgrade(signed("flowcount", Some("1.3.0")), &toml::Table::new())
+        .unwrap();
+    assert_eq!(h.info("flowcount").unwrap().version, "1.3.0");
+    assert_eq!(h.call_service("flowcount", 1, 3).unwrap(), 8);
+    n.handle_packet(now, LinkId(0), datagram(1, 2, 3, 8, 64));
+    assert!(n.poll_transmit().is_none());
+    assert_eq!(n.counters().drops(DropReason::HookDropped), 4);
+    let h = host(&mut n).unwrap();
     // Removing the provider sends the user back to installed, naming what it misses.
     h.remove("flowcount").unwrap();
     let info = h.info("ratelimit").unwrap();
