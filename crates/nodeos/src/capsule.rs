@@ -47,10 +47,13 @@ impl std::fmt::Debug for MeteredCapsule {
 }
 
 fn principal(code: &CodeHash) -> String {
-    let mut s = String::with_capacity(8 + 64);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(8 + 2 * code.len());
     s.push_str("capsule/");
+    let digit = |n: u8| char::from(HEX.get(usize::from(n)).copied().unwrap_or(b'0'));
     for b in code {
-        s.push_str(&format!("{b:02x}"));
+        s.push(digit(b >> 4));
+        s.push(digit(b & 15));
     }
     s
 }
@@ -73,6 +76,11 @@ impl MeteredCapsule {
     }
 
     /// The capsule EE.
+    pub fn inner(&self) -> &CapsuleEe {
+        &self.ee
+    }
+
+    /// The capsule EE, mutably.
     pub fn inner_mut(&mut self) -> &mut CapsuleEe {
         &mut self.ee
     }
@@ -159,6 +167,21 @@ impl MeteredEe for MeteredCapsule {
 
     fn take_reports(&mut self) -> Vec<UsageReport> {
         std::mem::take(&mut self.reports)
+    }
+
+    /// Clears the protocol's soft state (soft state may vanish at any time) and reports it.
+    fn on_memory_pressure(&mut self, p: &str) {
+        let hit = self.code_bytes.keys().find(|c| principal(c) == p).copied();
+        if let Some(code) = hit {
+            let before = self.ee.soft_state().bytes();
+            self.ee.soft_state().clear(&code);
+            let freed = before.saturating_sub(self.ee.soft_state().bytes());
+            self.reports.push(UsageReport {
+                principal: Some(p.to_string()),
+                soft_state_delta: -i64::try_from(freed).unwrap_or(i64::MAX),
+                ..UsageReport::default()
+            });
+        }
     }
 
     fn on_terminated(&mut self, p: &str) {

@@ -18,6 +18,12 @@
 //! - a pool over its limit gets [`MeteredEe::on_memory_pressure`] and, if not remedied by the
 //!   grace deadline, the NodeOS terminates its largest member (`memory over limit`).
 //!
+//! With [`GuardConfig::terminate`] off the guard terminates nothing itself: a domain at the
+//! run-time limit is only confined by DRR, and a refused soft-state or code charge gets
+//! [`MeteredEe::on_memory_pressure`] instead (the EE frees the state it holds for the
+//! principal). The NodeOS still terminates a pool that stays over its limit past the grace
+//! period, so the node's memory bound holds either way.
+//!
 //! A terminated domain's queued packets are dropped, its memory returned, the inner EE told
 //! ([`MeteredEe::on_terminated`]) to discard its state, and the reason logged as an
 //! `Event::Log` from "nodeos". Its principal stays refused for the guard's lifetime (up to
@@ -93,6 +99,9 @@ pub struct GuardConfig {
     pub meter: CpuMeter,
     /// Principals remembered as refused.
     pub max_banned: usize,
+    /// Whether the guard terminates domains (run-time streaks, policy violations); off: it
+    /// only throttles and asks the EE to free memory (see the module docs).
+    pub terminate: bool,
 }
 
 impl Default for GuardConfig {
@@ -109,6 +118,7 @@ impl Default for GuardConfig {
             max_exhaustions: 8,
             meter: CpuMeter::new(1000),
             max_banned: 4096,
+            terminate: true,
         }
     }
 }
@@ -146,6 +156,8 @@ impl<E: MeteredEe> DomainGuard<E> {
         let ee_domain =
             os.create_domain(DomainId::ROOT, &Credentials::new(&cfg.ee_principal), None)?;
         let name = format!("{}+nodeos", inner.name());
+        // Start with a full burst, so the first packets need not wait for a timer.
+        let budget_ns = i64::try_from(cfg.max_burst_ns).unwrap_or(i64::MAX);
         Ok(DomainGuard {
             inner,
             os,
@@ -156,15 +168,26 @@ impl<E: MeteredEe> DomainGuard<E> {
             names: FxHashMap::default(),
             streak: FxHashMap::default(),
             banned: BTreeSet::new(),
-            budget_ns: 0,
+            budget_ns,
             last: None,
             name,
         })
     }
 
     /// The inner EE.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    /// The inner EE, mutably (e.g. for an operator's code install or evict; what that changes
+    /// is reported at the EE's next call).
     pub fn inner_mut(&mut self) -> &mut E {
         &mut self.inner
+    }
+
+    /// The guard's settings.
+    pub fn config(&self) -> &GuardConfig {
+        &self.cfg
     }
 
     /// The NodeOS (domains, pools, counters).
@@ -232,7 +255,18 @@ impl<E: MeteredEe> DomainGuard<E> {
     }
 
     fn apply_reports(&mut self, now: Instant) {
-        for r in self.inner.take_reports() {
+        // Two rounds: the second applies what an `on_memory_pressure` of the first freed.
+        for _ in 0..2 {
+            let reports = self.inner.take_reports();
+            if reports.is_empty() {
+                break;
+            }
+            self.apply(reports, now);
+        }
+    }
+
+    fn apply(&mut self, reports: Vec<UsageReport>, now: Instant) {
+        for r in reports {
             let d = match &r.principal {
                 None => self.ee_domain,
                 Some(p) => match self.by_principal.get(p) {
@@ -245,7 +279,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 self.os.note_cpu_exhausted(d);
                 let s = self.streak.entry(d).or_insert(0);
                 *s += 1;
-                if *s >= self.cfg.max_exhaustions && d != self.ee_domain {
+                if self.cfg.terminate && *s >= self.cfg.max_exhaustions && d != self.ee_domain {
                     let why = format!(
                         "hit the {} ns run-time limit (or trapped) {} calls in a row",
                         self.cfg.max_slice_ns, s
@@ -268,11 +302,17 @@ impl<E: MeteredEe> DomainGuard<E> {
                     if let Err(e) = self.os.charge_mem(d, kind, delta.unsigned_abs(), now)
                         && d != self.ee_domain
                     {
-                        let _ = self.os.terminate(
-                            d,
-                            Terminator::Node,
-                            TerminationReason::Policy(e.to_string()),
-                        );
+                        if self.cfg.terminate {
+                            let _ = self.os.terminate(
+                                d,
+                                Terminator::Node,
+                                TerminationReason::Policy(e.to_string()),
+                            );
+                        } else if let Some(p) = &r.principal {
+                            self.os.count_drop(d, "memory_refused");
+                            // What it frees is reported and applied in the next round.
+                            self.inner.on_memory_pressure(p);
+                        }
                         break;
                     }
                 } else if delta < 0 {

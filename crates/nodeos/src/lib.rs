@@ -17,7 +17,8 @@
 //! Layout: `policy.rs` (credentials, policies), `domain.rs` (ids, reasons, events, handler
 //! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `nodeos.rs`
 //! (the [`NodeOs`] facade), `chan/` (specs, classifier, token bucket, cut-through table),
-//! `files.rs`, `metrics.rs`, `guard.rs`.
+//! `files.rs`, `metrics.rs`, `guard.rs`; the EEs under the guard: `capsule.rs` (feature
+//! `capsule`), `plan.rs` (feature `plan`).
 
 #![cfg_attr(
     not(test),
@@ -35,6 +36,8 @@ pub mod guard;
 mod memory;
 pub mod metrics;
 mod nodeos;
+#[cfg(feature = "plan")]
+pub mod plan;
 mod policy;
 mod sched;
 

@@ -131,6 +131,7 @@ fn guard(code: &[Vec<u8>]) -> DomainGuard<MeteredCapsule> {
         max_exhaustions: 8,
         meter: CpuMeter::new(1000),
         max_banned: 1024,
+        terminate: true,
     };
     // A completed run is charged 20 µs (20,000 units): the benign flow's cost.
     DomainGuard::new(MeteredCapsule::new(ee, FUEL, 20_000), NodeOs::new(cfg), gc).unwrap()

@@ -20,10 +20,10 @@ use common::*;
 const NODE_MEMORY: u64 = 4 << 20;
 
 fn guard() -> DomainGuard<BurnEe> {
-    guard_with(8)
+    guard_with(8, true)
 }
 
-fn guard_with(max_exhaustions: u32) -> DomainGuard<BurnEe> {
+fn guard_with(max_exhaustions: u32, terminate: bool) -> DomainGuard<BurnEe> {
     let mut cfg = NodeOsConfig {
         node_memory_bytes: NODE_MEMORY,
         memory_grace: Duration::from_millis(20),
@@ -68,6 +68,7 @@ fn guard_with(max_exhaustions: u32) -> DomainGuard<BurnEe> {
         max_exhaustions,
         meter: CpuMeter::new(1000),
         max_banned: 1024,
+        terminate,
     };
     DomainGuard::new(BurnEe::default(), NodeOs::new(cfg), gc).unwrap()
 }
@@ -97,8 +98,8 @@ fn run(hostile: Option<u8>) -> Outcome {
 fn run_with(hostile: Option<u8>, max_exhaustions: u32) -> Outcome {
     let mut line = Line::new(4);
     line.nodes[0].register_ee(Box::new(Sink::default()));
-    line.nodes[1].register_ee(Box::new(guard_with(max_exhaustions)));
-    line.nodes[2].register_ee(Box::new(guard_with(max_exhaustions)));
+    line.nodes[1].register_ee(Box::new(guard_with(max_exhaustions, true)));
+    line.nodes[2].register_ee(Box::new(guard_with(max_exhaustions, true)));
     line.nodes[3].register_ee(Box::new(Sink::default()));
     line.advance(Duration::from_secs(5)); // routing converges
     assert!(line.nodes[0].lookup(&addr(3)).is_some());
@@ -304,4 +305,38 @@ fn drr_alone_confines_an_infinite_loop() {
             .unwrap_or(0)
             > 0
     );
+}
+
+/// With the guard's termination off, a soft-state flood over its policy is not terminated:
+/// each refused charge asks the EE to free the protocol's soft state, so the domain stays
+/// within its policy and alive, and the benign flow is unaffected.
+#[test]
+fn termination_off_relieves_a_flood_instead() {
+    let mut line = Line::new(3);
+    line.nodes[0].register_ee(Box::new(Sink::default()));
+    let mut gd = guard_with(u32::MAX, false);
+    gd.inner_mut().polite = true;
+    line.nodes[1].register_ee(Box::new(gd));
+    line.nodes[2].register_ee(Box::new(Sink::default()));
+    line.advance(Duration::from_secs(5));
+    for seq in 0..200 {
+        let now = line.now;
+        let _ = line.nodes[0].inject(now, capsule(0, 2, FLOOD, FLOOD, seq));
+        line.advance(Duration::from_millis(1));
+    }
+    line.advance(Duration::from_millis(100));
+    assert!(line.logs.iter().all(|l| !l.contains("terminated")));
+    let g1 = g(&mut line, 1);
+    let pressure = g1.inner_mut().pressure.len();
+    let d = g1.domain_of("proto-4").expect("flood domain alive");
+    let c = g1.nodeos().counters(d).unwrap().clone();
+    println!(
+        "termination off: flood alive, {pressure} pressure callbacks, {} B held, drops {:?}",
+        c.memory_bytes, c.drops
+    );
+    // 200 capsules x 4 KiB = 800 KiB offered against a 64 KiB soft-state policy.
+    assert!(pressure >= 10, "{pressure}");
+    assert!(c.memory_bytes <= 64 << 10, "{}", c.memory_bytes);
+    assert!(c.drops.get("memory_refused").copied().unwrap_or(0) >= 10);
+    assert!(!g1.is_banned("proto-4"));
 }

@@ -87,6 +87,7 @@ fn guard() -> DomainGuard<BurnEe> {
         max_exhaustions: 8,
         meter: CpuMeter::new(1000),
         max_banned: 1024,
+        terminate: true,
     };
     DomainGuard::new(BurnEe::default(), NodeOs::new(cfg), gc).unwrap()
 }
