@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use wasmtime::Module;
 
-use crate::runtime::{CodeObject, Live, Runtime, code_hash};
+use crate::runtime::{CodeObject, CodeTier, Live, Runtime, code_hash};
 use crate::{CapsuleError, CodeHash};
 
 /// Hashes a code hash by its first 8 bytes (it is already uniformly distributed).
@@ -145,6 +145,16 @@ impl MemCache {
         self.map.get_mut(&victim)?.live.take()
     }
 
+    /// Replaces the code of an entry already held by `obj` (same hash; e.g. its optimized
+    /// tier), keeping its recency; returns the old live instance (`Some(None)` if it had
+    /// none), or `None` if no entry for `obj.hash` is held (then nothing changes).
+    pub fn replace(&mut self, obj: Arc<CodeObject>) -> Option<Option<Live>> {
+        let e = self.map.get_mut(&obj.hash)?;
+        self.bytes = self.bytes - e.obj.cost + obj.cost;
+        e.obj = obj;
+        Some(e.live.take())
+    }
+
     pub fn remove(&mut self, h: &CodeHash) -> Option<Cached> {
         let c = self.map.remove(h)?;
         self.bytes -= c.obj.cost;
@@ -173,7 +183,10 @@ fn disk_err(path: &Path, e: impl std::fmt::Display) -> CapsuleError {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CapsuleError> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per process and per write: the tier-up worker and EEs may write at once.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
     fs::write(&tmp, bytes).map_err(|e| disk_err(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| disk_err(path, e))
 }
@@ -204,21 +217,42 @@ impl DiskCache {
         self.dir.join(format!("{}.{ext}", hex::encode(h)))
     }
 
-    /// Writes the module bytes, the serialized artifact and its meta.
+    /// Writes the module bytes and, for optimized code, the serialized artifact and its meta
+    /// (baseline code is not stored: a restarted node recompiles it and tiers up again).
     pub(crate) fn store(&self, rt: &Runtime, obj: &CodeObject) -> Result<(), CapsuleError> {
-        let art = obj.module.serialize().map_err(|e| disk_err(&self.dir, e))?;
-        let wasm_path = self.path(&obj.hash, "wasm");
-        if !wasm_path.exists() {
-            write_atomic(&wasm_path, &obj.wasm)?;
+        match obj.tier {
+            CodeTier::Optimized => self.store_parts(rt.compat(), &obj.hash, &obj.wasm, &obj.module),
+            CodeTier::Baseline => self.store_wasm(&obj.hash, &obj.wasm),
         }
-        write_atomic(&self.path(&obj.hash, "cwasm"), &art)?;
+    }
+
+    /// Writes the module bytes `wasm` (verified against `h` by the caller) if missing.
+    fn store_wasm(&self, h: &CodeHash, wasm: &[u8]) -> Result<(), CapsuleError> {
+        let wasm_path = self.path(h, "wasm");
+        if !wasm_path.exists() {
+            write_atomic(&wasm_path, wasm)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the module bytes (verified against `h` by the caller), the serialized
+    /// optimized `module` and its meta naming engine compatibility key `compat`.
+    pub(crate) fn store_parts(
+        &self,
+        compat: &str,
+        h: &CodeHash,
+        wasm: &[u8],
+        module: &Module,
+    ) -> Result<(), CapsuleError> {
+        let art = module.serialize().map_err(|e| disk_err(&self.dir, e))?;
+        self.store_wasm(h, wasm)?;
+        write_atomic(&self.path(h, "cwasm"), &art)?;
         let meta = format!(
-            "{META_MAGIC}\n{}\n{}\n{}\n",
-            rt.compat(),
+            "{META_MAGIC}\n{compat}\n{}\n{}\n",
             fast_digest(&art),
-            fast_digest(&obj.wasm)
+            fast_digest(wasm)
         );
-        write_atomic(&self.path(&obj.hash, "meta"), meta.as_bytes())
+        write_atomic(&self.path(h, "meta"), meta.as_bytes())
     }
 
     /// The module bytes of `h`, if held and intact.
@@ -236,7 +270,7 @@ impl DiskCache {
         // compatible engine. These bytes were written by `store` above: their BLAKE3 matches
         // the meta written with them, and the meta names this engine's compatibility key
         // (wasmtime additionally checks its own version and configuration header).
-        match unsafe { Module::deserialize(&rt.engine, &art) } {
+        match unsafe { Module::deserialize(&rt.opt.engine, &art) } {
             Ok(m) => Some(DiskHit::Deserialized(wasm, m)),
             Err(_) => Some(DiskHit::WasmOnly(self.wasm(h)?)),
         }

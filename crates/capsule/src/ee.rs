@@ -17,11 +17,19 @@
 //! - A failing capsule never stops the node: a trapped instance is discarded and re-created
 //!   on next use; other capsules and the fast path go on.
 //! - Code bytes from the network are used only if their SHA-256 equals the name asked for.
+//! - Tier-up (with [`Tiering::Tiered`](crate::Tiering::Tiered)): code compiled by Winch is
+//!   sent to the runtime's worker for Cranelift; the result is taken at the next
+//!   `handle_packet` or `handle_timeout` (the EE asks for a timeout every
+//!   [`TIER_POLL`] while a recompile is pending) and swapped in: the code object is replaced,
+//!   its live instance finalized and re-created from the optimized code at its next capsule
+//!   (as after losing its instance slot), and its soft state is kept. Capsules never wait for
+//!   a tier-up.
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anode_core::{EePacket, ExecutionEnvironment, LinkId, NodeContext};
@@ -35,9 +43,13 @@ use crate::cache::{DiskCache, DiskHit, MemCache};
 use crate::host::{CallEnv, CurCapsule, EnvPtr};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
-use crate::runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
+use crate::runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
+use crate::tier;
 use crate::{CapsuleError, CodeHash, PortTable};
+
+/// How often the EE looks for finished tier-up compiles while one is pending.
+pub const TIER_POLL: Duration = Duration::from_millis(2);
 
 /// Deepest dependency chain below a capsule's code object.
 pub const MAX_DEP_DEPTH: usize = 4;
@@ -128,6 +140,10 @@ pub struct CapsuleStats {
     pub unavailable_sent: u64,
     /// Time from the first parked capsule to running code, of the last demand load.
     pub last_load: Option<Duration>,
+    /// Code objects swapped from baseline (Winch) to optimized (Cranelift) code.
+    pub tier_ups: u64,
+    /// Tier-up compiles that failed or could not be started (the code stays baseline).
+    pub tier_up_failures: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -143,6 +159,8 @@ pub struct CodeInfo {
     pub in_memory: bool,
     /// Has a live instance.
     pub live: bool,
+    /// The compiler tier of its code in memory (`None` if only on disk).
+    pub tier: Option<CodeTier>,
     /// In the disk cache.
     pub on_disk: bool,
 }
@@ -160,6 +178,15 @@ pub struct CapsuleEe {
     stats: CapsuleStats,
     /// Run reports not yet drained (only filled when `cfg.record_runs`).
     runs: Vec<RunReport>,
+    /// Tier-up results come back here (the sender goes with each job).
+    tier_tx: Sender<tier::Done>,
+    tier_rx: Receiver<tier::Done>,
+    /// Code objects being recompiled by the worker.
+    tier_pending: HashSet<CodeHash>,
+    /// When to look for tier-up results next (`None`: nothing pending).
+    tier_poll_at: Option<Instant>,
+    /// The time of the latest call from the node (`None` before the first).
+    last_now: Option<Instant>,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -182,7 +209,13 @@ impl CapsuleEe {
     /// An EE sharing `rt` (e.g. all nodes of an emulated network share one engine).
     pub fn with_runtime(rt: Arc<Runtime>, cfg: CapsuleConfig) -> Result<Self, CapsuleError> {
         let disk = cfg.cache_dir.clone().map(DiskCache::open).transpose()?;
+        let (tier_tx, tier_rx) = mpsc::channel();
         Ok(CapsuleEe {
+            tier_tx,
+            tier_rx,
+            tier_pending: HashSet::new(),
+            tier_poll_at: None,
+            last_now: None,
             mem: MemCache::new(cfg.mem_cache_bytes),
             loader: Loader::new(cfg.loader),
             soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
@@ -260,7 +293,11 @@ impl CapsuleEe {
         let obj = self.rt.compile(wasm)?;
         self.stats.compiled += 1;
         let h = obj.hash;
+        let baseline = obj.tier == CodeTier::Baseline;
         self.admit(obj)?;
+        if baseline {
+            self.start_tier_up(h);
+        }
         Ok(h)
     }
 
@@ -294,6 +331,7 @@ impl CapsuleEe {
                 cost: c.obj.cost,
                 in_memory: true,
                 live: c.live.is_some(),
+                tier: Some(c.obj.tier),
                 on_disk: on_disk.contains(&c.obj.hash),
             })
             .collect();
@@ -309,6 +347,7 @@ impl CapsuleEe {
                     cost: 0,
                     in_memory: false,
                     live: false,
+                    tier: None,
                     on_disk: true,
                 });
             }
@@ -362,7 +401,10 @@ impl CapsuleEe {
         let obj = match d.load(&self.rt, hash) {
             None => return false,
             Some(DiskHit::Deserialized(wasm, module)) => {
-                return match self.rt.code_object(*hash, wasm, module) {
+                return match self
+                    .rt
+                    .code_object(*hash, wasm, module, CodeTier::Optimized)
+                {
                     Ok(o) => {
                         self.stats.disk_loads += 1;
                         // Nothing to write back: the artifact on disk is the one just loaded.
@@ -380,7 +422,108 @@ impl CapsuleEe {
                 Err(_) => return false,
             },
         };
-        self.admit(obj).is_ok()
+        let baseline = obj.tier == CodeTier::Baseline;
+        let ok = self.admit(obj).is_ok();
+        if ok && baseline {
+            self.start_tier_up(*hash);
+        }
+        ok
+    }
+
+    /// Sends baseline code object `hash` to the runtime's worker for Cranelift (no-op without
+    /// a worker, i.e. with `Tiering::Baseline`, or if already pending).
+    fn start_tier_up(&mut self, hash: CodeHash) {
+        let Some(w) = self.rt.worker.as_ref() else {
+            return;
+        };
+        let Some(c) = self.mem.map.get(&hash) else {
+            return;
+        };
+        if self.tier_pending.contains(&hash) {
+            return;
+        }
+        let job = tier::Job {
+            hash,
+            wasm: c.obj.wasm.clone(),
+            disk: self.disk.clone(),
+            reply: self.tier_tx.clone(),
+        };
+        match w.submit(job) {
+            Ok(()) => {
+                self.tier_pending.insert(hash);
+                // Before the EE has seen a clock (install before the first packet), the next
+                // handle_packet looks for the result and sets the poll time.
+                if let Some(n) = self.last_now {
+                    let at = n + TIER_POLL;
+                    self.tier_poll_at = Some(self.tier_poll_at.map_or(at, |t| t.min(at)));
+                }
+            }
+            Err(_) => self.stats.tier_up_failures += 1,
+        }
+    }
+
+    /// Swaps in the optimized code of every finished tier-up.
+    fn collect_tier_ups(&mut self, ctx: &mut NodeContext<'_>) {
+        while let Ok(done) = self.tier_rx.try_recv() {
+            self.tier_pending.remove(&done.hash);
+            if let Some(e) = done.disk_error {
+                ctx.log(
+                    "capsule",
+                    format!("disk cache: cannot store {}: {e}", hex::encode(done.hash)),
+                );
+            }
+            if self
+                .mem
+                .map
+                .get(&done.hash)
+                .is_none_or(|c| c.obj.tier == CodeTier::Optimized)
+            {
+                // Evicted meanwhile (the artifact is on disk for next time), or already
+                // optimized (it became a dependency of optimized code).
+                continue;
+            }
+            let obj = done.module.map_err(CapsuleError::Compile).and_then(|m| {
+                self.rt
+                    .code_object(done.hash, done.wasm, m, CodeTier::Optimized)
+            });
+            let obj = match obj {
+                Ok(o) => o,
+                Err(e) => {
+                    self.stats.tier_up_failures += 1;
+                    ctx.log(
+                        "capsule",
+                        format!("tier-up of {} failed: {e}", hex::encode(done.hash)),
+                    );
+                    continue;
+                }
+            };
+            if let Some(Some(mut live)) = self.mem.replace(Arc::new(obj))
+                && let Some(fin) = live.finalize
+            {
+                let _ = live.store.set_fuel(self.cfg.fuel);
+                let _ = fin.call(&mut live.store, ());
+            }
+            self.stats.tier_ups += 1;
+        }
+        self.tier_poll_at = (!self.tier_pending.is_empty()).then(|| ctx.now() + TIER_POLL);
+    }
+
+    /// Compiles `obj` with Cranelift now and swaps it in (its live instance finalized).
+    fn optimize_now(&mut self, obj: &CodeObject) -> Option<Arc<CodeObject>> {
+        let o = Arc::new(self.rt.compile_tier(&obj.wasm, CodeTier::Optimized).ok()?);
+        self.stats.compiled += 1;
+        if let Some(Some(mut live)) = self.mem.replace(o.clone())
+            && let Some(fin) = live.finalize
+        {
+            let _ = live.store.set_fuel(self.cfg.fuel);
+            let _ = fin.call(&mut live.store, ());
+        }
+        Some(o)
+    }
+
+    /// Whether code objects are being recompiled for the optimized tier.
+    pub fn tier_ups_pending(&self) -> usize {
+        self.tier_pending.len()
     }
 
     /// Parks `pkt` until code object `want` (its own code or a dependency) is loaded.
@@ -457,12 +600,16 @@ impl CapsuleEe {
                     }
                 };
                 self.stats.compiled += 1;
+                let baseline = obj.tier == CodeTier::Baseline;
                 if self.admit(obj).is_err() {
                     // The disk cache failed; the code still runs from memory.
                     ctx.log(
                         "capsule",
                         format!("disk cache: cannot store {}", hex::encode(hash)),
                     );
+                }
+                if baseline {
+                    self.start_tier_up(hash);
                 }
                 self.stats.loads_completed += 1;
                 self.stats.last_load = Some(ctx.now().saturating_duration_since(started));
@@ -554,9 +701,14 @@ impl CapsuleEe {
         if !(self.mem.map.contains_key(&h) || self.load_local(&h)) {
             return Err(Missing::Code(h));
         }
-        let Some(obj) = self.mem.map.get(&h).map(|c| c.obj.clone()) else {
+        let Some(mut obj) = self.mem.map.get(&h).map(|c| c.obj.clone()) else {
             return Err(Missing::Code(h));
         };
+        if depth > 0 && obj.tier != CodeTier::Optimized {
+            // Code with dependencies is optimized, and a group shares one engine: tier this
+            // dependency up now rather than wait for the worker.
+            obj = self.optimize_now(&obj).ok_or(Missing::Code(h))?;
+        }
         for d in &obj.deps {
             self.visit(*d, depth + 1, out)?;
         }
@@ -727,10 +879,15 @@ impl ExecutionEnvironment for CapsuleEe {
 
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         self.stats.capsules += 1;
+        self.last_now = Some(ctx.now());
+        if !self.tier_pending.is_empty() {
+            self.collect_tier_ups(ctx);
+        }
         self.dispatch(ctx, pkt);
     }
 
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
+        self.last_now = Some(ctx.now());
         match msg {
             Control::CodeRequest { hash, offset, max } => {
                 self.serve(ctx, link, *hash, *offset, *max);
@@ -756,13 +913,20 @@ impl ExecutionEnvironment for CapsuleEe {
     }
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
+        self.last_now = Some(ctx.now());
+        if !self.tier_pending.is_empty() {
+            self.collect_tier_ups(ctx);
+        }
         for step in self.loader.handle_timeout(ctx.now()) {
             self.apply(ctx, step);
         }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.loader.poll_timeout()
+        match (self.loader.poll_timeout(), self.tier_poll_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

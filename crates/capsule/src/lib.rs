@@ -9,7 +9,9 @@
 //!
 //! Layout:
 //! - `abi.rs`: the guest ABI v1 constants (normative text: `ABI.md`);
-//! - `runtime.rs`: engine, pooling allocator, compilation and ABI check, instances;
+//! - `runtime.rs`: engines (Winch and Cranelift tiers), pooling allocator, compilation and ABI
+//!   check, instances;
+//! - `tier.rs`: the worker thread recompiling baseline code with Cranelift;
 //! - `host.rs`: the node interface as host imports;
 //! - `softstate.rs`: per-code-object soft state with TTL and byte budgets;
 //! - `cache.rs`: memory LRU and disk cache of compiled code;
@@ -39,6 +41,7 @@ pub mod protocols;
 mod report;
 mod runtime;
 mod softstate;
+mod tier;
 
 pub use anode_wire::capsule::CodeHash;
 pub use cache::DiskCache;
@@ -47,7 +50,7 @@ pub use error::CapsuleError;
 pub use loader::LoaderConfig;
 pub use packet::capsule_packet;
 pub use report::{RunOutcome, RunReport};
-pub use runtime::{CodeObject, Runtime, RuntimeConfig, code_hash};
+pub use runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash};
 pub use softstate::{PutError, SoftState};
 
 /// Application ports code objects may deliver to.

@@ -1,6 +1,16 @@
-//! The WebAssembly runtime: one wasmtime [`Engine`] (Cranelift, pooling instance allocator,
-//! fuel metering) and one [`Linker`] holding the host imports, shared by any number of EEs
-//! (e.g. every node of an emulated network).
+//! The WebAssembly runtime: wasmtime [`Engine`]s (pooling instance allocator, fuel metering)
+//! and their [`Linker`]s holding the host imports, shared by any number of EEs (e.g. every
+//! node of an emulated network).
+//!
+//! Tiers ([`Tiering`]): the *optimized* engine compiles with Cranelift (fast code, slow to
+//! compile: about a second for a 100 KB module); the *baseline* engine compiles with Winch,
+//! wasmtime's single-pass compiler (tens of times faster to compile, slower code). With
+//! [`Tiering::Tiered`] new code is compiled by Winch so its first capsules run within
+//! milliseconds, and recompiled by Cranelift on the runtime's worker thread (`tier.rs`); the EE
+//! swaps the code object when the result arrives. Both engines have the same pooling limits,
+//! fuel metering and host imports; fuel is counted per WebAssembly operator by both, but the
+//! two compilers may place the checks differently, so one run's fuel may differ slightly
+//! between tiers. The disk cache holds optimized artifacts only.
 //!
 //! A [`CodeObject`] is a compiled, ABI-checked module with its `InstancePre` (imports resolved
 //! once). A [`Live`] is one instantiation of it in its own [`Store`], which persists across
@@ -21,13 +31,36 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::{
     Config, Engine, ExternType, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
-    PoolingAllocationConfig, ResourceLimiter, Store, TypedFunc, ValType,
+    PoolingAllocationConfig, ResourceLimiter, Store, Strategy, TypedFunc, ValType,
 };
 
 use crate::abi;
 use crate::host::HostState;
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::{CapsuleError, CodeHash};
+
+/// Which compilers a runtime uses for new code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tiering {
+    /// Cranelift only: new code runs optimized from its first capsule, after a full compile.
+    /// No threads; deterministic (the emulator's choice).
+    #[default]
+    Optimized,
+    /// Winch only: new code compiles fast and never tiers up (for measuring baseline code).
+    Baseline,
+    /// Winch first, Cranelift in the background on the runtime's worker thread; the EE swaps
+    /// in the optimized code when it is ready (real nodes).
+    Tiered,
+}
+
+/// The tier a code object was compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeTier {
+    /// Winch code, baseline engine.
+    Baseline,
+    /// Cranelift code, optimized engine.
+    Optimized,
+}
 
 /// Bounds of the runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +69,11 @@ pub struct RuntimeConfig {
     pub max_memory_bytes: usize,
     /// Most table elements of one instance.
     pub max_table_elements: usize,
-    /// Instances that may be live at once in this runtime (pooling allocator slots).
+    /// Instances that may be live at once in this runtime (pooling allocator slots, per
+    /// engine).
     pub max_instances: u32,
+    /// Compilers for new code.
+    pub tiering: Tiering,
 }
 
 impl Default for RuntimeConfig {
@@ -46,16 +82,27 @@ impl Default for RuntimeConfig {
             max_memory_bytes: 4 << 20,
             max_table_elements: 10_000,
             max_instances: 256,
+            tiering: Tiering::Optimized,
         }
     }
 }
 
-/// The engine and the host-import linker.
+/// One engine (one compiler) and its host-import linker.
+pub(crate) struct Tier {
+    pub engine: Engine,
+    pub linker: Linker<HostState>,
+}
+
+/// The engines, their host-import linkers and the tier-up worker.
 pub struct Runtime {
-    pub(crate) engine: Engine,
-    pub(crate) linker: Linker<HostState>,
+    /// Cranelift: the disk cache's engine, and every code object's with `Tiering::Optimized`.
+    pub(crate) opt: Tier,
+    /// Winch (`Tiering::Baseline` and `Tiering::Tiered`).
+    base: Option<Tier>,
     cfg: RuntimeConfig,
     compat: String,
+    /// Compiles optimized code in the background (`Tiering::Tiered`).
+    pub(crate) worker: Option<crate::tier::Worker>,
 }
 
 impl fmt::Debug for Runtime {
@@ -128,6 +175,8 @@ pub struct CodeObject {
     pub wasm: Arc<[u8]>,
     pub(crate) module: Module,
     pub(crate) pre: InstancePre<HostState>,
+    /// The engine `module` belongs to.
+    pub tier: CodeTier,
     pub(crate) has_init: bool,
     pub(crate) has_finalize: bool,
     /// Code objects it imports from (`code:<hash>` import modules), in first-import order.
@@ -141,6 +190,7 @@ impl fmt::Debug for CodeObject {
         f.debug_struct("CodeObject")
             .field("hash", &hex::encode(self.hash))
             .field("wasm_len", &self.wasm.len())
+            .field("tier", &self.tier)
             .field("cost", &self.cost)
             .finish()
     }
@@ -167,6 +217,29 @@ pub fn code_hash(bytes: &[u8]) -> CodeHash {
 impl Runtime {
     /// A runtime with the given bounds.
     pub fn new(cfg: RuntimeConfig) -> Result<Arc<Runtime>, CapsuleError> {
+        let opt = Self::tier(&cfg, Strategy::Cranelift)?;
+        let base = match cfg.tiering {
+            Tiering::Optimized => None,
+            Tiering::Baseline | Tiering::Tiered => Some(Self::tier(&cfg, Strategy::Winch)?),
+        };
+        let compat = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            opt.engine.precompile_compatibility_hash().hash(&mut h);
+            format!("{:016x}", h.finish())
+        };
+        let worker = (cfg.tiering == Tiering::Tiered)
+            .then(|| crate::tier::Worker::new(opt.engine.clone(), compat.clone()));
+        Ok(Arc::new(Runtime {
+            opt,
+            base,
+            cfg,
+            compat,
+            worker,
+        }))
+    }
+
+    fn tier(cfg: &RuntimeConfig, strategy: Strategy) -> Result<Tier, CapsuleError> {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_core_instances(cfg.max_instances)
             .total_memories(cfg.max_instances)
@@ -176,25 +249,31 @@ impl Runtime {
             .max_memories_per_module(1)
             .max_tables_per_module(4);
         let mut c = Config::new();
-        c.consume_fuel(true)
+        c.strategy(strategy)
+            .consume_fuel(true)
             .cranelift_opt_level(OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&c).map_err(|e| CapsuleError::Engine(e.to_string()))?;
+        let engine =
+            Engine::new(&c).map_err(|e| CapsuleError::Engine(format!("{strategy:?}: {e:#}")))?;
         let mut linker = Linker::new(&engine);
         crate::host::define_imports(&mut linker)
             .map_err(|e| CapsuleError::Engine(e.to_string()))?;
-        let compat = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::hash::DefaultHasher::new();
-            engine.precompile_compatibility_hash().hash(&mut h);
-            format!("{:016x}", h.finish())
-        };
-        Ok(Arc::new(Runtime {
-            engine,
-            linker,
-            cfg,
-            compat,
-        }))
+        Ok(Tier { engine, linker })
+    }
+
+    fn engine_of(&self, tier: CodeTier) -> &Tier {
+        match (tier, &self.base) {
+            (CodeTier::Baseline, Some(b)) => b,
+            _ => &self.opt,
+        }
+    }
+
+    /// The tier new code is compiled for first.
+    pub fn first_tier(&self) -> CodeTier {
+        match self.cfg.tiering {
+            Tiering::Optimized => CodeTier::Optimized,
+            Tiering::Baseline | Tiering::Tiered => CodeTier::Baseline,
+        }
     }
 
     /// The runtime's bounds.
@@ -207,25 +286,38 @@ impl Runtime {
         &self.compat
     }
 
-    /// Compiles `wasm` and checks it against the ABI.
+    /// Compiles `wasm` for its first tier ([`Runtime::first_tier`]; code objects with
+    /// dependencies are always optimized: a group shares one store, so one engine) and checks
+    /// it against the ABI.
     pub fn compile(&self, wasm: &[u8]) -> Result<CodeObject, CapsuleError> {
-        let module =
-            Module::new(&self.engine, wasm).map_err(|e| CapsuleError::Compile(format!("{e:#}")))?;
-        self.code_object(code_hash(wasm), Arc::from(wasm), module)
+        let obj = self.compile_tier(wasm, self.first_tier())?;
+        if obj.tier == CodeTier::Baseline && !obj.deps.is_empty() {
+            return self.compile_tier(wasm, CodeTier::Optimized);
+        }
+        Ok(obj)
     }
 
-    /// Wraps an already compiled (or deserialized) module.
+    /// Compiles `wasm` for `tier` and checks it against the ABI.
+    pub fn compile_tier(&self, wasm: &[u8], tier: CodeTier) -> Result<CodeObject, CapsuleError> {
+        let module = Module::new(&self.engine_of(tier).engine, wasm)
+            .map_err(|e| CapsuleError::Compile(format!("{e:#}")))?;
+        self.code_object(code_hash(wasm), Arc::from(wasm), module, tier)
+    }
+
+    /// Wraps an already compiled (or deserialized) module of `tier`'s engine.
     pub(crate) fn code_object(
         &self,
         hash: CodeHash,
         wasm: Arc<[u8]>,
         module: Module,
+        tier: CodeTier,
     ) -> Result<CodeObject, CapsuleError> {
         let (has_init, has_finalize, deps) = check_abi(&module)?;
+        let linker = &self.engine_of(tier).linker;
         let pre = if deps.is_empty() {
-            self.linker.instantiate_pre(&module)
+            linker.instantiate_pre(&module)
         } else {
-            let mut l = self.linker.clone();
+            let mut l = linker.clone();
             for imp in module.imports() {
                 let Some(dep) = dep_of(imp.module()) else {
                     continue;
@@ -263,6 +355,7 @@ impl Runtime {
             wasm,
             module,
             pre,
+            tier,
             has_init,
             has_finalize,
             deps,
@@ -296,7 +389,13 @@ impl Runtime {
             instances: deps.len() + 1,
             hit: false,
         };
-        let mut store = Store::new(&self.engine, HostState::new(obj.hash, limits));
+        if deps.iter().any(|d| d.tier != obj.tier) {
+            return Err(CapsuleError::Instantiate(
+                "a dependency is compiled for another tier".into(),
+            ));
+        }
+        let engine = &self.engine_of(obj.tier).engine;
+        let mut store = Store::new(engine, HostState::new(obj.hash, limits));
         store.limiter(|s| &mut s.limits);
         store.set_fuel(fuel).map_err(ierr)?;
         for d in deps {
