@@ -10,6 +10,10 @@
 #           pre-installed; the blaster sends capsules (transit FLAG_EVAL_EVERY_HOP, code =
 #           SHA-256 of FORWARD, no code source) instead of datagrams, so the capsule's code runs in
 #           r on every packet; the EE's counters (ran, drops by reason) are in the report
+#   anode-module  the same anode-fwd-node with `--module null`: the null service module (a
+#           WebAssembly packet processor at pre-routing whose filter matches every packet) installed
+#           and active, so every datagram passes through it (NetServ's module-layer comparison); the
+#           module's packet count is in the JSON report
 #   anode-node  the same node run by the real command, `anode node --config r.toml` (opt-in:
 #           FORWARDERS="kernel cfwd anode anode-node"; builds the `anode` binary)
 # for each packet size at full offered load and at fixed rates; prints a markdown table and writes
@@ -106,6 +110,11 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --capsule >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
+    anode-module)
+      dst=$R:$PORT
+      ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
+        --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
+      fpid=$!; pids+=("$fpid") ;;
     anode-node)
       dst=$R:$PORT
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
@@ -132,7 +141,7 @@ point() {
   offered=$(awk -v s="$sent" -v t="$bsecs" 'BEGIN{printf "%.0f", (t > 0 ? s / t : 0)}')
   loss=$(awk -v s="$sent" -v r="$rcvd" 'BEGIN{printf "%.4f", (s > 0 ? (s - r) / s * 100 : 100)}')
   local fwdinfo=null
-  if [[ $fwd == anode || $fwd == anode-capsule ]]; then
+  if [[ $fwd == anode || $fwd == anode-capsule || $fwd == anode-module ]]; then
     fwdinfo=$(grep '^{' "$tmp/fwd.out" | tail -n1 || true); fwdinfo=${fwdinfo:-null}
   elif [[ $fwd == anode-node ]]; then
     fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded.*/{"rx":\1,"tx":\2,"forwarded":\3}/p' "$tmp/fwd.out")

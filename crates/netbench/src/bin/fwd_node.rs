@@ -3,7 +3,10 @@
 //! JSON. The forwarder under test in `scripts/bench-netns.sh`. With `--capsule` the node also
 //! runs a capsule EE with `protocols::FORWARD` pre-installed (the blaster is not a node and
 //! cannot serve code), so capsules naming it run their code here on every packet; the EE's
-//! counters are added to the JSON as `capsule`.
+//! counters are added to the JSON as `capsule`. With `--module NAME` a built-in service
+//! module (`guest/modules/NAME`, e.g. `null`) is signed with a throwaway key the node trusts,
+//! installed and started, so every packet passes through it (NetServ's module-layer
+//! comparison); its report (state, packets it processed) is added as `module`.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -34,6 +37,49 @@ struct Args {
     /// Register a capsule EE with `protocols::FORWARD` pre-installed.
     #[arg(long)]
     capsule: bool,
+    /// Install and start this built-in service module (e.g. `null`: a packet processor at
+    /// pre-routing matching every packet).
+    #[arg(long, value_name = "NAME")]
+    module: Option<String>,
+}
+
+/// Installs and starts the built-in module `name` on `node`.
+fn install_module(node: &mut Node, name: &str) -> Result<(), BenchError> {
+    let err = |e: String| BenchError::io("module")(std::io::Error::other(e));
+    let mut pkg = anode_modules::builtin::package(name).ok_or_else(|| {
+        let names: Vec<&str> = anode_modules::builtin::BUILTIN
+            .iter()
+            .map(|(n, _, _)| *n)
+            .collect();
+        err(format!(
+            "no built-in module '{name}'; the built-in modules are: {}",
+            names.join(", ")
+        ))
+    })?;
+    let key = anode_modules::generate_key();
+    pkg.sign(&key);
+    let rt = anode_modules::ModRuntime::new(8).map_err(|e| err(e.to_string()))?;
+    let trust = anode_modules::Trust::new(vec![key.verifying_key()]);
+    anode_modules::attach(node, rt, trust);
+    let h = anode_modules::host(node).map_err(|e| err(e.to_string()))?;
+    h.install(pkg, &toml::Table::new())
+        .and_then(|_| h.start(name))
+        .map_err(|e| err(e.to_string()))?;
+    eprintln!("module {name} installed and active");
+    Ok(())
+}
+
+/// The module's report (`null` without a module).
+fn module_report(node: &mut Node, name: Option<&str>) -> serde_json::Value {
+    let Some(info) = name.and_then(|n| anode_modules::host(node).ok()?.info(n).ok()) else {
+        return serde_json::Value::Null;
+    };
+    serde_json::json!({
+        "name": info.name,
+        "state": info.state,
+        "packets": info.packets,
+        "last_error": info.last_error,
+    })
 }
 
 fn run(a: &Args) -> Result<(), BenchError> {
@@ -64,6 +110,9 @@ fn run(a: &Args) -> Result<(), BenchError> {
         eprintln!("capsule EE: protocols::FORWARD installed ({hex}...)");
         node.register_ee(Box::new(ee));
     }
+    if let Some(name) = &a.module {
+        install_module(&mut node, name)?;
+    }
     let mut cfg = DriverConfig::new(a.addr.socket_addr());
     cfg.batch = a.batch;
     let h = anode_io::spawn(node, cfg).map_err(BenchError::io(format!("driver on {}", a.addr)))?;
@@ -72,6 +121,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let stats = h.stats();
     let mut node = h.shutdown();
     let capsule = capsule_report(&mut node);
+    let module = module_report(&mut node, a.module.as_deref());
     let driver: serde_json::Map<String, serde_json::Value> = stats
         .fields()
         .into_iter()
@@ -91,6 +141,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
             "driver": driver,
             "rx_batch_avg": (batch_avg * 10.0).round() / 10.0,
             "capsule": capsule,
+            "module": module,
         })
     );
     Ok(())
