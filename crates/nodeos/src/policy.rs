@@ -153,6 +153,11 @@ impl PolicyStore {
         self.map.get(&principal.0)
     }
 
+    /// Every principal and its policy, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Policy)> {
+        self.map.iter()
+    }
+
     /// Parses a TOML table of policies, e.g. `[proto-a]\ncpu_share = 2`.
     pub fn from_toml(text: &str) -> Result<Self, String> {
         toml::from_str(text).map_err(|e| e.to_string())

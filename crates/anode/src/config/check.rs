@@ -73,6 +73,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let metrics = check_metrics(&cx, &raw)?;
     let code_cache = check_code_cache(&cx, path, &raw, address)?;
     let modules = super::modules::check(path, text, &raw.modules, &raw.module_list)?;
+    let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -83,6 +84,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         metrics,
         code_cache,
         modules,
+        nodeos,
     })
 }
 

@@ -30,6 +30,10 @@
 //! [modules]                    # service modules: see `modules.rs`
 //! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
 //! # [[module]] package = "FILE.amod" (or repo, name, version), start, [module.config]
+//!
+//! [nodeos]                     # the EEs under the NodeOS: see `nodeos.rs`
+//! # enabled = true, policy = "policies.toml", memory_bytes = 268435456,
+//! # terminate = true, cpu_percent = 50
 //! ```
 //!
 //! ## Contract
@@ -42,6 +46,7 @@
 mod check;
 mod locate;
 pub mod modules;
+pub mod nodeos;
 mod raw;
 
 use std::net::SocketAddr;
@@ -71,6 +76,8 @@ pub struct NodeFile {
     pub code_cache: PathBuf,
     /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
     pub modules: modules::ModulesConfig,
+    /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).
+    pub nodeos: nodeos::NodeOsFile,
 }
 
 /// A static route from the file.

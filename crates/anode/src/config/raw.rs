@@ -28,6 +28,8 @@ pub(super) struct RawFile {
     pub modules: super::modules::RawModules,
     #[serde(default, rename = "module")]
     pub module_list: Vec<super::modules::RawModule>,
+    #[serde(default)]
+    pub nodeos: super::nodeos::RawNodeOs,
 }
 
 /// `[node]`.

@@ -1,0 +1,441 @@
+//! `[nodeos]`: how the node's execution environments run under the NodeOS layer
+//! (`anode-nodeos`): domains per protocol, deficit round robin over them, memory bounds,
+//! termination of hostile domains.
+//!
+//! ```toml
+//! [nodeos]
+//! # enabled = true            # false: the EEs run bare (no domains, nothing enforced)
+//! # policy = "policies.toml"  # principal policies (relative to this file); see below
+//! # memory_bytes = 268435456  # total memory of all domains of both EEs (256 MiB)
+//! # terminate = true          # false: hostile domains are only throttled
+//! # cpu_percent = 50          # CPU each EE may use, % of one core
+//! ```
+//!
+//! The policy file is TOML, one table per principal (`anode_nodeos::PolicyStore`):
+//! `[capsule]` and `[plan]` are the EEs' own domains (their `memory_bytes` together must fit
+//! in `[nodeos] memory_bytes`; by default the capsule EE gets 3/4, PLAN 1/4);
+//! `["capsule/<sha256 hex of the code>"]` is one capsule protocol and `["capsule/*"]` every
+//! capsule protocol without a table of its own; `["plan/<source address>"]` and `["plan/*"]`
+//! the same for PLAN packets by source node. A protocol's policy must fit within its EE's.
+//!
+//! Contract: [`check`] returns settings that build guards without error, or a problem placed
+//! at the `[nodeos]` key at fault; a policy file's own errors are named with the policy
+//! file's path, line and column inside the message.
+
+use std::path::{Path, PathBuf};
+
+use anode_nodeos::{Policy, PolicyStore, Principal};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::check::Problem;
+use super::locate::{Pos, key_pos, pos_of, section_pos};
+
+/// The capsule EE's own principal.
+pub const CAPSULE_EE: &str = "capsule";
+/// The PLAN EE's own principal.
+pub const PLAN_EE: &str = "plan";
+/// The policy of capsule protocols without one of their own.
+pub const CAPSULE_DEFAULT: &str = "capsule/*";
+/// The policy of PLAN sources without one of their own.
+pub const PLAN_DEFAULT: &str = "plan/*";
+
+/// Smallest total memory bound (enough for a few protocols' code).
+const MIN_MEMORY: u64 = 4 << 20;
+/// Default total memory bound.
+const DEFAULT_MEMORY: u64 = 256 << 20;
+/// Child domains an EE's default policy allows (protocols / sources at once).
+const DEFAULT_CHILDREN: u32 = 4096;
+
+/// `[nodeos]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNodeOs {
+    pub enabled: Option<bool>,
+    pub policy: Option<Spanned<String>>,
+    pub memory_bytes: Option<Spanned<u64>>,
+    pub terminate: Option<bool>,
+    pub cpu_percent: Option<Spanned<u32>>,
+}
+
+/// The checked `[nodeos]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeOsFile {
+    /// Whether the EEs run under the NodeOS.
+    pub enabled: bool,
+    /// The policy file, if one is given.
+    pub policy_file: Option<PathBuf>,
+    /// Every principal's policy, the EEs' own and the protocol defaults filled in.
+    pub policies: PolicyStore,
+    /// Total memory of all domains, bytes.
+    pub memory_bytes: u64,
+    /// Whether hostile domains are terminated (else only throttled).
+    pub terminate: bool,
+    /// CPU capacity of each EE, ns per second.
+    pub cpu_ns_per_sec: u64,
+}
+
+impl NodeOsFile {
+    /// The policy of `principal` (every principal [`check`] returns has one).
+    pub fn policy(&self, principal: &str) -> Policy {
+        self.policies
+            .get(&Principal(principal.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl Default for NodeOsFile {
+    fn default() -> Self {
+        let mut policies = PolicyStore::new();
+        fill_defaults(&mut policies, DEFAULT_MEMORY);
+        NodeOsFile {
+            enabled: true,
+            policy_file: None,
+            policies,
+            memory_bytes: DEFAULT_MEMORY,
+            terminate: true,
+            cpu_ns_per_sec: 500_000_000,
+        }
+    }
+}
+
+/// An EE's own policy when the file has none: `memory` bytes, many children, any channel.
+fn ee_policy(memory: u64) -> Policy {
+    Policy {
+        cpu_share: 1024,
+        memory_bytes: memory,
+        soft_state_bytes: memory,
+        code_bytes: memory,
+        channel_bandwidth: u64::MAX,
+        max_children: DEFAULT_CHILDREN,
+        max_channels: 1024,
+        channels: vec!["*".into()],
+    }
+}
+
+fn fill_defaults(p: &mut PolicyStore, total: u64) {
+    let capsule = total / 4 * 3;
+    for (name, pol) in [
+        (CAPSULE_EE, ee_policy(capsule)),
+        (PLAN_EE, ee_policy(total - capsule)),
+        (CAPSULE_DEFAULT, Policy::default()),
+        (PLAN_DEFAULT, Policy::default()),
+    ] {
+        if p.get(&Principal(name.into())).is_none() {
+            p.insert(name, pol);
+        }
+    }
+}
+
+/// Where `principal`'s table header is in a policy file, if written.
+fn table_pos(text: &str, principal: &str) -> Pos {
+    section_pos(text, principal)
+        .or_else(|| section_pos(text, &format!("\"{principal}\"")))
+        .unwrap_or(Pos { line: 1, col: 1 })
+}
+
+/// Checks `[nodeos]` of the node file at `path` (text `text`).
+pub(super) fn check(path: &Path, text: &str, raw: &RawNodeOs) -> Result<NodeOsFile, Problem> {
+    let at = |s: usize, what: String, fix: &str| Problem {
+        pos: pos_of(text, s),
+        what,
+        fix: fix.to_string(),
+    };
+    let memory_bytes = match &raw.memory_bytes {
+        Some(m) if *m.get_ref() < MIN_MEMORY => {
+            return Err(at(
+                m.span().start,
+                format!(
+                    "[nodeos] memory_bytes {} is below the smallest bound, {MIN_MEMORY}",
+                    m.get_ref()
+                ),
+                "give at least 4194304 (4 MiB), or leave memory_bytes out for 256 MiB",
+            ));
+        }
+        Some(m) => *m.get_ref(),
+        None => DEFAULT_MEMORY,
+    };
+    let cpu_ns_per_sec = match &raw.cpu_percent {
+        Some(c) if !(1..=100).contains(c.get_ref()) => {
+            return Err(at(
+                c.span().start,
+                format!("[nodeos] cpu_percent {} is outside 1..=100", c.get_ref()),
+                "give the share of one core each EE may use, e.g. cpu_percent = 50",
+            ));
+        }
+        Some(c) => u64::from(*c.get_ref()) * 10_000_000,
+        None => 500_000_000,
+    };
+    let (policy_file, ptext, mut policies) = match &raw.policy {
+        None => (None, String::new(), PolicyStore::new()),
+        Some(p) => {
+            let file = resolve(path, p.get_ref());
+            let (ptext, store) =
+                read_policies(&file).map_err(|(what, fix)| at(p.span().start, what, &fix))?;
+            (Some(file), ptext, store)
+        }
+    };
+    let written: Vec<String> = policies.iter().map(|(n, _)| n.clone()).collect();
+    fill_defaults(&mut policies, memory_bytes);
+    check_principals(policy_file.as_deref(), &ptext, &written, &policies).map_err(
+        |(what, fix)| {
+            let s = raw.policy.as_ref().map_or(0, |p| p.span().start);
+            at(s, what, &fix)
+        },
+    )?;
+    check_shares(&policies, memory_bytes, policy_file.as_deref()).map_err(|(what, fix)| {
+        let pos = raw
+            .memory_bytes
+            .as_ref()
+            .map(|m| pos_of(text, m.span().start))
+            .or_else(|| raw.policy.as_ref().map(|p| pos_of(text, p.span().start)))
+            .or_else(|| key_pos(text, "nodeos", "memory_bytes"))
+            .unwrap_or(Pos { line: 1, col: 1 });
+        Problem { pos, what, fix }
+    })?;
+    Ok(NodeOsFile {
+        enabled: raw.enabled.unwrap_or(true),
+        policy_file,
+        policies,
+        memory_bytes,
+        terminate: raw.terminate.unwrap_or(true),
+        cpu_ns_per_sec,
+    })
+}
+
+fn resolve(path: &Path, given: &str) -> PathBuf {
+    let p = Path::new(given.trim());
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        path.parent().unwrap_or(Path::new(".")).join(p)
+    }
+}
+
+type Why = (String, String);
+
+fn read_policies(file: &Path) -> Result<(String, PolicyStore), Why> {
+    let ptext = std::fs::read_to_string(file).map_err(|e| {
+        (
+            format!("cannot read the policy file {} ({e})", file.display()),
+            "check the path (relative paths start at this config file's directory), or remove policy to use the defaults".to_string(),
+        )
+    })?;
+    let store: PolicyStore = toml::from_str(&ptext).map_err(|e| {
+        let pos = pos_of(&ptext, e.span().map_or(0, |s| s.start));
+        (
+            format!(
+                "policy file {}:{}:{}: {}",
+                file.display(),
+                pos.line,
+                pos.col,
+                e.message().trim().replace('\n', " ")
+            ),
+            "write one [principal] table per principal with the keys cpu_share, memory_bytes, soft_state_bytes, code_bytes, channel_bandwidth, max_children, max_channels, channels".to_string(),
+        )
+    })?;
+    Ok((ptext, store))
+}
+
+/// Every principal is an EE or a protocol of one, and fits within its EE's policy.
+/// `written`: the principals the policy file names (the others are defaults).
+fn check_principals(
+    file: Option<&Path>,
+    ptext: &str,
+    written: &[String],
+    store: &PolicyStore,
+) -> Result<(), Why> {
+    for (name, pol) in store.iter() {
+        let here = |what: String, fix: &str| match file.filter(|_| written.contains(name)) {
+            Some(f) => {
+                let pos = table_pos(ptext, name);
+                (
+                    format!(
+                        "policy file {}:{}:{}: {what}",
+                        f.display(),
+                        pos.line,
+                        pos.col
+                    ),
+                    fix.to_string(),
+                )
+            }
+            None => (
+                format!("the default policy of {name:?}: {what}"),
+                format!("{fix}; or write a [\"{name}\"] table in the policy file"),
+            ),
+        };
+        let ee = match name.split_once('/') {
+            None if name == CAPSULE_EE || name == PLAN_EE => {
+                if pol.max_children == 0 {
+                    return Err(here(
+                        format!("[{name}] allows no child domains, so no protocol could run"),
+                        "set max_children to the number of protocols (or sources) it may run at once, e.g. 4096",
+                    ));
+                }
+                continue;
+            }
+            Some((ee, rest)) if (ee == CAPSULE_EE || ee == PLAN_EE) && !rest.is_empty() => ee,
+            _ => {
+                return Err(here(
+                    format!("principal {name:?} is neither an EE nor one of its protocols"),
+                    "name the EEs \"capsule\" and \"plan\", capsule protocols \"capsule/<sha256 hex>\" (or \"capsule/*\"), PLAN sources \"plan/<address>\" (or \"plan/*\")",
+                ));
+            }
+        };
+        let parent = store
+            .get(&Principal(ee.to_string()))
+            .cloned()
+            .unwrap_or_default();
+        if let Err(e) = pol.within(&parent) {
+            return Err(here(
+                format!("[\"{name}\"] asks for more than the {ee} EE has: {e}"),
+                &format!("lower it, or raise the [{ee}] table's limits"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The EEs' own memory fits the node's total.
+fn check_shares(p: &PolicyStore, total: u64, file: Option<&Path>) -> Result<(), Why> {
+    let mem = |n: &str| p.get(&Principal(n.into())).map_or(0, |x| x.memory_bytes);
+    let (c, pl) = (mem(CAPSULE_EE), mem(PLAN_EE));
+    if c.saturating_add(pl) > total {
+        let src = file.map_or("the defaults".to_string(), |f| f.display().to_string());
+        return Err((
+            format!(
+                "the EEs' policies ({src}) give capsule {c} and plan {pl} bytes, more than [nodeos] memory_bytes {total} together"
+            ),
+            "raise [nodeos] memory_bytes, or lower memory_bytes in the policy file's [capsule] and [plan] tables".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ConfigFileError, parse};
+    use super::*;
+
+    const NODE: &str = "[node]\naddress = \"127.0.0.1:4001\"\n";
+
+    fn dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("anode-cfg-nodeos-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn err(path: &Path, text: &str) -> (usize, String) {
+        match parse(path, text) {
+            Ok(f) => panic!("accepted: {f:?}"),
+            Err(e @ ConfigFileError::Invalid { line, .. }) => (line, e.to_string()),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_split_the_memory_and_fill_protocol_policies() {
+        let f = parse(Path::new("n.toml"), NODE).unwrap();
+        let n = &f.nodeos;
+        assert!(n.enabled && n.terminate);
+        assert_eq!(n.memory_bytes, 256 << 20);
+        assert_eq!(
+            n.policy(CAPSULE_EE).memory_bytes + n.policy(PLAN_EE).memory_bytes,
+            256 << 20
+        );
+        assert_eq!(n.policy(CAPSULE_DEFAULT), Policy::default());
+        let t = format!(
+            "{NODE}[nodeos]\nenabled = false\nterminate = false\nmemory_bytes = 8388608\ncpu_percent = 20\n"
+        );
+        let n = parse(Path::new("n.toml"), &t).unwrap().nodeos;
+        assert!(!n.enabled && !n.terminate);
+        assert_eq!(n.memory_bytes, 8 << 20);
+        assert_eq!(n.cpu_ns_per_sec, 200_000_000);
+    }
+
+    #[test]
+    fn a_policy_file_sets_protocols_and_its_errors_name_its_line() {
+        let d = dir("file");
+        let node = d.join("n.toml");
+        std::fs::write(
+            d.join("p.toml"),
+            "[capsule]\nmemory_bytes = 1048576\nmax_children = 8\nchannels = [\"*\"]\n\n[\"capsule/*\"]\nmemory_bytes = 65536\ncpu_share = 1\n",
+        )
+        .unwrap();
+        let t = format!("{NODE}[nodeos]\npolicy = \"p.toml\"\n");
+        let n = parse(&node, &t).unwrap().nodeos;
+        assert_eq!(n.policy(CAPSULE_EE).max_children, 8);
+        assert_eq!(n.policy(CAPSULE_DEFAULT).memory_bytes, 65536);
+        assert_eq!(n.policy_file.as_deref(), Some(d.join("p.toml").as_path()));
+
+        // Syntax / unknown key in the policy file: its path, line and column.
+        std::fs::write(d.join("bad.toml"), "[capsule]\nmax_children = 8\ncpu = 3\n").unwrap();
+        let (line, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"bad.toml\"\n"));
+        assert_eq!(line, 4, "{msg}");
+        assert!(msg.contains("bad.toml:3:1"), "{msg}");
+        assert!(msg.contains("unknown field `cpu`"), "{msg}");
+
+        // A protocol asking for more than its EE.
+        std::fs::write(
+            d.join("big.toml"),
+            "[capsule]\nmemory_bytes = 1048576\nmax_children = 8\n\n[\"capsule/ab\"]\nmemory_bytes = 2097152\n",
+        )
+        .unwrap();
+        let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"big.toml\"\n"));
+        assert!(msg.contains("big.toml:5:1"), "{msg}");
+        assert!(
+            msg.contains("memory_bytes 2097152 > parent's 1048576"),
+            "{msg}"
+        );
+
+        // An unknown principal; an EE without children; a missing file.
+        std::fs::write(d.join("who.toml"), "[proto-a]\ncpu_share = 2\n").unwrap();
+        let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"who.toml\"\n"));
+        assert!(msg.contains("neither an EE"), "{msg}");
+        std::fs::write(d.join("none.toml"), "[plan]\nmax_children = 0\n").unwrap();
+        let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"none.toml\"\n"));
+        assert!(msg.contains("no child domains"), "{msg}");
+        let (line, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"nope.toml\"\n"));
+        assert_eq!(line, 4);
+        assert!(msg.contains("cannot read the policy file"), "{msg}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn bad_values_are_placed() {
+        let (line, msg) = err(
+            Path::new("n.toml"),
+            &format!("{NODE}[nodeos]\nmemory_bytes = 1000\n"),
+        );
+        assert_eq!(line, 4);
+        assert!(msg.contains("below the smallest bound"), "{msg}");
+        let (line, msg) = err(
+            Path::new("n.toml"),
+            &format!("{NODE}[nodeos]\ncpu_percent = 0\n"),
+        );
+        assert_eq!(line, 4);
+        assert!(msg.contains("outside 1..=100"), "{msg}");
+        let (line, msg) = err(
+            Path::new("n.toml"),
+            &format!("{NODE}[nodeos]\nterminat = true\n"),
+        );
+        assert_eq!(line, 4);
+        assert!(msg.contains("unknown field"), "{msg}");
+        // The EEs' shares must fit the total.
+        let d = dir("shares");
+        std::fs::write(
+            d.join("p.toml"),
+            "[capsule]\nmemory_bytes = 8388608\nmax_children = 8\n",
+        )
+        .unwrap();
+        let (line, msg) = err(
+            &d.join("n.toml"),
+            &format!("{NODE}[nodeos]\npolicy = \"p.toml\"\nmemory_bytes = 8388608\n"),
+        );
+        assert_eq!(line, 5, "{msg}");
+        assert!(msg.contains("more than [nodeos] memory_bytes"), "{msg}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
