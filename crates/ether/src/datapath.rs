@@ -256,6 +256,36 @@ impl DataPath {
             .spawn(move || self.run())
     }
 
+    /// Reads and clears a pending socket error (`POLLERR`, e.g. `ENETDOWN` after the
+    /// interface went down), which would otherwise make every `poll` return at once and the
+    /// loop spin. The error is counted; the ring stays mapped and works again once the
+    /// interface is up.
+    fn clear_errors(&mut self, pfds: &mut [libc::pollfd]) {
+        for (p, l) in pfds.iter_mut().zip(self.links.iter_mut()) {
+            if p.revents & libc::POLLERR != 0 {
+                let mut err: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: SO_ERROR writes one c_int into `err`, whose size `len` gives.
+                unsafe {
+                    libc::getsockopt(
+                        p.fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_ERROR,
+                        (&mut err as *mut libc::c_int).cast(),
+                        &mut len,
+                    )
+                };
+                l.stats.sock_errors += 1;
+                tracing::debug!(
+                    "{}: socket error {}",
+                    l.name,
+                    std::io::Error::from_raw_os_error(err)
+                );
+            }
+            p.revents = 0;
+        }
+    }
+
     /// Runs the loop on this thread until the stop flag is set.
     pub fn run(mut self) -> Stopped {
         let n = self.links.len();
@@ -372,7 +402,10 @@ impl DataPath {
                     }
                 }
                 // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
-                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+                let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+                if r > 0 {
+                    self.clear_errors(&mut pfds);
+                }
             }
         }
         for l in self.links.iter_mut() {

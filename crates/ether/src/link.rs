@@ -37,6 +37,9 @@ pub struct LinkStats {
     pub ring_packets: u64,
     /// Frames the kernel dropped because the receive ring was full (`tp_drops`).
     pub ring_drops: u64,
+    /// Socket errors reported by `poll` and cleared (e.g. `ENETDOWN` when the interface
+    /// went down; the socket keeps working once it is up again).
+    pub sock_errors: u64,
 }
 
 /// An Ethernet interface owned through AF_PACKET.
