@@ -38,8 +38,16 @@
 //! count = 50               # ... this many times, default 50
 //! ```
 //!
-//! The node's neighbor changes, routing-table changes and datagrams delivered to it are
-//! printed on stderr (`anode router: node ...`).
+//! More `[node]` keys: `advertise_ms` (default 1000; 0 turns it off) is the interval of the
+//! prefix exchange: the node advertises the router's connected prefixes (and its static
+//! routes with `advertise_static = true`) to every node it has a route to, and the prefixes
+//! other routers advertise are installed as learned routes through the distance-vector next
+//! hop (see `router/prefixes.rs` and `anode_ip::learn`); `[node.routing]` sets the
+//! distance-vector timers (`hello_interval_ms`, `dead_interval_ms`, ... as in `anode node`).
+//!
+//! The node's neighbor changes, routing-table changes, learned IP routes and datagrams
+//! delivered to it are printed on stderr (`anode router: node ...`,
+//! `anode router: learned routes: ...`).
 //!
 //! The interfaces should carry no kernel IP addresses (anode owns the addresses; otherwise
 //! the kernel would answer ARP and ping too) and IPv6 should be disabled on them in the
@@ -51,6 +59,7 @@ use std::time::{Duration, Instant};
 
 use anode_core::{Event, LinkConfig, LinkId, Node, NodeConfig};
 use anode_ether::{DataPath, EtherLink, Hooks, RingConfig, RingVersion};
+use anode_ip::learn::PrefixAd;
 use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
 use anode_ip::{
     ANEP_UDP_PORT, ETHERTYPE_ANEP, Filter, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter,
@@ -61,6 +70,10 @@ use serde::Deserialize;
 
 use super::CmdResult;
 use crate::signals;
+
+mod prefixes;
+
+use prefixes::PrefixExchange;
 
 /// Arguments of `anode router`.
 #[derive(Debug, clap::Args)]
@@ -141,6 +154,15 @@ struct NodeSection {
     links: Vec<NodeLinkSection>,
     #[serde(default, rename = "send")]
     sends: Vec<NodeSendSection>,
+    #[serde(default = "default_advertise_ms")]
+    advertise_ms: u64,
+    #[serde(default)]
+    advertise_static: bool,
+    routing: Option<anode_core::RoutingConfig>,
+}
+
+fn default_advertise_ms() -> u64 {
+    1000
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -194,6 +216,7 @@ struct NodeHooks {
     unmatched: u64,
     sends: Vec<Send>,
     route_changes: u64,
+    prefixes: Option<PrefixExchange>,
 }
 
 impl NodeHooks {
@@ -229,6 +252,11 @@ impl NodeHooks {
                 Event::NeighborDown { link, addr } => {
                     eprintln!("anode router: node neighbor down {addr} on {link}");
                 }
+                Event::Delivered(d) if PrefixExchange::is_ad_port(d.port) => {
+                    if let Some(p) = self.prefixes.as_mut() {
+                        p.receive(now, d.src, d.payload());
+                    }
+                }
                 Event::Delivered(d) => eprintln!(
                     "anode router: node delivered {} bytes from {} to port {}: {}",
                     d.payload().len(),
@@ -242,6 +270,9 @@ impl NodeHooks {
         let changes = self.node.route_changes();
         if changes != self.route_changes {
             self.route_changes = changes;
+            if let Some(p) = self.prefixes.as_mut() {
+                p.routes_changed(now);
+            }
             let routes: Vec<String> = self
                 .node
                 .routes()
@@ -346,8 +377,15 @@ impl Hooks for NodeHooks {
             self.node.handle_timeout(now);
         }
         let send = self.send_due(now);
+        let ads = self
+            .prefixes
+            .as_mut()
+            .map(|p| p.poll(now, &mut self.node, router));
         self.flush(now, router);
-        [self.node.poll_timeout(), send].into_iter().flatten().min()
+        [self.node.poll_timeout(), send, ads]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -384,6 +422,7 @@ pub fn run(a: Args) -> CmdResult {
         block_nr: a.block_nr.max(1),
     };
     let mut links = Vec::new();
+    let mut own = PrefixAd::default();
     for i in &cfg.interfaces {
         let link = EtherLink::open(&i.name, ring).map_err(|e| e.to_string())?;
         let ipv4 = i
@@ -402,6 +441,13 @@ pub fn run(a: Args) -> CmdResult {
                     .map_err(|e| format!("interface {}: {e}", i.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        own.addrs.extend(ipv4.iter().map(|c| IpCidr::V4(*c)));
+        own.addrs.extend(ipv6.iter().map(|c| IpCidr::V6(*c)));
+        own.prefixes.extend(
+            ipv4.iter()
+                .map(|c| (IpCidr::V4(c.network()), 0))
+                .chain(ipv6.iter().map(|c| (IpCidr::V6(c.network()), 0))),
+        );
         let mac = match &i.mac {
             Some(m) => parse_mac(m)?,
             None => link.mac,
@@ -425,12 +471,36 @@ pub fn run(a: Args) -> CmdResult {
         router
             .add_route(prefix, r.via, r.metric, RouteOrigin::Static)
             .map_err(|e| e.to_string())?;
+        if cfg.node.as_ref().is_some_and(|n| n.advertise_static) {
+            own.prefixes.push((prefix.network(), r.metric));
+        }
     }
     let now = Instant::now();
     let hooks: Box<dyn Hooks> = match &cfg.node {
         None => Box::new(anode_ether::NoHooks),
         Some(n) => {
-            let mut node = Node::new(NodeConfig::new(n.address), now).map_err(|e| e.to_string())?;
+            let mut nc = NodeConfig::new(n.address);
+            if let Some(r) = n.routing {
+                r.validate().map_err(|e| format!("[node.routing]: {e}"))?;
+                nc.routing = r;
+            }
+            let mut node = Node::new(nc, now).map_err(|e| e.to_string())?;
+            let prefixes = if n.advertise_ms == 0 {
+                None
+            } else {
+                own.to_bytes().map_err(|e| {
+                    format!(
+                        "{}: {e}: advertise fewer addresses and prefixes, or set \
+                         [node] advertise_ms = 0 to turn the prefix exchange off",
+                        a.config.display()
+                    )
+                })?;
+                Some(PrefixExchange::new(
+                    own.clone(),
+                    Duration::from_millis(n.advertise_ms),
+                    now,
+                ))
+            };
             let mut carriers = Vec::new();
             for l in &n.links {
                 let carrier = match (&l.interface, &l.mac) {
@@ -480,6 +550,7 @@ pub fn run(a: Args) -> CmdResult {
                     })
                     .collect(),
                 route_changes: 0,
+                prefixes,
             })
         }
     };
@@ -525,6 +596,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
                     "rx_truncated": s.rx_truncated, "tx_frames": s.tx_frames,
                     "tx_calls": s.tx_calls, "tx_dropped": s.tx_dropped,
                     "ring_packets": s.ring_packets, "ring_drops": s.ring_drops,
+                    "sock_errors": s.sock_errors,
                 }),
             );
         }
@@ -538,7 +610,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
         println!("  {:<28} {}", "csum_fixed", st.csum_fixed);
         for (name, s) in &st.links {
             println!(
-                "  link {name}: rx {} frames in {} batches ({} truncated), tx {} frames in {} calls ({} dropped), ring: kernel passed {} dropped {} (ring full)",
+                "  link {name}: rx {} frames in {} batches ({} truncated), tx {} frames in {} calls ({} dropped), ring: kernel passed {} dropped {} (ring full), socket errors {}",
                 s.rx_frames,
                 s.rx_blocks,
                 s.rx_truncated,
@@ -546,7 +618,8 @@ fn report(st: &anode_ether::Stopped, json: bool) {
                 s.tx_calls,
                 s.tx_dropped,
                 s.ring_packets,
-                s.ring_drops
+                s.ring_drops,
+                s.sock_errors
             );
         }
     }
