@@ -1,17 +1,41 @@
 //! The execution environments every anode node runs: PLAN (`anode_plan::ee::PlanEe`, Type ID
-//! `TYPE_PLAN`) and capsules (`anode_capsule::CapsuleEe`, Type ID `TYPE_CAPSULE`).
+//! `TYPE_PLAN`) and capsules (`anode_capsule::CapsuleEe`, Type ID `TYPE_CAPSULE`), each under
+//! the NodeOS layer (`anode_nodeos::guard::DomainGuard`) unless `[nodeos] enabled = false`.
 //!
-//! Contract: [`register`] puts both on a node or says why it could not (the capsule EE's
-//! runtime or disk cache failed to open); real nodes and emulated nodes use the same
-//! function, so they speak the same EEs. The emulator's nodes share one wasmtime runtime
-//! ([`emu_hook`]) and keep code in memory only, so every run starts with cold caches.
+//! Contract: [`register_with`] puts both on a node or says why it could not (the capsule EE's
+//! runtime or disk cache failed to open, or the NodeOS refused an EE's own policy); real nodes
+//! and emulated nodes use the same function, so they speak the same EEs. The emulator's
+//! nodes share one wasmtime runtime ([`emu_hook`]), keep code in memory only (every run
+//! starts with cold caches) and run under the NodeOS with the default settings, so
+//! `anode domains`-style reports exist there too.
+//!
+//! Under the NodeOS each EE has its own domain (principal `capsule` / `plan`) under the
+//! node's root, whose memory is the EE's policy share of `[nodeos] memory_bytes`; each
+//! capsule protocol (code hash) and each PLAN source node is a child domain
+//! (`capsule/<hex>`, `plan/<address>`). CPU: capsule fuel at 1 ns per unit, PLAN steps at
+//! 50 ns per step (rough calibrations: they weigh the two EEs' work against each other and
+//! against `[nodeos] cpu_percent`); the run-time limit of one call is the EE's own per-run
+//! budget (fuel, steps).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anode_capsule::{CapsuleConfig, CapsuleEe, Runtime, RuntimeConfig};
-use anode_core::Node;
+use anode_core::{ExecutionEnvironment, Node};
+use anode_nodeos::capsule::MeteredCapsule;
+use anode_nodeos::guard::{DomainGuard, GuardConfig, MeteredEe};
+use anode_nodeos::plan::MeteredPlan;
+use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig};
 use anode_plan::ee::PlanEe;
+
+use crate::config::nodeos::{CAPSULE_DEFAULT, CAPSULE_EE, NodeOsFile, PLAN_DEFAULT, PLAN_EE};
+
+/// Picoseconds per capsule fuel unit.
+const CAPSULE_PS_PER_FUEL: u64 = 1_000;
+/// Picoseconds per PLAN evaluation step.
+const PLAN_PS_PER_STEP: u64 = 50_000;
+/// Fuel units a completed capsule run is charged (the capsule EE does not report fuel used).
+const CAPSULE_RUN_ESTIMATE: u64 = 2_000;
 
 /// Why the EEs could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -19,33 +43,105 @@ pub enum EeSetupError {
     /// The wasmtime runtime or the capsule disk cache failed.
     #[error("cannot start the capsule execution environment: {0}")]
     Capsule(#[from] anode_capsule::CapsuleError),
+    /// The NodeOS refused to create an EE's own domain.
+    #[error("cannot put the {ee} EE under the NodeOS: {source}; check its [{ee}] policy")]
+    NodeOs {
+        /// The EE's principal.
+        ee: &'static str,
+        /// Why.
+        source: anode_nodeos::NodeOsError,
+    },
 }
 
-/// Registers the PLAN and capsule EEs on `node`. `cache_dir`: the capsule disk code cache
-/// (`None`: memory only); `rt`: a runtime to share (`None`: a new one).
+/// Registers the PLAN and capsule EEs on `node` under the NodeOS with default settings.
+/// `cache_dir`: the capsule disk code cache (`None`: memory only); `rt`: a runtime to share
+/// (`None`: a new one).
 pub fn register(
     node: &mut Node,
     cache_dir: Option<PathBuf>,
     rt: Option<Arc<Runtime>>,
 ) -> Result<(), EeSetupError> {
-    node.register_ee(Box::new(PlanEe::with_defaults()));
+    register_with(node, cache_dir, rt, &NodeOsFile::default())
+}
+
+/// [`register`] with the node file's `[nodeos]` settings.
+pub fn register_with(
+    node: &mut Node,
+    cache_dir: Option<PathBuf>,
+    rt: Option<Arc<Runtime>>,
+    nodeos: &NodeOsFile,
+) -> Result<(), EeSetupError> {
+    let plan = PlanEe::with_defaults();
+    let steps = plan.config().limits.steps;
     let cfg = CapsuleConfig {
         cache_dir,
         ..CapsuleConfig::default()
     };
-    let ee = match rt {
+    let fuel = cfg.fuel;
+    let capsule = match rt {
         Some(rt) => CapsuleEe::with_runtime(rt, cfg)?,
         None => CapsuleEe::new(cfg)?,
     };
-    node.register_ee(Box::new(ee));
+    if !nodeos.enabled {
+        node.register_ee(Box::new(plan));
+        node.register_ee(Box::new(capsule));
+        return Ok(());
+    }
+    node.register_ee(guarded(
+        MeteredPlan::new(plan),
+        nodeos,
+        (PLAN_EE, PLAN_DEFAULT),
+        CpuMeter::new(PLAN_PS_PER_STEP),
+        steps,
+    )?);
+    node.register_ee(guarded(
+        MeteredCapsule::new(capsule, fuel, CAPSULE_RUN_ESTIMATE),
+        nodeos,
+        (CAPSULE_EE, CAPSULE_DEFAULT),
+        CpuMeter::new(CAPSULE_PS_PER_FUEL),
+        fuel,
+    )?);
     Ok(())
 }
 
-/// The capsule EE of `node`, if it has one.
+/// `inner` under a guard with its own NodeOS: the EE's domain gets its policy share of the
+/// node's memory; `budget` units (fuel, steps) are its run-time limit per call.
+fn guarded<E: MeteredEe + 'static>(
+    inner: E,
+    s: &NodeOsFile,
+    (ee, protocols): (&'static str, &str),
+    meter: CpuMeter,
+    budget: u64,
+) -> Result<Box<dyn ExecutionEnvironment>, EeSetupError> {
+    let os = NodeOs::new(NodeOsConfig {
+        node_memory_bytes: s.policy(ee).memory_bytes.min(s.memory_bytes),
+        policies: s.policies.clone(),
+        ..NodeOsConfig::default()
+    });
+    let slice = meter.to_ns(budget);
+    let gc = GuardConfig {
+        ee_principal: ee.into(),
+        protocol_policy: s.policy(protocols),
+        cpu_ns_per_sec: s.cpu_ns_per_sec,
+        max_burst_ns: slice.saturating_mul(2).max(5_000_000),
+        max_slice_ns: slice,
+        meter,
+        terminate: s.terminate,
+        ..GuardConfig::default()
+    };
+    let g =
+        DomainGuard::new(inner, os, gc).map_err(|source| EeSetupError::NodeOs { ee, source })?;
+    Ok(Box::new(g))
+}
+
+/// The capsule EE of `node`, if it has one (bare or under the NodeOS).
 pub fn capsule_ee(node: &mut Node) -> Option<&mut CapsuleEe> {
-    node.ee_mut(anode_wire::anep::TYPE_CAPSULE)?
-        .as_any_mut()
-        .downcast_mut::<CapsuleEe>()
+    let any = node.ee_mut(anode_wire::anep::TYPE_CAPSULE)?.as_any_mut();
+    if any.is::<CapsuleEe>() {
+        return any.downcast_mut::<CapsuleEe>();
+    }
+    any.downcast_mut::<DomainGuard<MeteredCapsule>>()
+        .map(|g| g.inner_mut().inner_mut())
 }
 
 /// Adds a node hook to `registry` that registers both EEs on every emulated node (sharing
@@ -61,4 +157,51 @@ pub fn emu_hook(registry: &mut anode_emu::Registry) -> Result<(), EeSetupError> 
         }
     }));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use anode_core::NodeConfig;
+
+    use super::*;
+
+    fn node() -> Node {
+        Node::new(
+            NodeConfig::new("198.18.0.1:3322".parse().unwrap()),
+            Instant::now(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn guarded_by_default_and_the_capsule_ee_is_still_found() {
+        let mut n = node();
+        register(&mut n, None, None).unwrap();
+        let reports = n.domain_reports();
+        let names: Vec<&str> = reports.iter().map(|r| r.ee.as_str()).collect();
+        assert_eq!(names, ["plan+nodeos", "capsule+nodeos"]);
+        // Each EE's own domain, under the root, with its share of the default 256 MiB.
+        let total: u64 = reports.iter().map(|r| r.memory_limit).sum();
+        assert_eq!(total, 256 << 20);
+        assert!(reports.iter().all(|r| {
+            r.domains
+                .iter()
+                .any(|d| d.principal == "capsule" || d.principal == "plan")
+        }));
+        assert!(capsule_ee(&mut n).is_some());
+    }
+
+    #[test]
+    fn disabled_runs_bare() {
+        let mut n = node();
+        let off = NodeOsFile {
+            enabled: false,
+            ..NodeOsFile::default()
+        };
+        register_with(&mut n, None, None, &off).unwrap();
+        assert!(n.domain_reports().is_empty());
+        assert!(capsule_ee(&mut n).is_some());
+    }
 }

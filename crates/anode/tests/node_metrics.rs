@@ -35,8 +35,15 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         resp.contains("# TYPE anode_domain_cpu_ns_total counter"),
         "{resp}"
     );
-    // This node runs no EE that keeps domains: the op answers an empty list.
-    assert_eq!(n.json(&["domains"]), serde_json::json!([]));
+    // Both EEs run under the NodeOS by default: each reports its own domain.
+    let ees = n.json(&["domains"]);
+    let names: Vec<&str> = ees
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["ee"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["plan+nodeos", "capsule+nodeos"], "{ees}");
 }
 
 #[test]

@@ -173,13 +173,22 @@ fn build(file: &NodeFile) -> Result<Node, String> {
     for r in &file.routes {
         node.add_static_route(r.dest, r.via, r.metric, now);
     }
-    crate::ees::register(&mut node, Some(file.code_cache.clone()), None).map_err(|e| {
-        format!(
-            "{e} (capsule code cache {}; set [capsule] cache_dir in {})",
-            file.code_cache.display(),
-            file.path.display()
-        )
-    })?;
+    crate::ees::register_with(&mut node, Some(file.code_cache.clone()), None, &file.nodeos)
+        .map_err(|e| match e {
+            crate::ees::EeSetupError::Capsule(_) => format!(
+                "{e} (capsule code cache {}; set [capsule] cache_dir in {})",
+                file.code_cache.display(),
+                file.path.display()
+            ),
+            crate::ees::EeSetupError::NodeOs { .. } => format!(
+                "{e} ([nodeos] in {}, policy file {})",
+                file.path.display(),
+                file.nodeos
+                    .policy_file
+                    .as_ref()
+                    .map_or("none".into(), |p| p.display().to_string())
+            ),
+        })?;
     super::module_ops::setup_node(&mut node, file)?;
     Ok(node)
 }
@@ -213,6 +222,20 @@ fn print_summary(f: &NodeFile) {
         "EEs      PLAN, capsule (code cache {})",
         f.code_cache.display()
     );
+    let n = &f.nodeos;
+    if n.enabled {
+        println!(
+            "nodeos   domains per protocol; memory bound {} B; {}% CPU per EE; terminate {}; policy {}",
+            n.memory_bytes,
+            n.cpu_ns_per_sec / 10_000_000,
+            if n.terminate { "on" } else { "off" },
+            n.policy_file
+                .as_ref()
+                .map_or("defaults".into(), |p| p.display().to_string())
+        );
+    } else {
+        println!("nodeos   off (EEs run without domains)");
+    }
     for m in &f.modules.startup {
         println!(
             "module   {}{}",
