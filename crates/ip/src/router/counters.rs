@@ -138,6 +138,9 @@ pub struct Counters {
     pub queued_dropped: u64,
     /// Generated packets that could not be sent (no route, neighbor or transmit queue full).
     pub local_send_failed: u64,
+    /// Frames handed back with [`crate::IpRouter::reinject`] after a hook (each is also
+    /// counted in `rx_frames` and one outcome, like any frame handed in).
+    pub reinjected: u64,
     drops: [u64; DROP_REASONS],
 }
 
@@ -199,6 +202,7 @@ impl Counters {
             ("queued_released", self.queued_released),
             ("queued_dropped", self.queued_dropped),
             ("local_send_failed", self.local_send_failed),
+            ("reinjected", self.reinjected),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -123,6 +123,8 @@ pub struct IpRouter {
     pub(crate) pool: Vec<Vec<u8>>,
     pub(crate) counters: Counters,
     pub(crate) ident: u16,
+    /// Set only inside [`IpRouter::reinject`]: demux filters are not consulted.
+    pub(crate) skip_demux: bool,
 }
 
 /// A configuration the router cannot use.
@@ -182,6 +184,7 @@ impl IpRouter {
             pool: Vec::new(),
             counters: Counters::default(),
             ident: 1,
+            skip_demux: false,
         }
     }
 
@@ -427,6 +430,31 @@ impl IpRouter {
             EtherType::ARP => self.arp(now, ctx, frame),
             _ => self.drop(DropReason::UnknownEtherType),
         }
+    }
+
+    /// Hands back a frame a [`Filter::Demux`] diverted, once whoever took it (the
+    /// service-module hooks) let it go on, possibly modified (an IPv4 header checksum must
+    /// be valid again). It is handled like [`IpRouter::handle_frame`] with the demux filters
+    /// skipped (so it is not diverted twice); a frame to forward is rewritten and queued for
+    /// [`IpRouter::poll_transmit`] (it is owned, not in a ring: the general path). Counted in
+    /// `rx_frames` and one outcome like any frame handed in, and in `reinjected`.
+    pub fn reinject(&mut self, now: Instant, iface: IfaceId, mut frame: Vec<u8>) -> Verdict {
+        self.counters.reinjected += 1;
+        self.skip_demux = true;
+        let v = self.handle_frame(now, iface, &mut frame);
+        self.skip_demux = false;
+        if let Verdict::Forward {
+            iface: out,
+            start,
+            len,
+        } = v
+        {
+            frame.truncate(start.saturating_add(len));
+            frame.drain(..start.min(frame.len()));
+            // A full transmit queue is counted by push_tx.
+            let _ = self.push_tx(out, frame);
+        }
+        v
     }
 
     #[inline]

@@ -924,6 +924,65 @@ fn filters_divert() {
 }
 
 #[test]
+fn reinjected_frames_skip_the_demux_filter_and_are_forwarded() {
+    let mut r = router();
+    let now = Instant::now();
+    learn(&mut r, now);
+    let dm = r.add_filter(Filter::Demux {
+        ethertype: Some(EtherType::IPV4),
+        keys: vec![DemuxKey::exact(9, &[17])],
+    });
+    let mut f = eth(
+        R0,
+        S,
+        EtherType::IPV4,
+        &udp4("198.18.1.1", "198.18.2.2", 7777, 64, 20),
+    );
+    assert_eq!(
+        r.handle_frame(now, IfaceId(0), &mut f),
+        Verdict::Divert {
+            filter: dm,
+            l3_offset: 14
+        }
+    );
+    // The hook changed the TOS byte and fixed the header checksum, then let it go on.
+    f[14 + 1] = 0x20;
+    f[14 + 10..14 + 12].copy_from_slice(&[0, 0]);
+    let c = checksum::finish(checksum::sum(&f[14..34]));
+    f[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+    let v = r.reinject(now, IfaceId(0), f);
+    assert!(
+        matches!(
+            v,
+            Verdict::Forward {
+                iface: IfaceId(1),
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+    let tx = r.poll_transmit().expect("the forwarded frame is queued");
+    assert_eq!(tx.iface, IfaceId(1));
+    assert_eq!(&tx.frame[..6], &D.0, "rewritten for the next hop");
+    let p = Ipv4Packet::new_checked(&tx.frame[14..]).unwrap();
+    assert_eq!((p.ttl(), p.tos()), (63, 0x20));
+    assert!(p.verify_checksum());
+    // A hook that broke the checksum: dropped and counted, not forwarded.
+    let mut f = eth(
+        R0,
+        S,
+        EtherType::IPV4,
+        &udp4("198.18.1.1", "198.18.2.2", 7777, 64, 20),
+    );
+    f[14 + 1] = 0x20;
+    assert_eq!(r.reinject(now, IfaceId(0), f), Verdict::Consumed);
+    assert_eq!(r.counters().drops(DropReason::BadIpv4Checksum), 1);
+    assert_eq!(r.counters().reinjected, 2);
+    assert_eq!(r.counters().diverted, 1);
+    accounted(&r);
+}
+
+#[test]
 fn learned_routes() {
     let mut r = router();
     let now = Instant::now();

@@ -81,6 +81,7 @@ impl IpRouter {
             }
         }
         if self.filters.any_demux
+            && !self.skip_demux
             && let Some(filter) = self
                 .filters
                 .match_demux(EtherType::IPV4, frame.get(pkt_range.clone()).unwrap_or(&[]))

@@ -54,6 +54,7 @@ impl IpRouter {
             return self.drop(DropReason::BeyondScope);
         }
         if self.filters.any_demux
+            && !self.skip_demux
             && let Some(filter) = self
                 .filters
                 .match_demux(EtherType::IPV6, frame.get(pkt_range.clone()).unwrap_or(&[]))
