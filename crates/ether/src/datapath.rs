@@ -40,6 +40,11 @@ pub trait Hooks: Send {
     fn poll(&mut self, _now: Instant, _router: &mut IpRouter) -> Option<Instant> {
         None
     }
+
+    /// Lines for the exit report (what the hooks did), taken when the data path stops.
+    fn report(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Hooks that drop every diverted frame.
@@ -68,6 +73,8 @@ pub struct Stopped {
     pub links: Vec<(String, LinkStats)>,
     /// Frames whose transport checksum the driver completed (sender used checksum offload).
     pub csum_fixed: u64,
+    /// The hooks' exit report ([`Hooks::report`]).
+    pub hooks_report: Vec<String>,
 }
 
 struct TxBatch {
@@ -419,6 +426,7 @@ impl DataPath {
                 .collect(),
             router: self.router,
             csum_fixed,
+            hooks_report: self.hooks.report(),
         }
     }
 }
