@@ -12,6 +12,7 @@
 #   addresses on r0/r1 (anode owns them), kernel IPv6 disabled there.
 # MODE kernel: the kernel of <p>r forwards (the baseline), addresses on r0/r1 in the kernel.
 # ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode).
+# ANODE_ROUTER_EXTRA names a TOML file appended to the router's config (modules, filters).
 # The router's output goes to $STATE/router.log; its pid to $STATE/router.pid, where
 # STATE=${TMPDIR:-/tmp}/anode-netns-<p>.
 set -euo pipefail
@@ -85,6 +86,9 @@ name = "r1"
 ipv4 = ["198.18.2.1/24"]
 ipv6 = ["2001:2:0:2::1/64"]
 TOML
+        if [ -n "${ANODE_ROUTER_EXTRA:-}" ]; then
+            { echo; cat "$ANODE_ROUTER_EXTRA"; } >>"$state/router.toml"
+        fi
         # `ip netns exec` execs the router, so $! is the router's own pid.
         ip netns exec "${p}r" "$bin" router --config "$state/router.toml" ${ANODE_ROUTER_ARGS:-} \
             >"$state/router.log" 2>&1 &

@@ -71,8 +71,10 @@ use serde::Deserialize;
 use super::CmdResult;
 use crate::signals;
 
+mod modules;
 mod prefixes;
 
+use modules::{IpFilterSection, IpModules, ModuleSection, ModulesSection};
 use prefixes::PrefixExchange;
 
 /// Arguments of `anode router`.
@@ -112,6 +114,12 @@ struct FileConfig {
     #[serde(default, rename = "route")]
     routes: Vec<RouteSection>,
     node: Option<NodeSection>,
+    #[serde(default)]
+    modules: ModulesSection,
+    #[serde(default, rename = "module")]
+    module_list: Vec<ModuleSection>,
+    #[serde(default, rename = "ip_filter")]
+    ip_filters: Vec<IpFilterSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -389,6 +397,59 @@ impl Hooks for NodeHooks {
     }
 }
 
+/// Everything behind the router's filters: the local node and the service modules.
+struct RouterHooks {
+    node: Option<NodeHooks>,
+    modules: Option<IpModules>,
+}
+
+impl Hooks for RouterHooks {
+    fn divert(
+        &mut self,
+        now: Instant,
+        router: &mut IpRouter,
+        iface: IfaceId,
+        filter: FilterId,
+        frame: &[u8],
+        l3_offset: usize,
+    ) {
+        match (&mut self.modules, &mut self.node) {
+            (Some(m), _) if m.owns(filter) => m.divert(now, router, iface, frame, l3_offset),
+            (_, Some(n)) => n.divert(now, router, iface, filter, frame, l3_offset),
+            _ => {}
+        }
+    }
+
+    fn poll(&mut self, now: Instant, router: &mut IpRouter) -> Option<Instant> {
+        self.node.as_mut().and_then(|n| n.poll(now, router))
+    }
+
+    fn report(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(m) = &self.modules {
+            let c = m.counts();
+            v.push(format!(
+                "modules: {} packets diverted: {} continued, {} dropped, {} consumed, {} redirects dropped, {} emitted packets dropped, {} malformed",
+                c.seen,
+                c.continued,
+                c.dropped,
+                c.consumed,
+                c.redirect_dropped,
+                c.emits_dropped,
+                c.malformed
+            ));
+            v.extend(m.report().into_iter().map(|l| format!("module {l}")));
+        }
+        if let Some(n) = &self.node {
+            v.push(format!(
+                "node: {} diverted frames matched no node link",
+                n.unmatched
+            ));
+        }
+        v
+    }
+}
+
 fn parse_mac(s: &str) -> Result<MacAddr, String> {
     s.parse()
         .map_err(|e: anode_ip::wire::ethernet::MacParseError| e.to_string())
@@ -476,8 +537,15 @@ pub fn run(a: Args) -> CmdResult {
         }
     }
     let now = Instant::now();
-    let hooks: Box<dyn Hooks> = match &cfg.node {
-        None => Box::new(anode_ether::NoHooks),
+    let modules = IpModules::load(
+        &a.config,
+        &cfg.modules,
+        &cfg.module_list,
+        &cfg.ip_filters,
+        &mut router,
+    )?;
+    let node = match &cfg.node {
+        None => None,
         Some(n) => {
             let mut nc = NodeConfig::new(n.address);
             if let Some(r) = n.routing {
@@ -534,7 +602,7 @@ pub fn run(a: Args) -> CmdResult {
                 port: n.address.port(),
             });
             let ether_filter = router.add_filter(Filter::EtherType(ETHERTYPE_ANEP));
-            Box::new(NodeHooks {
+            Some(NodeHooks {
                 node,
                 carriers,
                 udp_filter,
@@ -553,6 +621,11 @@ pub fn run(a: Args) -> CmdResult {
                 prefixes,
             })
         }
+    };
+    let hooks: Box<dyn Hooks> = if node.is_none() && modules.is_none() {
+        Box::new(anode_ether::NoHooks)
+    } else {
+        Box::new(RouterHooks { node, modules })
     };
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let dp = DataPath::new(links, router, hooks);
@@ -587,6 +660,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
             m.insert(k, v.into());
         }
         m.insert("csum_fixed".into(), st.csum_fixed.into());
+        m.insert("hooks".into(), st.hooks_report.clone().into());
         let mut links = serde_json::Map::new();
         for (name, s) in &st.links {
             links.insert(
@@ -608,6 +682,9 @@ fn report(st: &anode_ether::Stopped, json: bool) {
             println!("  {k:<28} {v}");
         }
         println!("  {:<28} {}", "csum_fixed", st.csum_fixed);
+        for l in &st.hooks_report {
+            println!("  {l}");
+        }
         for (name, s) in &st.links {
             println!(
                 "  link {name}: rx {} frames in {} batches ({} truncated), tx {} frames in {} calls ({} dropped), ring: kernel passed {} dropped {} (ring full), socket errors {}",
