@@ -18,6 +18,7 @@ const PROTOCOLS: &[&str] = &[
     "multicast",
     "counter",
     "forward",
+    "portmap",
 ];
 
 fn main() {

@@ -14,6 +14,9 @@ pub static MULTICAST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/mu
 pub static COUNTER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/counter.wasm"));
 /// Forward at every hop, deliver at the destination (the EE's cost floor).
 pub static FORWARD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/forward.wasm"));
+/// Portmapper: service numbers to the application ports holding them (soft state); exports
+/// `portmap_lookup` for dependents.
+pub static PORTMAP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/portmap.wasm"));
 
 /// Every protocol by name.
 pub static ALL: &[(&str, &[u8])] = &[
@@ -23,4 +26,5 @@ pub static ALL: &[(&str, &[u8])] = &[
     ("multicast", MULTICAST),
     ("counter", COUNTER),
     ("forward", FORWARD),
+    ("portmap", PORTMAP),
 ];
