@@ -61,6 +61,7 @@
 
 mod datapath;
 mod link;
+pub mod pktgen;
 mod ring;
 mod sys;
 
