@@ -49,6 +49,12 @@
 //! AF_PACKET; the TPACKET_V3 + sendmmsg path is the portable one and is what the benchmarks
 //! measure.
 //!
+//! ## Traffic generator
+//! [`pktgen`] and the `anode-pktgen` binary write one pre-built UDP frame onto an interface
+//! through a send-only AF_PACKET socket (`sendmmsg`, or `PACKET_TX_RING` to compare the
+//! two), from several threads; `scripts/bench-router.sh` uses it so that the sender's own
+//! IP/UDP stack is out of the measurement.
+//!
 //! ## Contracts
 //! - One thread owns the router and all links; nothing is shared but the stop flag.
 //! - Every `unsafe` block has a `// SAFETY:` comment; ring offsets from the kernel are

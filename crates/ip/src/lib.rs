@@ -12,7 +12,13 @@
 //! NDP, ICMP to and from the router, options, fragmentation, unresolved next hops). Packets
 //! matching an installed [`Filter`] go to whoever installed it instead ([`Verdict::Divert`]):
 //! that is where ANEP over UDP port 3322 for the local anode node, ANEP directly over
-//! Ethernet (EtherType 0x88B5) and the service-module hooks plug in.
+//! Ethernet (EtherType 0x88B5) and the service-module hooks plug in ([`IpRouter::reinject`]
+//! takes a diverted frame back once a hook let it go on).
+//!
+//! Routes come from the interfaces (connected), configuration (static) and the
+//! distance-vector service of anode ([`learn`]: routers advertise their prefixes to the
+//! other anode nodes as [`learn::PrefixAd`] datagrams, and each installs `prefix -> the
+//! next-hop router's address` with the DV metric, withdrawn when the DV route dies).
 //!
 //! ## Contracts
 //! - No input bytes make anything here panic (`ip_frame` and `ip_router` fuzz targets,

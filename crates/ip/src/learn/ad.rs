@@ -107,7 +107,7 @@ fn cidr_bytes(c: &IpCidr) -> (u8, u8, [u8; 16]) {
 }
 
 impl PrefixAd {
-    /// Bytes [`PrefixAd::emit`] writes.
+    /// Bytes [`PrefixAd::to_bytes`] writes.
     pub fn buffer_len(&self) -> usize {
         HEADER + ENTRY * (self.addrs.len() + self.prefixes.len())
     }
