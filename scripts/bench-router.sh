@@ -9,10 +9,14 @@
 #     printed from its counters at the end of its mode;
 #   - the maximum loss-free rate (loss <= 0.1%), by bisection over paced rates;
 #   - ping RTT through the router (avg of 20 pings).
-# Traffic: the C `blast` / `recv` yardsticks from ../shared/baselines (built into a temp dir).
+# Traffic: GEN=pktgen (default): `anode-pktgen` (crates/ether) writes pre-built UDP frames
+# straight onto s0 through AF_PACKET from THREADS sender threads (TXMODE sendmmsg or txring),
+# so the sender spends nothing in its own IP/UDP stack; GEN=blast: the C `blast` UDP-socket
+# sender of ../shared/baselines. The receiver is always the C `recv` in d (counts datagrams).
 # Needs root. Tears everything down on exit, even on failure.
 # usage: bench-router.sh [SECS=3]
-#   env: ANODE_BIN, BISECT_STEPS=5, SIZES="64 1472", MODES="kernel anode", PINGS=20
+#   env: ANODE_BIN, PKTGEN_BIN, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
+#        SIZES="64 1472", MODES="kernel anode", PINGS=20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-3}
@@ -20,6 +24,9 @@ steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
 modes=${MODES:-kernel anode}
 pings=${PINGS:-20}
+gen=${GEN:-pktgen}
+threads=${THREADS:-2}
+txmode=${TXMODE:-sendmmsg}
 p=bench
 if [ "$(id -u)" != 0 ]; then echo "bench-router: needs root (network namespaces)" >&2; exit 1; fi
 tmp=$(mktemp -d)
@@ -33,6 +40,10 @@ if [ -z "${ANODE_BIN:-}" ]; then
     ANODE_BIN=${CARGO_TARGET_DIR:-target}/release/anode
 fi
 export ANODE_BIN
+if [ "$gen" = pktgen ] && [ -z "${PKTGEN_BIN:-}" ]; then
+    cargo build -q --release -p anode-ether --bin anode-pktgen
+    PKTGEN_BIN=${CARGO_TARGET_DIR:-target}/release/anode-pktgen
+fi
 ns() { ip netns exec "$@"; }
 
 # trial RATE SIZE -> "sent rcvd"
@@ -42,7 +53,13 @@ trial() {
     local rp=$!
     for _ in $(seq 50); do grep -q ready "$tmp/recv.out" 2>/dev/null && break; sleep 0.05; done
     local b
-    b=$(ns ${p}s "$tmp/blast" 198.18.2.2:9000 "$size" "$secs" "$rate" 2>&1 | tail -1)
+    if [ "$gen" = pktgen ]; then
+        b=$(ns ${p}s "$PKTGEN_BIN" --iface s0 --dst-mac "$rmac" --src 198.18.1.1 --dst 198.18.2.2 \
+            --dport 9000 --size "$size" --secs "$secs" --rate "$rate" --threads "$threads" \
+            --mode "$txmode" 2>&1 | tail -1)
+    else
+        b=$(ns ${p}s "$tmp/blast" 198.18.2.2:9000 "$size" "$secs" "$rate" 2>&1 | tail -1)
+    fi
     wait "$rp" || true
     local sent rcvd
     sent=$(echo "$b" | sed -n 's/.*sent=\([0-9]*\).*/\1/p')
@@ -71,6 +88,7 @@ for spec in $modes; do
         for kv in $(echo "${spec#*:}" | tr ',' ' '); do args="$args --${kv%%=*} ${kv#*=}"; done
     fi
     ANODE_ROUTER_ARGS=$args scripts/netns-router.sh up "$p" "$mode" >/dev/null
+    rmac=$(ns ${p}r cat /sys/class/net/r0/address)
     # Warm up ARP/NDP and measure RTT.
     ns ${p}s ping -c 3 -i 0.2 -W 1 -q 198.18.2.2 >/dev/null || true
     rtt=$(ns ${p}s ping -c "$pings" -i 0.05 -W 1 -q 198.18.2.2 | sed -n 's/.*= \([0-9.]*\)\/\([0-9.]*\)\/\([0-9.]*\)\/.*/\2 (min \1 max \3)/p' | tr ' ' '_')
@@ -104,6 +122,7 @@ for spec in $modes; do
 done
 
 echo
+echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
 echo "| router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
 echo "|---|---|---|---|---|---|---|"
 for r in "${results[@]}"; do

@@ -45,6 +45,10 @@
 //! hop (see `router/prefixes.rs` and `anode_ip::learn`); `[node.routing]` sets the
 //! distance-vector timers (`hello_interval_ms`, `dead_interval_ms`, ... as in `anode node`).
 //!
+//! With `[modules]`, `[[module]]` and `[[ip_filter]]`, IP packets matching a filter go
+//! through signed service modules (`router/modules.rs` has the format and the verdicts);
+//! the rest stay on the fast path. The exit report includes what the modules did.
+//!
 //! The node's neighbor changes, routing-table changes, learned IP routes and datagrams
 //! delivered to it are printed on stderr (`anode router: node ...`,
 //! `anode router: learned routes: ...`).
