@@ -228,6 +228,25 @@ impl PlanEe {
         Ok(())
     }
 
+    /// Registers the routing function `name`, or replaces it if it was registered before
+    /// (a routing-function module upgraded or started again).
+    pub fn set_route(&mut self, name: &str, f: Box<dyn RouteFn>) -> Result<(), RegistryError> {
+        match self.routes.service_id(name) {
+            Some(id) => {
+                self.routes.insert(name, id, f);
+                Ok(())
+            }
+            None => self.register_route(name, f),
+        }
+    }
+
+    /// Removes the routing function `name` (a routing-function module stopped or removed):
+    /// packets naming it are dropped as `unknown_route_fun` again and PLAN code calling it
+    /// gets `NoRoute`. Whether it was registered.
+    pub fn remove_route(&mut self, name: &str) -> bool {
+        self.routes.remove(name)
+    }
+
     fn drop(&mut self, ctx: &mut NodeContext<'_>, reason: &'static str) {
         *self.stats.drops.entry(reason).or_default() += 1;
         ctx.count_drop("plan", reason);

@@ -143,6 +143,22 @@ impl RouteRegistry {
         self.by_service.insert(service_id, name.to_string());
     }
 
+    /// Removes the routing function `name`; its PLAN service id stays known, so calling it
+    /// fails with `NoRoute` like any routing function not installed here. Whether it was there.
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        let before = self.by_name.len();
+        self.by_name.retain(|(n, _)| n != name);
+        self.by_name.len() != before
+    }
+
+    /// The PLAN service id `name` was registered under, if it ever was.
+    pub(crate) fn service_id(&self, name: &str) -> Option<u32> {
+        self.by_service
+            .iter()
+            .find(|(_, n)| n.as_str() == name)
+            .map(|(id, _)| *id)
+    }
+
     /// Whether `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
         self.by_name.iter().any(|(n, _)| n == name)
