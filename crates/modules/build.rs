@@ -17,6 +17,7 @@ const MODULES: &[&str] = &[
     "prio",
     "flowcount",
     "ratelimit",
+    "flowpin",
 ];
 
 fn main() {

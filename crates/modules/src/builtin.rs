@@ -23,7 +23,8 @@ builtin!(
     "drr",
     "prio",
     "flowcount",
-    "ratelimit"
+    "ratelimit",
+    "flowpin"
 );
 
 /// An unsigned package of the built-in module `name`.

@@ -157,6 +157,7 @@ impl Action for Install {
                         h.install(pkg, &toml::Table::new())?;
                     }
                     h.start(&module)?;
+                    crate::sync_routes(node)?;
                     let Some(peer) = peer else {
                         return Ok(format!("{module} active"));
                     };
@@ -228,7 +229,9 @@ impl Action for Remove {
                 if let Some(link) = peer.and_then(|p| node.link_by_peer(&p)) {
                     node.set_link_qdisc(link, None, now);
                 }
-                let r = crate::host(node).and_then(|h| h.remove(&module));
+                let r = crate::host(node)
+                    .and_then(|h| h.remove(&module))
+                    .and_then(|()| crate::sync_routes(node));
                 push(
                     &out,
                     match r {

@@ -165,6 +165,8 @@ pub struct ModuleHost {
     links: Vec<NodeAddr>,
     /// Faults and module log lines, most recent last (bounded).
     pub log: Vec<String>,
+    /// Routing functions registered with the PLAN EE: name -> (code SHA-256, fault slot).
+    pub(crate) routes_attached: BTreeMap<String, (String, crate::route::FaultSlot)>,
 }
 
 fn point_index(p: HookPoint) -> usize {
@@ -193,6 +195,7 @@ impl ModuleHost {
             active: Default::default(),
             links: Vec::new(),
             log: Vec::new(),
+            routes_attached: BTreeMap::new(),
         }
     }
 
@@ -410,8 +413,9 @@ impl ModuleHost {
             self.start_depth(&p, depth + 1)?;
         }
         let e = self.entry(name)?;
-        if e.pkg.manifest.kind == Kind::Qdisc {
-            // A queue discipline is instantiated per link when attached (`attach_qdisc`).
+        if matches!(e.pkg.manifest.kind, Kind::Qdisc | Kind::RoutingFunction) {
+            // A queue discipline is instantiated per link when attached (`attach_qdisc`), a
+            // routing function once, by the PLAN EE it routes for (`sync_routes`).
             self.entry_mut(name)?.state = State::Active;
             return Ok(());
         }
@@ -547,6 +551,8 @@ impl ModuleHost {
         } else {
             None
         };
+        // A routing function gets a new instance in the PLAN EE at the next `sync_routes`.
+        self.routes_attached.remove(&name);
         let e = self.entry_mut(&name)?;
         e.pkg = pkg;
         e.code = code;
@@ -638,6 +644,37 @@ impl ModuleHost {
             .rt
             .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
         Ok((Box::new(inst), usize::try_from(limit).unwrap_or(64)))
+    }
+
+    /// The active routing-function modules: (name, code SHA-256).
+    pub(crate) fn active_routes(&self) -> Vec<(String, String)> {
+        self.modules
+            .iter()
+            .filter(|(_, e)| {
+                e.state == State::Active && e.pkg.manifest.kind == Kind::RoutingFunction
+            })
+            .map(|(n, e)| (n.clone(), e.pkg.code_hash()))
+            .collect()
+    }
+
+    /// A fresh instance of an active routing-function module.
+    pub(crate) fn route_instance(&mut self, name: &str) -> Result<Box<Instance>, ModuleError> {
+        let e = self.entry(name)?;
+        if e.pkg.manifest.kind != Kind::RoutingFunction || e.state != State::Active {
+            return Err(ModuleError::State {
+                name: name.to_string(),
+                reason: "not an active routing function".into(),
+            });
+        }
+        let inst = self
+            .rt
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+        Ok(Box::new(inst))
+    }
+
+    /// Records a routing function's fault (its instance lives in the PLAN EE).
+    pub(crate) fn route_fault(&mut self, name: &str, err: ModuleError) {
+        self.fault(name, err);
     }
 
     fn fault(&mut self, name: &str, err: ModuleError) {

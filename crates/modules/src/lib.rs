@@ -11,6 +11,7 @@
 //! - `host.rs`: [`ModuleHost`], lifecycle, service registry, the node's packet processors;
 //! - `qdisc.rs`: [`WasmQdisc`], queue disciplines run by modules;
 //! - `node.rs`: attaching the host to a node, queue disciplines on links;
+//! - `route.rs`: routing-function modules as the PLAN EE's routing functions;
 //! - `builtin.rs`: the modules of `guest/modules/`, embedded.
 
 #![cfg_attr(
@@ -28,6 +29,7 @@ mod node;
 mod package;
 pub mod planet;
 mod qdisc;
+mod route;
 mod runtime;
 pub mod svg;
 
@@ -40,4 +42,5 @@ pub use manifest::{
 pub use node::{attach, attach_qdisc, host, host_mut};
 pub use package::{Package, Trust, generate_key, parse_public, read_key, write_key};
 pub use qdisc::WasmQdisc;
+pub use route::sync_routes;
 pub use runtime::{Code, IMPORT_MODULE, Instance, MAX_CLASSES, ModRuntime};

@@ -154,6 +154,7 @@ pub struct Instance {
     enqueue: Option<TypedFunc<(i32, i32, i32), i32>>,
     dequeue: Option<TypedFunc<(), i32>>,
     service: Option<TypedFunc<(i32, i64), i64>>,
+    route: Option<TypedFunc<i64, i32>>,
     export: Option<TypedFunc<(), i64>>,
     import: Option<TypedFunc<(i32, i32), i32>>,
     alloc: Option<TypedFunc<i32, i32>>,
@@ -360,9 +361,10 @@ impl ModRuntime {
             Kind::Processor => &["process"],
             Kind::Qdisc => &["enqueue", "dequeue"],
             Kind::Service => &["service"],
+            Kind::RoutingFunction => &["route"],
             k => {
                 return Err(err(format!(
-                    "modules of kind `{}` are not supported by this node (it runs processor, qdisc and service modules)",
+                    "modules of kind `{}` are not supported by this node (it runs processor, qdisc, service and routing-function modules)",
                     k.name()
                 )));
             }
@@ -420,6 +422,7 @@ impl ModRuntime {
             enqueue: inst.get_typed_func(&mut store, "enqueue").ok(),
             dequeue: inst.get_typed_func(&mut store, "dequeue").ok(),
             service: inst.get_typed_func(&mut store, "service").ok(),
+            route: inst.get_typed_func(&mut store, "route").ok(),
             export: inst.get_typed_func(&mut store, "state_export").ok(),
             import: inst.get_typed_func(&mut store, "state_import").ok(),
             alloc: inst.get_typed_func(&mut store, "alloc").ok(),
@@ -429,6 +432,7 @@ impl ModRuntime {
         let ok = match m.kind {
             Kind::Processor => me.process.is_some(),
             Kind::Qdisc => me.enqueue.is_some() && me.dequeue.is_some(),
+            Kind::RoutingFunction => me.route.is_some(),
             _ => me.service.is_some(),
         };
         if !ok {
@@ -532,6 +536,24 @@ impl Instance {
         self.refuel()?;
         self.store.data_mut().queues = queues;
         f.call(&mut self.store, ()).map_err(|e| self.fault(e))
+    }
+
+    /// Routing function: the link for a packet of `flow` toward `dst` (the guest reads the
+    /// destination's 18 bytes with `pkt_read`); `ROUTE_NONE` (-1) or `ROUTE_DEFAULT` (-2).
+    pub(crate) fn route(&mut self, dst: &[u8], flow: u64) -> Result<i32, ModuleError> {
+        let Some(f) = self.route.clone() else {
+            return Err(ModuleError::State {
+                name: self.name.clone(),
+                reason: "not a routing function".into(),
+            });
+        };
+        self.refuel()?;
+        let st = self.store.data_mut();
+        st.pkt.clear();
+        st.pkt.extend_from_slice(dst);
+        st.in_link = -1;
+        f.call(&mut self.store, flow as i64)
+            .map_err(|e| self.fault(e))
     }
 
     /// Calls the module's `service` export.

@@ -329,6 +329,7 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
             )
         })?;
     }
+    anode_modules::sync_routes(node).map_err(|e| format!("{cfg}: {e}"))?;
     Ok(())
 }
 

@@ -9,6 +9,8 @@
 //! - Verifying and compiling a package (the slow part) runs on the control connection's
 //!   thread; only the install, the start or the state hand-off of an upgrade runs on the
 //!   node's thread, between two packets.
+//! - Routing-function modules become the PLAN EE's routing functions when started and stop
+//!   being so when stopped or removed (`anode_modules::sync_routes` after every op).
 //! - A node started without trusted keys hosts no modules: every op answers
 //!   [`ErrorCode::NoModule`] saying how to enable them.
 
@@ -70,10 +72,15 @@ fn with_host<R: Send + 'static>(
     d: &dyn Driver,
     f: impl FnOnce(&mut ModuleHost) -> Result<R, ModuleError> + Send + 'static,
 ) -> Result<R, Failure> {
-    call(d, move |n, _| match anode_modules::host_mut(n).is_some() {
-        false => Err(no_host()),
-        // `host` also tells the module host the node's current link peers.
-        true => anode_modules::host(n).and_then(f).map_err(refused),
+    call(d, move |n, _| {
+        if anode_modules::host_mut(n).is_none() {
+            return Err(no_host());
+        }
+        // `host` also tells the module host the node's current link peers; the PLAN EE's
+        // routing functions follow every change (and report faults) through `sync_routes`.
+        let r = anode_modules::host(n).and_then(f).map_err(refused);
+        anode_modules::sync_routes(n).map_err(refused)?;
+        r
     })?
 }
 

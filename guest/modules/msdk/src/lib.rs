@@ -26,6 +26,11 @@ pub const CONSUME: i32 = 2;
 /// Verdict: redirect to the link set with [`redirect`].
 pub const REDIRECT: i32 = 3;
 
+/// Routing functions (`route(flow) -> link`): no route, the packet is dropped.
+pub const ROUTE_NONE: i32 = -1;
+/// Routing functions: use the node's default (distance-vector) route.
+pub const ROUTE_DEFAULT: i32 = -2;
+
 /// Length of the packet being processed.
 pub fn packet_len() -> usize {
     // SAFETY: host import with no arguments.
