@@ -18,6 +18,7 @@ const MODULES: &[&str] = &[
     "flowcount",
     "ratelimit",
     "flowpin",
+    "verdicts",
 ];
 
 fn main() {

@@ -24,7 +24,8 @@ builtin!(
     "prio",
     "flowcount",
     "ratelimit",
-    "flowpin"
+    "flowpin",
+    "verdicts"
 );
 
 /// An unsigned package of the built-in module `name`.

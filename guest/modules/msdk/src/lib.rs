@@ -15,6 +15,7 @@ unsafe extern "C" {
     fn q_len(class: i32) -> i32;
     fn q_head_len(class: i32) -> i32;
     fn call(ptr: *const u8, len: i32, op: i32, arg: i64) -> i64;
+    fn emit(ptr: *const u8, len: i32, link: i32) -> i32;
 }
 
 /// Verdict: go on.
@@ -84,6 +85,13 @@ pub fn queue_head_len(c: i32) -> i32 {
 pub fn call_service(name: &str, op: i32, arg: i64) -> i64 {
     // SAFETY: the host reads `name.len()` bytes from `name`.
     unsafe { call(name.as_ptr(), name.len() as i32, op, arg) }
+}
+
+/// Sends a new packet `buf` on `link` beside the verdict (at most 16 per call); false if
+/// refused.
+pub fn emit_packet(buf: &[u8], link: i32) -> bool {
+    // SAFETY: the host reads `buf.len()` bytes from `buf` and checks bounds.
+    unsafe { emit(buf.as_ptr(), buf.len() as i32, link) == 0 }
 }
 
 /// Number of queue classes the host offers.
