@@ -228,6 +228,46 @@ impl PlanEe {
         Ok(())
     }
 
+    /// Registers the extension service `name : signature`, or replaces its implementation if
+    /// `name` was registered before as an extension with the same type (a module providing
+    /// it upgraded or started again). A name taken by a built-in, or registered with another
+    /// type, is refused.
+    pub fn set_service(
+        &mut self,
+        name: &str,
+        signature: &str,
+        svc: Box<dyn NodeService>,
+    ) -> Result<u32, RegistryError> {
+        let existing = self.interp.registry().lookup(name).map(|e| {
+            let same = crate::check::scheme_of_type_text(signature)
+                .is_ok_and(|s| s.to_string() == e.scheme.to_string());
+            (e.target.clone(), same)
+        });
+        match existing {
+            Some((crate::ir::SvcTarget::Extension(id), true)) => {
+                self.ext.insert(id, svc);
+                Ok(id)
+            }
+            Some(_) => Err(RegistryError::Duplicate(name.to_string())),
+            None => self.register_service(name, signature, svc),
+        }
+    }
+
+    /// Removes the implementation of extension service `name`: PLAN code calling it gets
+    /// `UnknownService` (its name and type stay known, so programs naming it still check).
+    /// Whether it had one.
+    pub fn remove_service(&mut self, name: &str) -> bool {
+        match self
+            .interp
+            .registry()
+            .lookup(name)
+            .map(|e| e.target.clone())
+        {
+            Some(crate::ir::SvcTarget::Extension(id)) => self.ext.remove(&id).is_some(),
+            _ => false,
+        }
+    }
+
     /// Registers the routing function `name`, or replaces it if it was registered before
     /// (a routing-function module upgraded or started again).
     pub fn set_route(&mut self, name: &str, f: Box<dyn RouteFn>) -> Result<(), RegistryError> {
