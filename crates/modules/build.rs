@@ -19,6 +19,7 @@ const MODULES: &[&str] = &[
     "ratelimit",
     "flowpin",
     "verdicts",
+    "mix",
 ];
 
 fn main() {

@@ -25,7 +25,8 @@ builtin!(
     "flowcount",
     "ratelimit",
     "flowpin",
-    "verdicts"
+    "verdicts",
+    "mix"
 );
 
 /// An unsigned package of the built-in module `name`.

@@ -413,7 +413,10 @@ impl ModuleHost {
             self.start_depth(&p, depth + 1)?;
         }
         let e = self.entry(name)?;
-        if matches!(e.pkg.manifest.kind, Kind::Qdisc | Kind::RoutingFunction) {
+        if matches!(
+            e.pkg.manifest.kind,
+            Kind::Qdisc | Kind::RoutingFunction | Kind::PlanService
+        ) {
             // A queue discipline is instantiated per link when attached (`attach_qdisc`), a
             // routing function once, by the PLAN EE it routes for (`sync_routes`).
             self.entry_mut(name)?.state = State::Active;
@@ -646,24 +649,32 @@ impl ModuleHost {
         Ok((Box::new(inst), usize::try_from(limit).unwrap_or(64)))
     }
 
-    /// The active routing-function modules: (name, code SHA-256).
-    pub(crate) fn active_routes(&self) -> Vec<(String, String)> {
+    /// The active routing-function and PLAN-service modules: (name, code SHA-256, kind).
+    pub(crate) fn active_routes(&self) -> Vec<(String, String, Kind)> {
         self.modules
             .iter()
             .filter(|(_, e)| {
-                e.state == State::Active && e.pkg.manifest.kind == Kind::RoutingFunction
+                e.state == State::Active
+                    && matches!(
+                        e.pkg.manifest.kind,
+                        Kind::RoutingFunction | Kind::PlanService
+                    )
             })
-            .map(|(n, e)| (n.clone(), e.pkg.code_hash()))
+            .map(|(n, e)| (n.clone(), e.pkg.code_hash(), e.pkg.manifest.kind))
             .collect()
     }
 
-    /// A fresh instance of an active routing-function module.
+    /// A fresh instance of an active routing-function or PLAN-service module.
     pub(crate) fn route_instance(&mut self, name: &str) -> Result<Box<Instance>, ModuleError> {
         let e = self.entry(name)?;
-        if e.pkg.manifest.kind != Kind::RoutingFunction || e.state != State::Active {
+        if !matches!(
+            e.pkg.manifest.kind,
+            Kind::RoutingFunction | Kind::PlanService
+        ) || e.state != State::Active
+        {
             return Err(ModuleError::State {
                 name: name.to_string(),
-                reason: "not an active routing function".into(),
+                reason: "not an active routing function or PLAN service".into(),
             });
         }
         let inst = self

@@ -1,11 +1,14 @@
-//! Routing functions as modules (PLANet's `routFun`): a `routing-function` module, once
-//! active, is registered with the node's PLAN EE under its name, so PLAN packets naming it
-//! are routed by it at intermediate nodes and PLAN code may call it as a service
-//! `host -> host * dev`. `defaultRoute` stays the built-in distance vector.
+//! Routing functions and PLAN services as modules. A `routing-function` module, once
+//! active, is registered with the node's PLAN EE under its name (PLANet's `routFun`), so
+//! PLAN packets naming it are routed by it at intermediate nodes and PLAN code may call it
+//! as a service `host -> host * dev`; `defaultRoute` stays the built-in distance vector. A
+//! `plan-service` module is registered as the PLAN service `NAME : int -> int`.
 //!
 //! Guest ABI: `route(flow: i64) -> i32` returns the link to send on, `ROUTE_NONE` (-1: no
 //! route, the packet is dropped and counted) or `ROUTE_DEFAULT` (-2: the node's default
 //! route); the destination's 18 address bytes are the "packet" it may `pkt_read`.
+//! `plan_call(arg: i64) -> i64` answers a PLAN call. These instances live in the PLAN EE:
+//! an upgrade gives the EE a fresh instance of the new version (no state hand-off).
 //!
 //! Contracts:
 //! - [`sync_routes`] makes the PLAN EE's routing functions follow the host: every active
@@ -18,11 +21,13 @@
 use std::sync::{Arc, Mutex};
 
 use anode_core::{LinkId, NextHop, Node};
-use anode_plan::ee::PlanEe;
 use anode_plan::ee::route::{RouteFn, RouteQuery};
+use anode_plan::ee::{NodeService, PlanEe, ServiceEnv};
+use anode_plan::services::ServiceError;
+use anode_plan::value::Value;
 
 use crate::runtime::Instance;
-use crate::{ModuleError, host};
+use crate::{Kind, ModuleError, host};
 
 /// Where a routing function's instance leaves its fault for the host.
 pub(crate) type FaultSlot = Arc<Mutex<Option<ModuleError>>>;
@@ -77,6 +82,50 @@ impl RouteFn for WasmRoute {
     }
 }
 
+/// The PLAN type of a module's PLAN service.
+const PLAN_SERVICE_TYPE: &str = "int -> int";
+
+/// A PLAN-service module's instance, as a PLAN EE extension service.
+struct WasmPlanService {
+    name: String,
+    inst: Box<Instance>,
+    fault: FaultSlot,
+    dead: bool,
+}
+
+impl NodeService for WasmPlanService {
+    fn call(
+        &mut self,
+        _env: &mut ServiceEnv<'_, '_>,
+        args: &[Value],
+    ) -> Result<Value, ServiceError> {
+        let name = &self.name;
+        if self.dead {
+            return Err(ServiceError::new(
+                "UnknownService",
+                format!("{name} faulted and is stopped"),
+            ));
+        }
+        let Some(Value::Int(arg)) = args.first() else {
+            return Err(ServiceError::new(
+                "ServiceError",
+                format!("{name} takes one int"),
+            ));
+        };
+        match self.inst.plan_call(*arg) {
+            Ok(v) => Ok(Value::Int(v)),
+            Err(e) => {
+                let msg = e.to_string();
+                self.dead = true;
+                if let Ok(mut f) = self.fault.lock() {
+                    *f = Some(e);
+                }
+                Err(ServiceError::new("ServiceError", msg))
+            }
+        }
+    }
+}
+
 fn plan_ee(node: &mut Node) -> Option<&mut PlanEe> {
     node.ee_mut(anode_wire::anep::TYPE_PLAN)?
         .as_any_mut()
@@ -113,42 +162,54 @@ pub fn sync_routes(node: &mut Node) -> Result<(), ModuleError> {
     let stale: Vec<String> = h
         .routes_attached
         .keys()
-        .filter(|n| !active.iter().any(|(a, _)| a == *n))
+        .filter(|n| !active.iter().any(|(a, _, _)| a == *n))
         .cloned()
         .collect();
-    let fresh: Vec<String> = active
+    let fresh: Vec<(String, Kind)> = active
         .iter()
-        .filter(|(n, hash)| h.routes_attached.get(n).is_none_or(|(had, _)| had != hash))
-        .map(|(n, _)| n.clone())
+        .filter(|(n, hash, _)| h.routes_attached.get(n).is_none_or(|(had, _)| had != hash))
+        .map(|(n, _, k)| (n.clone(), *k))
         .collect();
     for n in stale {
         host(node)?.routes_attached.remove(&n);
         if let Some(p) = plan_ee(node) {
             p.remove_route(&n);
+            p.remove_service(&n);
         }
     }
-    for n in fresh {
+    for (n, kind) in fresh {
         let h = host(node)?;
         let inst = h.route_instance(&n)?;
         let hash = h.info(&n)?.code_sha256;
         let slot: FaultSlot = Arc::default();
-        let f = WasmRoute {
-            name: n.clone(),
-            inst,
-            fault: Arc::clone(&slot),
-            dead: false,
-        };
         let Some(p) = plan_ee(node) else {
             return Err(ModuleError::State {
                 name: n,
-                reason: "this node runs no PLAN execution environment to route for".into(),
+                reason: "this node runs no PLAN execution environment".into(),
             });
         };
-        p.set_route(&n, Box::new(f))
-            .map_err(|e| ModuleError::State {
+        let r = if kind == Kind::PlanService {
+            let svc = WasmPlanService {
                 name: n.clone(),
-                reason: format!("cannot register it as a PLAN routing function: {e}"),
-            })?;
+                inst,
+                fault: Arc::clone(&slot),
+                dead: false,
+            };
+            p.set_service(&n, PLAN_SERVICE_TYPE, Box::new(svc))
+                .map(|_| ())
+        } else {
+            let f = WasmRoute {
+                name: n.clone(),
+                inst,
+                fault: Arc::clone(&slot),
+                dead: false,
+            };
+            p.set_route(&n, Box::new(f))
+        };
+        r.map_err(|e| ModuleError::State {
+            name: n.clone(),
+            reason: format!("cannot register it with the PLAN EE: {e}"),
+        })?;
         host(node)?.routes_attached.insert(n, (hash, slot));
     }
     Ok(())

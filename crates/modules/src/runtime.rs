@@ -155,6 +155,7 @@ pub struct Instance {
     dequeue: Option<TypedFunc<(), i32>>,
     service: Option<TypedFunc<(i32, i64), i64>>,
     route: Option<TypedFunc<i64, i32>>,
+    plan_call: Option<TypedFunc<i64, i64>>,
     export: Option<TypedFunc<(), i64>>,
     import: Option<TypedFunc<(i32, i32), i32>>,
     alloc: Option<TypedFunc<i32, i32>>,
@@ -362,9 +363,10 @@ impl ModRuntime {
             Kind::Qdisc => &["enqueue", "dequeue"],
             Kind::Service => &["service"],
             Kind::RoutingFunction => &["route"],
+            Kind::PlanService => &["plan_call"],
             k => {
                 return Err(err(format!(
-                    "modules of kind `{}` are not supported by this node (it runs processor, qdisc, service and routing-function modules)",
+                    "modules of kind `{}` are not supported by this node (it runs processor, qdisc, service, routing-function and plan-service modules)",
                     k.name()
                 )));
             }
@@ -423,6 +425,7 @@ impl ModRuntime {
             dequeue: inst.get_typed_func(&mut store, "dequeue").ok(),
             service: inst.get_typed_func(&mut store, "service").ok(),
             route: inst.get_typed_func(&mut store, "route").ok(),
+            plan_call: inst.get_typed_func(&mut store, "plan_call").ok(),
             export: inst.get_typed_func(&mut store, "state_export").ok(),
             import: inst.get_typed_func(&mut store, "state_import").ok(),
             alloc: inst.get_typed_func(&mut store, "alloc").ok(),
@@ -433,6 +436,7 @@ impl ModRuntime {
             Kind::Processor => me.process.is_some(),
             Kind::Qdisc => me.enqueue.is_some() && me.dequeue.is_some(),
             Kind::RoutingFunction => me.route.is_some(),
+            Kind::PlanService => me.plan_call.is_some(),
             _ => me.service.is_some(),
         };
         if !ok {
@@ -554,6 +558,18 @@ impl Instance {
         st.in_link = -1;
         f.call(&mut self.store, flow as i64)
             .map_err(|e| self.fault(e))
+    }
+
+    /// PLAN service: the module's answer to a PLAN call with `arg`.
+    pub(crate) fn plan_call(&mut self, arg: i64) -> Result<i64, ModuleError> {
+        let Some(f) = self.plan_call.clone() else {
+            return Err(ModuleError::State {
+                name: self.name.clone(),
+                reason: "not a PLAN service".into(),
+            });
+        };
+        self.refuel()?;
+        f.call(&mut self.store, arg).map_err(|e| self.fault(e))
     }
 
     /// Calls the module's `service` export.
