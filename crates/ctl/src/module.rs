@@ -143,6 +143,19 @@ impl Client {
         self.module_reply("module_stop", req)
     }
 
+    /// Calls operation `op` of module `name`'s service export with `arg`; what it returned.
+    pub fn module_call(&mut self, name: &str, op: i32, arg: i64) -> Result<i64, ClientError> {
+        let req = Request::ModuleCall {
+            name: name.to_string(),
+            operation: op,
+            arg,
+        };
+        match self.request(req)? {
+            Response::ModuleCalled { result, .. } => Ok(result),
+            r => Err(unexpected("module_call", &r)),
+        }
+    }
+
     /// Removes a module; returns it as it was.
     pub fn module_remove(&mut self, name: &str) -> Result<ModuleEntry, ClientError> {
         let req = Request::ModuleRemove {
@@ -180,6 +193,14 @@ mod tests {
                 r#"{"id":1,"op":"module_stop","name":"null"}"#,
                 Request::ModuleStop {
                     name: "null".into(),
+                },
+            ),
+            (
+                r#"{"id":1,"op":"module_call","name":"flowcount","operation":1,"arg":9}"#,
+                Request::ModuleCall {
+                    name: "flowcount".into(),
+                    operation: 1,
+                    arg: 9,
                 },
             ),
         ] {

@@ -199,6 +199,17 @@ pub enum Request {
         /// Its name.
         name: String,
     },
+    /// Calls `operation` of an active module's service export with `arg` (e.g. reads a
+    /// flow count from `flowcount`).
+    ModuleCall {
+        /// The module's name.
+        name: String,
+        /// The operation.
+        operation: i32,
+        /// Its argument.
+        #[serde(default)]
+        arg: i64,
+    },
     /// Stops the node (it answers first).
     Shutdown,
 }
@@ -291,6 +302,15 @@ pub enum Response {
     Modules {
         /// In load order.
         modules: Vec<ModuleEntry>,
+    },
+    /// Answer to [`Request::ModuleCall`].
+    ModuleCalled {
+        /// The module.
+        name: String,
+        /// The operation.
+        op: i32,
+        /// What it returned.
+        result: i64,
     },
     /// Answer to the other module ops: the module as it is now (as it was, for remove).
     Module {

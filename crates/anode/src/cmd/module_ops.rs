@@ -7,7 +7,8 @@
 //!   only carries bytes. `--config KEY=VALUE` (repeatable; integers or true/false) fills the
 //!   module's configuration schema; `--no-start` installs without starting.
 //! - `upgrade SOURCE [NAME VERSION]`: replaces the installed version, handing its state over.
-//! - `list`, `info NAME`, `start NAME`, `stop NAME`, `remove NAME`; `--json` on every one.
+//! - `list`, `info NAME`, `start NAME`, `stop NAME`, `remove NAME`, `call NAME OP [ARG]`
+//!   (a service operation of an active module); `--json` on every one.
 //!
 //! Contract of [`setup_node`]: a node config with trusted keys gets a module host before the
 //! node starts, and every `[[module]]` is read, verified, installed and (unless `start =
@@ -90,6 +91,21 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
     Stop {
         /// The module's name.
         name: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Call operation OP of an active module's service with ARG (prints what it returns).
+    #[command(
+        after_help = "Example: anode module call flowcount 1 9 --node-port 4001   # flow 9's count"
+    )]
+    Call {
+        /// The module's name.
+        name: String,
+        /// The operation.
+        op: i32,
+        /// Its argument.
+        #[arg(default_value_t = 0, allow_negative_numbers = true)]
+        arg: i64,
         #[command(flatten)]
         conn: Conn,
     },
@@ -257,6 +273,16 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             let m = connect_to(&conn)?.module_stop(&name).map_err(e)?;
             let text = format!("stopped {}", line(&m));
             out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Call {
+            name,
+            op,
+            arg,
+            conn,
+        } => {
+            let r = connect_to(&conn)?.module_call(&name, op, arg).map_err(e)?;
+            let v = serde_json::json!({"name": name, "op": op, "arg": arg, "result": r});
+            out(conn.json(), &v, format!("{r}\n"))
         }
         NodeModuleCommand::Remove { name, conn } => {
             let m = connect_to(&conn)?.module_remove(&name).map_err(e)?;

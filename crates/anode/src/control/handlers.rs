@@ -150,6 +150,11 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         Request::ModuleStart { name } => super::modules::by_name(shared, ModOp::Start, name),
         Request::ModuleStop { name } => super::modules::by_name(shared, ModOp::Stop, name),
         Request::ModuleRemove { name } => super::modules::by_name(shared, ModOp::Remove, name),
+        Request::ModuleCall {
+            name,
+            operation,
+            arg,
+        } => super::modules::call_op(shared, name, operation, arg),
         Request::Shutdown => {
             tracing::info!(client = %st.client, "shutdown requested over the control socket");
             shared.shutdown.store(true, Ordering::Release);

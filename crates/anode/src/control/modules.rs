@@ -1,5 +1,5 @@
 //! The service-module ops (`module_install`, `module_upgrade`, `module_list`, `module_info`,
-//! `module_start`, `module_stop`, `module_remove`) against the node's
+//! `module_start`, `module_stop`, `module_remove`, `module_call`) against the node's
 //! [`anode_modules::ModuleHost`].
 //!
 //! Contracts:
@@ -161,6 +161,18 @@ pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response,
         tracing::info!(module = %info.name, ?op, "module op over the control socket");
     }
     Ok(module(info))
+}
+
+/// `module_call`.
+pub(super) fn call_op(
+    shared: &Shared,
+    name: String,
+    op: i32,
+    arg: i64,
+) -> Result<Response, Failure> {
+    let n = name.clone();
+    let result = with_host(&*shared.driver, move |h| h.call_service(&n, op, arg))?;
+    Ok(Response::ModuleCalled { name, op, result })
 }
 
 /// The ops on one installed module.
