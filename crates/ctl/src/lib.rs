@@ -38,7 +38,8 @@
 //! application port under a Type ID; for capsules, the capability code objects deliver to),
 //! and the capsule code cache: `code_list`, `code_show`, `code_put`, `code_evict`.
 //! Service modules ([`module`]): `module_install`, `module_upgrade`, `module_list`,
-//! `module_info`, `module_start`, `module_stop`, `module_remove`, `module_call`.
+//! `module_info`, `module_start`, `module_stop`, `module_remove`, `module_call`,
+//! `module_qdisc`.
 //!
 //! ## Client
 //! ```no_run

@@ -156,6 +156,25 @@ impl Client {
         }
     }
 
+    /// Puts qdisc module `name` on `link` at `rate_bps` (`None`: removes the link's
+    /// discipline); the discipline it replaced.
+    pub fn module_qdisc(
+        &mut self,
+        name: Option<&str>,
+        link: &str,
+        rate_bps: u64,
+    ) -> Result<Option<String>, ClientError> {
+        let req = Request::ModuleQdisc {
+            name: name.map(str::to_string),
+            link: link.to_string(),
+            rate_bps,
+        };
+        match self.request(req)? {
+            Response::QdiscSet { replaced, .. } => Ok(replaced),
+            r => Err(unexpected("module_qdisc", &r)),
+        }
+    }
+
     /// Removes a module; returns it as it was.
     pub fn module_remove(&mut self, name: &str) -> Result<ModuleEntry, ClientError> {
         let req = Request::ModuleRemove {

@@ -199,6 +199,19 @@ pub enum Request {
         /// Its name.
         name: String,
     },
+    /// Puts the queue-discipline module `name` (installed at the node; started if needed) on
+    /// `link` with a transmit rate, moving the packets waiting in the old discipline to it;
+    /// without `name`, removes the link's discipline (packets go straight to the link again).
+    ModuleQdisc {
+        /// The qdisc module, or none to remove.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The link's name, or its index (`"0"`).
+        link: String,
+        /// Transmit rate, bits per second.
+        #[serde(default)]
+        rate_bps: u64,
+    },
     /// Calls `operation` of an active module's service export with `arg` (e.g. reads a
     /// flow count from `flowcount`).
     ModuleCall {
@@ -302,6 +315,15 @@ pub enum Response {
     Modules {
         /// In load order.
         modules: Vec<ModuleEntry>,
+    },
+    /// Answer to [`Request::ModuleQdisc`].
+    QdiscSet {
+        /// The link index.
+        link: u32,
+        /// The discipline now on it (none: removed).
+        qdisc: Option<String>,
+        /// The discipline it replaced.
+        replaced: Option<String>,
     },
     /// Answer to [`Request::ModuleCall`].
     ModuleCalled {

@@ -8,7 +8,8 @@
 //!   module's configuration schema; `--no-start` installs without starting.
 //! - `upgrade SOURCE [NAME VERSION]`: replaces the installed version, handing its state over.
 //! - `list`, `info NAME`, `start NAME`, `stop NAME`, `remove NAME`, `call NAME OP [ARG]`
-//!   (a service operation of an active module); `--json` on every one.
+//!   (a service operation of an active module), `qdisc NAME --link L --rate-mbps R` (a
+//!   queue-discipline module on a link; `--remove` takes it off); `--json` on every one.
 //!
 //! Contract of [`setup_node`]: a node config with trusted keys gets a module host before the
 //! node starts, and every `[[module]]` is read, verified, installed and (unless `start =
@@ -106,6 +107,27 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
         /// Its argument.
         #[arg(default_value_t = 0, allow_negative_numbers = true)]
         arg: i64,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Put a queue-discipline module on a link (PLANet's run-time queue swap), or remove it.
+    #[command(after_help = "\
+Examples:
+  anode module qdisc rr --link to-r2 --rate-mbps 40 --node-port 4001   # packets waiting move over
+  anode module qdisc --remove --link to-r2 --node-port 4001")]
+    Qdisc {
+        /// The qdisc module (installed at the node).
+        #[arg(required_unless_present = "remove")]
+        name: Option<String>,
+        /// The link's name or index.
+        #[arg(long)]
+        link: String,
+        /// The link's transmit rate in Mbit/s.
+        #[arg(long, required_unless_present = "remove")]
+        rate_mbps: Option<f64>,
+        /// Remove the link's queue discipline instead.
+        #[arg(long, conflicts_with_all = ["name", "rate_mbps"])]
+        remove: bool,
         #[command(flatten)]
         conn: Conn,
     },
@@ -283,6 +305,34 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             let r = connect_to(&conn)?.module_call(&name, op, arg).map_err(e)?;
             let v = serde_json::json!({"name": name, "op": op, "arg": arg, "result": r});
             out(conn.json(), &v, format!("{r}\n"))
+        }
+        NodeModuleCommand::Qdisc {
+            name,
+            link,
+            rate_mbps,
+            remove: _,
+            conn,
+        } => {
+            let mbps = rate_mbps.unwrap_or(0.0);
+            if name.is_some() && !(mbps > 0.0 && mbps <= 1e6) {
+                return Err(format!(
+                    "--rate-mbps {mbps}: give the link's rate in Mbit/s, above 0 and at most 1000000"
+                ));
+            }
+            let bps = (mbps * 1e6) as u64;
+            let replaced = connect_to(&conn)?
+                .module_qdisc(name.as_deref(), &link, bps)
+                .map_err(e)?;
+            let v = serde_json::json!({"link": link, "qdisc": name, "rate_bps": bps, "replaced": replaced});
+            let text = format!(
+                "link {link}: {} (replaced {})\n",
+                name.as_deref()
+                    .map_or("no queue discipline".to_string(), |q| format!(
+                        "{q} at {mbps} Mbit/s"
+                    )),
+                replaced.as_deref().unwrap_or("none")
+            );
+            out(conn.json(), &v, text)
         }
         NodeModuleCommand::Remove { name, conn } => {
             let m = connect_to(&conn)?.module_remove(&name).map_err(e)?;

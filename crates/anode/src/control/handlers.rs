@@ -150,6 +150,11 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         Request::ModuleStart { name } => super::modules::by_name(shared, ModOp::Start, name),
         Request::ModuleStop { name } => super::modules::by_name(shared, ModOp::Stop, name),
         Request::ModuleRemove { name } => super::modules::by_name(shared, ModOp::Remove, name),
+        Request::ModuleQdisc {
+            name,
+            link,
+            rate_bps,
+        } => super::modules::qdisc(shared, name, link, rate_bps),
         Request::ModuleCall {
             name,
             operation,

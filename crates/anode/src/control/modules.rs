@@ -1,5 +1,6 @@
 //! The service-module ops (`module_install`, `module_upgrade`, `module_list`, `module_info`,
-//! `module_start`, `module_stop`, `module_remove`, `module_call`) against the node's
+//! `module_start`, `module_stop`, `module_remove`, `module_call`, `module_qdisc`) against the
+//! node's
 //! [`anode_modules::ModuleHost`].
 //!
 //! Contracts:
@@ -161,6 +162,56 @@ pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response,
         tracing::info!(module = %info.name, ?op, "module op over the control socket");
     }
     Ok(module(info))
+}
+
+/// `module_qdisc`.
+pub(super) fn qdisc(
+    shared: &Shared,
+    name: Option<String>,
+    link: String,
+    rate_bps: u64,
+) -> Result<Response, Failure> {
+    if name.is_some() && rate_bps == 0 {
+        return Err((
+            ErrorCode::BadRequest,
+            "give the link's transmit rate (rate_bps > 0, e.g. --rate-mbps 40)".into(),
+        ));
+    }
+    let r = call(&*shared.driver, move |n, now| {
+        let Some(id) = n
+            .links()
+            .find(|(id, cfg, _)| cfg.name == link || id.0.to_string() == link)
+            .map(|(id, _, _)| id)
+        else {
+            return Err((
+                ErrorCode::NoSuchLink,
+                format!("no link '{link}'; see `anode links`"),
+            ));
+        };
+        let replaced = match &name {
+            Some(q) => {
+                if anode_modules::host_mut(n).is_none() {
+                    return Err(no_host());
+                }
+                anode_modules::attach_qdisc(n, q, id, rate_bps, now).map_err(refused)?
+            }
+            None => n.set_link_qdisc(id, None, now),
+        };
+        Ok(Response::QdiscSet {
+            link: id.0,
+            qdisc: name,
+            replaced,
+        })
+    })?;
+    if let Ok(Response::QdiscSet { link, qdisc, .. }) = &r {
+        tracing::info!(
+            link,
+            ?qdisc,
+            rate_bps,
+            "link queue discipline set over the control socket"
+        );
+    }
+    r
 }
 
 /// `module_call`.
