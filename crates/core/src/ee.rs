@@ -207,4 +207,11 @@ impl NodeContext<'_> {
     pub fn default_rb(&self) -> u16 {
         self.core.cfg.default_rb
     }
+
+    /// Packets and bytes the node has queued for transmission so far (its `tx_packets` and
+    /// `tx_bytes` counters): the difference around an EE call is what the call sent, which
+    /// the NodeOS charges to the domain it ran for.
+    pub fn tx_totals(&self) -> (u64, u64) {
+        (self.core.counters.tx_packets, self.core.counters.tx_bytes)
+    }
 }
