@@ -10,6 +10,12 @@
 //! this EE) up to `max_burst_ns`. Each call gets at most `max_slice_ns` of run time (converted
 //! to the EE's units: fuel, steps) — the maximum run time between yields.
 //!
+//! What a call sends (the node's transmit totals before and after it) is charged to the
+//! domain's output bucket at its policy's `channel_bandwidth` (bytes per second, a burst of
+//! a tenth of a second, at least [`MIN_OUT_BURST`]); while the domain owes bytes its packets
+//! are dropped (`bandwidth`) instead of run, so a protocol that multiplies packets (a capsule
+//! storm) is held to its bandwidth on the wire, not only to its CPU share.
+//!
 //! After every call the inner EE reports ([`MeteredEe::take_reports`]) the units it used and
 //! the memory it gained or freed per principal; the guard charges them to the domains. Policy:
 //! - a domain that hits the run-time limit `max_exhaustions` calls in a row is terminated
@@ -38,10 +44,14 @@ use anode_routing::LinkId;
 use anode_wire::control::Control;
 use rustc_hash::FxHashMap;
 
+use crate::chan::TokenBucket;
 use crate::{
     CpuMeter, Credentials, DomainId, DomainScheduler, MemKind, NodeOs, NodeOsEvent, Policy,
     Principal, TerminationReason, Terminator,
 };
+
+/// Smallest burst of a domain's output bucket, bytes.
+pub const MIN_OUT_BURST: u64 = 16 << 10;
 
 /// What the inner EE reports for one principal after a call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,6 +143,7 @@ pub struct DomainGuard<E> {
     by_principal: FxHashMap<String, DomainId>,
     names: FxHashMap<DomainId, String>,
     streak: FxHashMap<DomainId, u32>,
+    out: FxHashMap<DomainId, TokenBucket>,
     banned: BTreeSet<String>,
     budget_ns: i64,
     last: Option<Instant>,
@@ -167,6 +178,7 @@ impl<E: MeteredEe> DomainGuard<E> {
             by_principal: FxHashMap::default(),
             names: FxHashMap::default(),
             streak: FxHashMap::default(),
+            out: FxHashMap::default(),
             banned: BTreeSet::new(),
             budget_ns,
             last: None,
@@ -247,8 +259,13 @@ impl<E: MeteredEe> DomainGuard<E> {
             .os
             .create_domain(self.ee_domain, &Credentials::new(&p), None)
             .ok()?;
-        let w = self.os.policy(d).map_or(1, |x| x.cpu_share);
+        let (w, bw) = self
+            .os
+            .policy(d)
+            .map_or((1, u64::MAX), |x| (x.cpu_share, x.channel_bandwidth));
         self.sched.set_weight(d, w);
+        self.out
+            .insert(d, TokenBucket::new(bw, (bw / 10).max(MIN_OUT_BURST)));
         self.by_principal.insert(p.clone(), d);
         self.names.insert(d, p);
         Some(d)
@@ -333,6 +350,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 } => {
                     self.sched.remove(domain);
                     self.streak.remove(&domain);
+                    self.out.remove(&domain);
                     if let Some(p) = self.names.remove(&domain) {
                         self.by_principal.remove(&p);
                         self.inner.on_terminated(&p);
@@ -359,6 +377,11 @@ impl<E: MeteredEe> DomainGuard<E> {
         }
     }
 
+    /// Whether `d` still owes output bytes at `now`.
+    fn owes(&mut self, d: DomainId, now: Instant) -> bool {
+        self.out.get_mut(&d).is_some_and(|b| b.in_debt(now))
+    }
+
     fn serve(&mut self, ctx: &mut NodeContext<'_>) {
         let now = ctx.now();
         let units = self.cfg.meter.units_for(self.cfg.max_slice_ns);
@@ -368,9 +391,26 @@ impl<E: MeteredEe> DomainGuard<E> {
             };
             let len = pkt.buf.len() as u64;
             self.os.release_mem(d, MemKind::Packet, len);
+            if self.owes(d, now) {
+                self.os.count_drop(d, "bandwidth");
+                ctx.count_drop(&self.name, "bandwidth");
+                self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
+                self.sched.complete(d, self.cfg.node_ns_per_packet);
+                self.budget_ns = self
+                    .budget_ns
+                    .saturating_sub(i64::try_from(self.cfg.node_ns_per_packet).unwrap_or(i64::MAX));
+                continue;
+            }
             self.os.count_packet(d, len);
             self.inner.set_budget(units);
+            let (_, tx0) = ctx.tx_totals();
             self.inner.handle_packet(ctx, pkt);
+            let sent = ctx.tx_totals().1.saturating_sub(tx0);
+            if sent > 0
+                && let Some(b) = self.out.get_mut(&d)
+            {
+                b.charge(now, sent);
+            }
             let before = self.os.counters(d).map_or(0, |c| c.cpu_ns);
             self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
             self.apply_reports(now);
@@ -403,6 +443,11 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             ctx.count_drop(&self.name, "domain_refused");
             return;
         };
+        if self.owes(d, now) {
+            self.os.count_drop(d, "bandwidth");
+            ctx.count_drop(&self.name, "bandwidth");
+            return;
+        }
         let len = pkt.buf.len() as u64;
         if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
             self.os.count_drop(d, "memory");

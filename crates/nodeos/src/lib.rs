@@ -14,7 +14,7 @@
 //! Everything but [`metrics::serve`] is sans-IO: time comes in as `now`, nothing reads a clock,
 //! opens a socket or draws random numbers.
 //!
-//! Layout: `policy.rs` (credentials, policies), `domain.rs` (ids, reasons, events, handler
+//! Layout: `policy.rs` (credentials, policies), `signed.rs` (ed25519-signed policies), `domain.rs` (ids, reasons, events, handler
 //! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `nodeos.rs`
 //! (the [`NodeOs`] facade), `chan/` (specs, classifier, token bucket, cut-through table),
 //! `files.rs`, `metrics.rs`, `guard.rs`; the EEs under the guard: `capsule.rs` (feature
@@ -40,6 +40,7 @@ mod nodeos;
 pub mod plan;
 mod policy;
 mod sched;
+mod signed;
 
 pub use chan::{
     AddrSpec, ChanId, Classifier, CutTable, DemuxKey, HandlerId, InChanSpec, ProtocolSpec,
@@ -56,6 +57,7 @@ pub use memory::Pools;
 pub use nodeos::{InMatch, NodeOs, NodeOsConfig, TerminationRecord};
 pub use policy::{Credentials, Policy, PolicyStore, Principal};
 pub use sched::DomainScheduler;
+pub use signed::{SignedPolicy, SignedPolicyError};
 
 #[cfg(test)]
 mod tests;

@@ -10,132 +10,12 @@ mod common;
 
 use std::time::Duration;
 
-use anode_capsule::{CapsuleConfig, CapsuleEe, capsule_packet};
+use anode_capsule::capsule_packet;
 use anode_core::wire::anep::TYPE_CAPSULE;
 use anode_nodeos::capsule::MeteredCapsule;
-use anode_nodeos::guard::{DomainGuard, GuardConfig};
-use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
+use anode_nodeos::guard::DomainGuard;
+use common::wasm::*;
 use common::*;
-
-const NODE_MEMORY: u64 = 64 << 20;
-const FUEL: u64 = 100_000;
-
-const HEAD: &str = r#"(memory (export "memory") 1) (func (export "anode_abi_v1"))"#;
-
-fn benign() -> Vec<u8> {
-    wat::parse_str(format!(
-        r#"(module {HEAD} (func (export "accept") (param i32 i32) (result i32) (i32.const 1)))"#
-    ))
-    .unwrap()
-}
-
-fn infinite_loop() -> Vec<u8> {
-    wat::parse_str(format!(
-        r#"(module {HEAD} (func (export "accept") (param i32 i32) (result i32)
-             (loop $l (br $l)) (i32.const 1)))"#
-    ))
-    .unwrap()
-}
-
-fn memory_bomb() -> Vec<u8> {
-    wat::parse_str(format!(
-        r#"(module {HEAD} (func (export "accept") (param i32 i32) (result i32)
-             (loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))
-             (i32.const 1)))"#
-    ))
-    .unwrap()
-}
-
-/// Copies the capsule to every neighbor, 8 times: copies that come back are evaluated again.
-fn storm() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-             (import "anode" "neighbors" (func $nb (param i32 i32) (result i32)))
-             (import "anode" "copy_via" (func $copy (param i32) (result i32)))
-             (memory (export "memory") 1) (func (export "anode_abi_v1"))
-             (func (export "accept") (param i32 i32) (result i32)
-               (local $i i32) (local $n i32)
-               (local.set $n (call $nb (i32.const 0) (i32.const 4)))
-               (loop $l
-                 (drop (call $copy (i32.mul (i32.rem_u (local.get $i) (local.get $n)) (i32.const 18))))
-                 (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                 (br_if $l (i32.lt_u (local.get $i) (i32.const 8))))
-               (i32.const 1)))"#,
-    )
-    .unwrap()
-}
-
-/// Puts four fresh 1 KiB entries per capsule, for a minute each.
-fn flood() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-             (import "anode" "state_put" (func $put (param i32 i32 i32 i32 i32) (result i32)))
-             (memory (export "memory") 1) (func (export "anode_abi_v1"))
-             (global $n (mut i32) (i32.const 0))
-             (func (export "accept") (param i32 i32) (result i32)
-               (local $i i32)
-               (loop $l
-                 (global.set $n (i32.add (global.get $n) (i32.const 1)))
-                 (i32.store (i32.const 0) (global.get $n))
-                 (drop (call $put (i32.const 0) (i32.const 4) (i32.const 16) (i32.const 1024) (i32.const 60000)))
-                 (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                 (br_if $l (i32.lt_u (local.get $i) (i32.const 4))))
-               (i32.const 1)))"#,
-    )
-    .unwrap()
-}
-
-fn guard(code: &[Vec<u8>]) -> DomainGuard<MeteredCapsule> {
-    let mut cfg = NodeOsConfig {
-        node_memory_bytes: NODE_MEMORY,
-        memory_grace: Duration::from_millis(20),
-        ..Default::default()
-    };
-    cfg.policies.insert(
-        "capsule-ee",
-        Policy {
-            cpu_share: 16,
-            memory_bytes: NODE_MEMORY,
-            soft_state_bytes: NODE_MEMORY,
-            code_bytes: NODE_MEMORY,
-            max_children: 64,
-            max_channels: 64,
-            channels: vec!["*".into()],
-            ..Policy::default()
-        },
-    );
-    let mut ee = CapsuleEe::new(CapsuleConfig {
-        fuel: FUEL,
-        ..CapsuleConfig::default()
-    })
-    .unwrap();
-    for c in code {
-        ee.install(c).unwrap();
-    }
-    let gc = GuardConfig {
-        ee_principal: "capsule-ee".into(),
-        // Every protocol: 4 MiB (its compiled code fits), 64 KiB of soft state.
-        protocol_policy: Policy {
-            memory_bytes: 4 << 20,
-            soft_state_bytes: 64 << 10,
-            code_bytes: 4 << 20,
-            ..Policy::default()
-        },
-        cpu_ns_per_sec: 200_000_000,
-        max_burst_ns: 2_000_000,
-        // 100,000 fuel at 1 ns per unit: a 100 µs run-time limit.
-        max_slice_ns: FUEL,
-        quantum_ns: 20_000,
-        max_queue: 128,
-        node_ns_per_packet: 500,
-        max_exhaustions: 8,
-        meter: CpuMeter::new(1000),
-        max_banned: 1024,
-        terminate: true,
-    };
-    // A completed run is charged 20 µs (20,000 units): the benign flow's cost.
-    DomainGuard::new(MeteredCapsule::new(ee, FUEL, 20_000), NodeOs::new(cfg), gc).unwrap()
-}
 
 struct Outcome {
     benign: u64,
@@ -152,7 +32,7 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
     }
     let mut line = Line::new(3);
     line.nodes[0].register_ee(Box::new(Sink::default()));
-    line.nodes[1].register_ee(Box::new(guard(&code)));
+    line.nodes[1].register_ee(Box::new(guard(&code, 200_000_000)));
     line.nodes[2].register_ee(Box::new(Sink::default()));
     line.advance(Duration::from_secs(5));
     let gh = anode_capsule::code_hash(&good);

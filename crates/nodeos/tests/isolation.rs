@@ -226,7 +226,7 @@ fn hostile_protocols_beside_a_benign_flow() {
                 // Throttled: its queue overflows and it gets no more than its share.
                 let dropped: u64 = o.drops[1]
                     .iter()
-                    .filter(|(k, _)| k.ends_with("queue_full"))
+                    .filter(|(k, _)| k.ends_with("queue_full") || k.ends_with("bandwidth"))
                     .map(|(_, v)| v)
                     .sum();
                 assert!(dropped > 0, "storm not throttled: {:?}", o.drops);

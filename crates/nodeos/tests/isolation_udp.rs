@@ -7,42 +7,18 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use anode_core::Event;
 use anode_core::wire::NodeAddr;
 use anode_core::wire::anep::TYPE_CAPSULE;
-use anode_core::{Event, LinkConfig, Node, NodeConfig, RoutingConfig};
-use anode_io::{DriverConfig, NodeHandle};
+use anode_io::DriverConfig;
 use anode_nodeos::guard::{DomainGuard, GuardConfig};
 use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
+use common::udp::*;
 use common::*;
 
 const NODE_MEMORY: u64 = 4 << 20;
-
-fn free_addr() -> SocketAddr {
-    let s = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    s.local_addr().unwrap()
-}
-
-fn node(addr: SocketAddr, peers: &[SocketAddr]) -> Node {
-    let mut cfg = NodeConfig::new(NodeAddr::from(addr));
-    cfg.routing = RoutingConfig {
-        hello_interval: Duration::from_millis(100),
-        dead_interval: Duration::from_millis(400),
-        update_interval: Duration::from_millis(300),
-        route_timeout: Duration::from_millis(2000),
-        gc_interval: Duration::from_millis(1000),
-        triggered_delay: Duration::from_millis(20),
-        ..RoutingConfig::default()
-    };
-    let now = Instant::now();
-    let mut n = Node::new(cfg, now).unwrap();
-    for p in peers {
-        n.add_link(LinkConfig::new(NodeAddr::from(*p)), now);
-    }
-    n
-}
 
 fn guard() -> DomainGuard<BurnEe> {
     let mut cfg = NodeOsConfig {
@@ -90,20 +66,6 @@ fn guard() -> DomainGuard<BurnEe> {
         terminate: true,
     };
     DomainGuard::new(BurnEe::default(), NodeOs::new(cfg), gc).unwrap()
-}
-
-fn wait_route(h: &NodeHandle, dst: SocketAddr) -> bool {
-    let end = Instant::now() + Duration::from_secs(10);
-    let dst = NodeAddr::from(dst);
-    while Instant::now() < end {
-        if h.call(move |n, _| n.lookup(&dst).is_some())
-            .unwrap_or(false)
-        {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 struct Outcome {

@@ -2,6 +2,9 @@
 //!
 //! Invariant: over any interval of length `t` the bucket passes at most
 //! `burst + rate * t` bytes (tested below). Time going backwards adds nothing.
+//! [`TokenBucket::charge`] is the after-the-fact form (for sends an EE already made): it
+//! always takes the bytes, running into a debt (at most one second of rate) that refills pay
+//! off before any new tokens; [`TokenBucket::in_debt`] tells the caller to hold back.
 
 use std::time::Instant;
 
@@ -14,6 +17,8 @@ pub struct TokenBucket {
     burst: u64,
     /// Tokens in byte-nanoseconds (bytes * 1e9), so refills are exact.
     tokens: u128,
+    /// Owed byte-nanoseconds (after-the-fact charges beyond the tokens).
+    debt: u128,
     last: Option<Instant>,
 }
 
@@ -24,6 +29,7 @@ impl TokenBucket {
             rate,
             burst,
             tokens: u128::from(burst) * NS,
+            debt: 0,
             last: None,
         }
     }
@@ -33,25 +39,53 @@ impl TokenBucket {
         self.rate
     }
 
-    /// Takes `bytes` if available at `now`.
-    pub fn take(&mut self, now: Instant, bytes: u64) -> bool {
+    fn refill(&mut self, now: Instant) {
         if let Some(last) = self.last {
-            let dt = now.saturating_duration_since(last).as_nanos();
+            let mut add = now
+                .saturating_duration_since(last)
+                .as_nanos()
+                .saturating_mul(u128::from(self.rate));
+            let pay = add.min(self.debt);
+            self.debt -= pay;
+            add -= pay;
             self.tokens = self
                 .tokens
-                .saturating_add(dt.saturating_mul(u128::from(self.rate)))
+                .saturating_add(add)
                 .min(u128::from(self.burst) * NS);
         }
         if self.last.is_none_or(|l| now > l) {
             self.last = Some(now);
         }
+    }
+
+    /// Takes `bytes` if available at `now` (and nothing is owed).
+    pub fn take(&mut self, now: Instant, bytes: u64) -> bool {
+        self.refill(now);
         let need = u128::from(bytes) * NS;
-        if need <= self.tokens {
+        if self.debt == 0 && need <= self.tokens {
             self.tokens -= need;
             true
         } else {
             false
         }
+    }
+
+    /// Takes `bytes` already sent at `now`, owing what the tokens do not cover.
+    pub fn charge(&mut self, now: Instant, bytes: u64) {
+        self.refill(now);
+        let need = u128::from(bytes) * NS;
+        let paid = need.min(self.tokens);
+        self.tokens -= paid;
+        self.debt = self
+            .debt
+            .saturating_add(need - paid)
+            .min(u128::from(self.rate) * NS);
+    }
+
+    /// Whether something is still owed at `now`.
+    pub fn in_debt(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.debt > 0
     }
 }
 
@@ -78,5 +112,22 @@ mod tests {
         let mut c = TokenBucket::new(1000, 100);
         assert!(c.take(t0 + Duration::from_secs(5), 100));
         assert!(!c.take(t0, 1));
+    }
+
+    #[test]
+    fn after_the_fact_charges_are_paid_off_first() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(1000, 100);
+        // 100 B of tokens, 600 B sent: 500 B owed, half a second at 1000 B/s.
+        b.charge(t0, 600);
+        assert!(b.in_debt(t0));
+        assert!(!b.take(t0, 1));
+        assert!(b.in_debt(t0 + Duration::from_millis(499)));
+        assert!(!b.in_debt(t0 + Duration::from_millis(500)));
+        assert!(b.take(t0 + Duration::from_millis(600), 100));
+        // The debt is capped at one second of rate.
+        let mut c = TokenBucket::new(1000, 0);
+        c.charge(t0, 1_000_000);
+        assert!(!c.in_debt(t0 + Duration::from_secs(1)));
     }
 }

@@ -18,6 +18,10 @@ use anode_core::{
 };
 use anode_nodeos::guard::{MeteredEe, UsageReport};
 
+pub mod udp;
+#[cfg(feature = "capsule")]
+pub mod wasm;
+
 pub const BENIGN: u8 = 0;
 pub const LOOP: u8 = 1;
 pub const BOMB: u8 = 2;
