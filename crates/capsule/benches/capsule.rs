@@ -5,17 +5,27 @@
 //!   capsule with `FLAG_EVAL_EVERY_HOP` whose code (`guest/protocols/forward`) runs at this
 //!   node: capsule header parse, code lookup, wasm `accept` with a fresh fuel budget, forward.
 //!   The difference is the EE's added cost per capsule.
-//! - `code_load/*`: a ~100 KB module: compile from bytes (validate, Cranelift, ABI check,
-//!   pre-link), and load from the disk cache (read + verify hashes + deserialize + pre-link).
+//!   `capsule_forward_winch`: the same with the code compiled by Winch (baseline tier), the
+//!   per-capsule price of running new code before its tier-up.
+//! - `code_load/*`: a ~100 KB module: compile from bytes (validate, compile, ABI check,
+//!   pre-link) with Cranelift (`cranelift_compile_100k`) and with Winch
+//!   (`winch_compile_100k`); load from the disk cache (read + verify hashes + deserialize +
+//!   pre-link); and `first_capsule_one_hop_100k`: two nodes in memory, the time from the
+//!   capsule reaching a node without its code to that node having run it: park, code request,
+//!   85 chunks from the neighbor, SHA-256, Winch compile (the first tier of
+//!   `Tiering::Tiered`; the bench uses `Tiering::Baseline` so no background Cranelift job
+//!   per iteration competes for the CPU), instantiate, `accept`.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anode_capsule::{
-    CapsuleConfig, CapsuleEe, Runtime, RuntimeConfig, capsule_packet, code_hash, protocols,
+    CapsuleConfig, CapsuleEe, CodeTier, Runtime, RuntimeConfig, Tiering, capsule_packet, code_hash,
+    protocols,
 };
 use anode_core::wire::addr::v4;
+use anode_core::wire::anep::TYPE_CAPSULE;
 use anode_core::wire::control::{Control, Hello, Routes};
 use anode_core::wire::datagram::Datagram;
 use anode_core::wire::transit::{Transit, TransitRepr};
@@ -61,11 +71,19 @@ fn transit_node(ee: CapsuleEe) -> (Node, Instant) {
 
 fn bench_transit(cr: &mut Criterion) {
     let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    let winch = Runtime::new(RuntimeConfig {
+        tiering: Tiering::Baseline,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
     let mut g = cr.benchmark_group("transit");
     for size in [64usize, 1400] {
         let mut ee = CapsuleEe::with_runtime(rt.clone(), CapsuleConfig::default()).unwrap();
         let code = ee.install(protocols::FORWARD).unwrap();
         let (mut node, now) = transit_node(ee);
+        let mut wee = CapsuleEe::with_runtime(winch.clone(), CapsuleConfig::default()).unwrap();
+        assert_eq!(wee.install(protocols::FORWARD).unwrap(), code);
+        let (mut wnode, _) = transit_node(wee);
         let (src, dst) = (v4(198, 18, 0, 1, 3322), v4(198, 19, 1, 200, 3322));
         let dgram = Datagram {
             transit: TransitRepr {
@@ -81,7 +99,12 @@ fn bench_transit(cr: &mut Criterion) {
         .unwrap();
         let capsule = capsule_packet(code, src, dst, u16::MAX, 1, &vec![0xa5; size]).unwrap();
         g.throughput(Throughput::Elements(1));
-        for (name, pkt) in [("fastpath_datagram", &dgram), ("capsule_forward", &capsule)] {
+        for (name, pkt, baseline) in [
+            ("fastpath_datagram", &dgram, false),
+            ("capsule_forward", &capsule, false),
+            ("capsule_forward_winch", &capsule, true),
+        ] {
+            let node = if baseline { &mut wnode } else { &mut node };
             let before = node.counters().tx_packets;
             g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
                 let mut buf = pkt.clone();
@@ -105,7 +128,7 @@ fn bench_transit(cr: &mut Criterion) {
 fn big_module(target: usize) -> Vec<u8> {
     let mut wat = String::from(
         "(module (memory (export \"memory\") 1) (func (export \"anode_abi_v1\"))\n\
-         (func (export \"accept\") (param i32 i32) (result i32) (i32.const 1))\n",
+         (func (export \"accept\") (param i32 i32) (result i32) (i32.const 0))\n",
     );
     let mut n = 0;
     loop {
@@ -146,10 +169,28 @@ fn bench_code_load(cr: &mut Criterion) {
         let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg.clone()).unwrap();
         ee.install(&wasm).unwrap();
     }
+    let winch = Runtime::new(RuntimeConfig {
+        tiering: Tiering::Baseline,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
     let mut g = cr.benchmark_group("code_load");
+    g.sample_size(10);
+    g.bench_function("cranelift_compile_100k", |b| {
+        b.iter(|| black_box(rt.compile_tier(&wasm, CodeTier::Optimized).unwrap()));
+    });
     g.sample_size(20);
-    g.bench_function("compile_100k", |b| {
-        b.iter(|| black_box(rt.compile(&wasm).unwrap()));
+    g.bench_function("winch_compile_100k", |b| {
+        b.iter(|| black_box(winch.compile_tier(&wasm, CodeTier::Baseline).unwrap()));
+    });
+    g.bench_function("first_capsule_one_hop_100k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                total += first_capsule_one_hop(&winch, &wasm);
+            }
+            total
+        });
     });
     g.bench_function("disk_cache_100k", |b| {
         b.iter(|| {
@@ -161,6 +202,54 @@ fn bench_code_load(cr: &mut Criterion) {
     });
     g.finish();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The capsule EE of `n`.
+fn capsule_ee(n: &mut Node) -> &mut CapsuleEe {
+    n.ee_mut(TYPE_CAPSULE)
+        .unwrap()
+        .as_any_mut()
+        .downcast_mut::<CapsuleEe>()
+        .unwrap()
+}
+
+/// Node `a` holds `wasm`; node `b` (fresh) gets a capsule of it from `a`. Returns the time from
+/// `b` receiving the capsule to `b` having run it (setup untimed; packets are handed over
+/// in memory, so this is the nodes' own work: no link delay).
+fn first_capsule_one_hop(rt: &Arc<Runtime>, wasm: &[u8]) -> std::time::Duration {
+    let now = Instant::now();
+    let (aa, ba) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 2, 3322));
+    let mut a = Node::new(NodeConfig::new(aa), now).unwrap();
+    let mut b = Node::new(NodeConfig::new(ba), now).unwrap();
+    a.add_link(LinkConfig::new(ba), now);
+    b.add_link(LinkConfig::new(aa), now);
+    let mut ea = CapsuleEe::with_runtime(rt.clone(), CapsuleConfig::default()).unwrap();
+    let code = ea.install(wasm).unwrap();
+    a.register_ee(Box::new(ea));
+    let eb = CapsuleEe::with_runtime(rt.clone(), CapsuleConfig::default()).unwrap();
+    b.register_ee(Box::new(eb));
+    let pkt = capsule_packet(code, aa, ba, 16, 1, b"first").unwrap();
+    let t0 = Instant::now();
+    b.handle_packet(now, LinkId(0), pkt);
+    for _ in 0..10_000 {
+        if capsule_ee(&mut b).stats().runs > 0 {
+            break;
+        }
+        while let Some(t) = b.poll_transmit() {
+            a.handle_packet(now, LinkId(0), t.buf);
+        }
+        while let Some(t) = a.poll_transmit() {
+            b.handle_packet(now, LinkId(0), t.buf);
+        }
+    }
+    let el = t0.elapsed();
+    let st = capsule_ee(&mut b).stats().clone();
+    assert_eq!(
+        (st.runs, st.compiled, st.loads_completed),
+        (1, 1, 1),
+        "{st:?}"
+    );
+    el
 }
 
 criterion_group!(benches, bench_transit, bench_code_load);

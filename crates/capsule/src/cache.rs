@@ -5,18 +5,27 @@
 //! Disk layout, per code object `H` (64 hex digits) in the cache directory:
 //! - `H.wasm`: the module bytes (served to neighbors; SHA-256 must equal `H`),
 //! - `H.cwasm`: `Module::serialize` output of this engine,
-//! - `H.meta`: `anode-cwasm 2`, the engine compatibility key, the BLAKE3 of `H.cwasm` and the
-//!   BLAKE3 of `H.wasm`.
+//! - `H.meta`: `anode-cwasm 3`, the engine compatibility key, the BLAKE3 of `H.cwasm`, the
+//!   BLAKE3 of `H.wasm`, and the *stamp* of `H.cwasm`: its inode, length and modification time,
+//!   which the writer sets to a time whose nanoseconds come from the artifact's BLAKE3.
 //!
 //! Invariant: an artifact is deserialized only if its meta names this engine's compatibility
-//! key and its BLAKE3 matches the meta (so a truncated, foreign or damaged file is never
-//! handed to `Module::deserialize`, which trusts its input); otherwise the module is
-//! recompiled from `H.wasm` (verified against its SHA-256 name `H`) and the artifact
-//! rewritten. The meta is written only after `H.wasm` was verified against `H` (at install
-//! or on receipt), so when loading a valid artifact the module bytes are checked against the
-//! meta's BLAKE3 (several GB/s) instead of recomputing SHA-256; bytes that do not match are
-//! never used. Metas of version 1 (SHA-256 digests) are treated as missing: the module is
-//! recompiled once and the artifact rewritten.
+//! key and the file is the one whose BLAKE3 the meta records (so a truncated, foreign or
+//! damaged file is never handed to wasmtime's deserializer, which trusts its input). "The
+//! one" is established either by the stamp (same inode, length and stamped modification
+//! time: the file was not written since it was hashed; any write resets the modification
+//! time to the clock, which does not produce the stamped nanoseconds; only someone setting
+//! times on purpose with write access to the cache could fake it, and they could equally
+//! replace the node's binary), and then the file is mapped (`Module::deserialize_file`, no
+//! read, no hash: the fast restart path), or by reading and hashing it (stamp lost, e.g.
+//! after a copy), and then those bytes are deserialized. Otherwise the module is recompiled
+//! from `H.wasm` (verified against its SHA-256 name `H`) and the artifact rewritten. The meta
+//! is written only after `H.wasm` was verified against `H` (at install or on receipt), so when
+//! loading a valid artifact the module bytes are checked against the meta's BLAKE3 (several
+//! GB/s) instead of recomputing SHA-256; bytes that do not match are never used. Metas of
+//! earlier versions are treated as missing: the module is recompiled once and the artifact
+//! rewritten. A mapped artifact is never modified in place: every write goes to a new file
+//! that is renamed over the old name.
 //! Files are written to a temporary name and renamed, so a crash leaves no half file; a disk
 //! load does not rewrite anything.
 
@@ -168,7 +177,44 @@ pub struct DiskCache {
     dir: PathBuf,
 }
 
-const META_MAGIC: &str = "anode-cwasm 2";
+const META_MAGIC: &str = "anode-cwasm 3";
+
+/// Identity of an artifact file as written: inode, length, modification time (s, ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    len: u64,
+    secs: i64,
+    nanos: u32,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(path).ok()?;
+        Some(Stamp {
+            ino: m.ino(),
+            len: m.len(),
+            secs: m.mtime(),
+            nanos: u32::try_from(m.mtime_nsec()).ok()?,
+        })
+    }
+
+    fn line(&self) -> String {
+        format!("{} {} {} {}", self.ino, self.len, self.secs, self.nanos)
+    }
+
+    fn parse(line: &str) -> Option<Stamp> {
+        let mut f = line.split(' ');
+        let st = Stamp {
+            ino: f.next()?.parse().ok()?,
+            len: f.next()?.parse().ok()?,
+            secs: f.next()?.parse().ok()?,
+            nanos: f.next()?.parse().ok()?,
+        };
+        f.next().is_none().then_some(st)
+    }
+}
 
 /// BLAKE3 of `b`, hex: the artifact cache's integrity check (not a name).
 fn fast_digest(b: &[u8]) -> String {
@@ -183,12 +229,47 @@ fn disk_err(path: &Path, e: impl std::fmt::Display) -> CapsuleError {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CapsuleError> {
+    write_stamped(path, bytes, None).map(|_| ())
+}
+
+/// Writes `bytes` to a new file renamed to `path`; with `nanos`, sets its modification time
+/// to now with those nanoseconds first and returns its stamp.
+fn write_stamped(
+    path: &Path,
+    bytes: &[u8],
+    nanos: Option<u32>,
+) -> Result<Option<Stamp>, CapsuleError> {
     // Unique per process and per write: the tier-up worker and EEs may write at once.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
     fs::write(&tmp, bytes).map_err(|e| disk_err(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| disk_err(path, e))
+    let stamp = match nanos {
+        None => None,
+        Some(ns) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|e| disk_err(&tmp, e))?;
+            let t =
+                std::time::UNIX_EPOCH + std::time::Duration::new(now.as_secs(), ns % 1_000_000_000);
+            fs::File::options()
+                .write(true)
+                .open(&tmp)
+                .and_then(|f| f.set_modified(t))
+                .map_err(|e| disk_err(&tmp, e))?;
+            Some(Stamp::of(&tmp).ok_or_else(|| disk_err(&tmp, "cannot stat"))?)
+        }
+    };
+    fs::rename(&tmp, path).map_err(|e| disk_err(path, e))?;
+    Ok(stamp)
+}
+
+/// A checked artifact.
+enum Artifact {
+    /// The file is the one written and hashed (its stamp matches): map it.
+    Stamped(PathBuf),
+    /// Its bytes, read and checked against the meta's BLAKE3.
+    Read(Vec<u8>),
 }
 
 /// How a code object came out of the disk cache.
@@ -246,11 +327,16 @@ impl DiskCache {
     ) -> Result<(), CapsuleError> {
         let art = module.serialize().map_err(|e| disk_err(&self.dir, e))?;
         self.store_wasm(h, wasm)?;
-        write_atomic(&self.path(h, "cwasm"), &art)?;
+        let digest = blake3::hash(&art);
+        let d = digest.as_bytes();
+        let nanos = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+        let stamp = write_stamped(&self.path(h, "cwasm"), &art, Some(nanos))?
+            .ok_or_else(|| disk_err(&self.dir, "no stamp"))?;
         let meta = format!(
-            "{META_MAGIC}\n{compat}\n{}\n{}\n",
-            fast_digest(&art),
-            fast_digest(wasm)
+            "{META_MAGIC}\n{compat}\n{}\n{}\n{}\n",
+            digest.to_hex(),
+            fast_digest(wasm),
+            stamp.line()
         );
         write_atomic(&self.path(h, "meta"), meta.as_bytes())
     }
@@ -266,11 +352,22 @@ impl DiskCache {
         let Some((art, wasm)) = self.artifact(rt, h) else {
             return Some(DiskHit::WasmOnly(self.wasm(h)?));
         };
-        // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of a
-        // compatible engine. These bytes were written by `store` above: their BLAKE3 matches
-        // the meta written with them, and the meta names this engine's compatibility key
-        // (wasmtime additionally checks its own version and configuration header).
-        match unsafe { Module::deserialize(&rt.opt.engine, &art) } {
+        let m = match art {
+            // SAFETY: `Module::deserialize_file` requires a file produced by
+            // `Module::serialize` of a compatible engine that is not modified while mapped.
+            // This file was written by `store_parts` above (its stamp, set there, matches the
+            // meta written with it and its BLAKE3; see the module docs for why a stamp match
+            // means it is unchanged), the meta names this engine's compatibility key
+            // (wasmtime additionally checks its own version and configuration header), and
+            // this cache never writes into an existing file: it renames new files over old
+            // names, so a mapping keeps the old, unchanged inode.
+            Artifact::Stamped(path) => unsafe { Module::deserialize_file(&rt.opt.engine, path) },
+            // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of
+            // a compatible engine. These bytes' BLAKE3 matches the meta written with them by
+            // `store_parts`, and the meta names this engine's compatibility key.
+            Artifact::Read(bytes) => unsafe { Module::deserialize(&rt.opt.engine, &bytes) },
+        };
+        match m {
             Ok(m) => Some(DiskHit::Deserialized(wasm, m)),
             Err(_) => Some(DiskHit::WasmOnly(self.wasm(h)?)),
         }
@@ -278,18 +375,25 @@ impl DiskCache {
 
     /// The artifact of `h` and its module bytes, if the meta is of this engine and both
     /// files match the digests it records (written only for module bytes verified against
-    /// `h`).
-    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<(Vec<u8>, Arc<[u8]>)> {
+    /// `h`): the artifact by its stamp or, failing that, by reading and hashing it.
+    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<(Artifact, Arc<[u8]>)> {
         let meta = fs::read_to_string(self.path(h, "meta")).ok()?;
         let mut lines = meta.lines();
         if lines.next()? != META_MAGIC || lines.next()? != rt.compat() {
             return None;
         }
         let (want_art, want_wasm) = (lines.next()?, lines.next()?);
-        let art = fs::read(self.path(h, "cwasm")).ok()?;
-        if fast_digest(&art) != want_art {
-            return None;
-        }
+        let stamp = Stamp::parse(lines.next()?)?;
+        let art_path = self.path(h, "cwasm");
+        let art = if Stamp::of(&art_path) == Some(stamp) {
+            Artifact::Stamped(art_path)
+        } else {
+            let bytes = fs::read(&art_path).ok()?;
+            if fast_digest(&bytes) != want_art {
+                return None;
+            }
+            Artifact::Read(bytes)
+        };
         let wasm = fs::read(self.path(h, "wasm")).ok()?;
         (fast_digest(&wasm) == want_wasm).then(|| (art, Arc::from(wasm)))
     }

@@ -249,7 +249,12 @@ impl Runtime {
             .max_memories_per_module(1)
             .max_tables_per_module(4);
         let mut c = Config::new();
+        // Winch compiles functions on every core: new code waits for it. Cranelift does so
+        // only when nothing runs before it (`Tiering::Optimized`); as a background tier-up it
+        // stays on its one worker thread, leaving the other cores to the node.
+        let parallel = strategy == Strategy::Winch || cfg.tiering == Tiering::Optimized;
         c.strategy(strategy)
+            .parallel_compilation(parallel)
             .consume_fuel(true)
             .cranelift_opt_level(OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -94,6 +94,27 @@ fn a_restarted_node_runs_cached_code_without_recompiling() {
     send(&mut net, 4);
     assert_eq!(net.ee(1).stats().disk_loads, 1);
 
+    // Bytes damaged in place (the stamped file: same length and inode) are refused and the
+    // artifact rewritten ...
+    let mut b = fs::read(&art).unwrap();
+    b[mid] ^= 0xff;
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&art)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &b))
+        .unwrap();
+    let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg(&dirs[1])).unwrap();
+    assert!(ee.has_code(&h));
+    assert_eq!((ee.stats().disk_loads, ee.stats().compiled), (0, 1));
+
+    // ... and a copy of an intact artifact (new inode and time: its stamp is lost) is checked by its
+    // hash instead, and still loads without compiling.
+    let copy = dirs[1].join("copy");
+    fs::copy(&art, &copy).unwrap();
+    fs::rename(&copy, &art).unwrap();
+    let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg(&dirs[1])).unwrap();
+    assert!(ee.has_code(&h));
+    assert_eq!((ee.stats().disk_loads, ee.stats().compiled), (1, 0));
     // Module bytes that do not hash to their name are never used.
     fs::write(dirs[1].join(format!("{hex}.wasm")), b"tampered").unwrap();
     let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg(&dirs[1])).unwrap();
