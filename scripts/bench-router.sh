@@ -15,10 +15,15 @@
 # sender of ../shared/baselines. The receiver is always the C `recv` in d (counts datagrams).
 # Needs root. Tears everything down on exit, even on failure.
 # usage: bench-router.sh [SECS=3]
+#        bench-router.sh txmodes [SECS=3]: the generator alone, sendmmsg vs PACKET_TX_RING, one
+#        thread, 64 and 1472 B, onto a veth whose peer drops each frame on arrival (foreign
+#        destination MAC), alternating, REPS=3 times each: only the transmit mechanism differs.
 #   env: ANODE_BIN, PKTGEN_BIN, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
 #        SIZES="64 1472", MODES="kernel anode", PINGS=20
 set -euo pipefail
 cd "$(dirname "$0")/.."
+txmodes=0
+if [ "${1:-}" = txmodes ]; then txmodes=1; shift; fi
 secs=${1:-3}
 steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
@@ -32,6 +37,34 @@ if [ "$(id -u)" != 0 ]; then echo "bench-router: needs root (network namespaces)
 tmp=$(mktemp -d)
 cleanup() { scripts/netns-router.sh down "$p" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
 trap cleanup EXIT
+ns() { ip netns exec "$@"; }
+if [ "$txmodes" = 1 ]; then
+    [ -n "${PKTGEN_BIN:-}" ] || { cargo build -q --release -p anode-ether --bin anode-pktgen; PKTGEN_BIN=${CARGO_TARGET_DIR:-target}/release/anode-pktgen; }
+    cleanup() { ip netns del ${p}g 2>/dev/null || true; ip netns del ${p}k 2>/dev/null || true; rm -rf "$tmp"; }
+    cleanup; mkdir -p "$tmp"
+    ip netns add ${p}g; ip netns add ${p}k
+    ip link add g0 netns ${p}g type veth peer name k0 netns ${p}k
+    # Frames to a MAC that is not k0's: the peer's IP layer drops them first thing
+    # (PACKET_OTHERHOST), the same small cost for both mechanisms.
+    ip -n ${p}g link set g0 up; ip -n ${p}k link set k0 up
+    kmac=02:00:5e:00:00:99
+    echo "| UDP payload | tx mode | generator pps (each run) |"
+    echo "|---|---|---|"
+    for size in $sizes; do
+        declare -A runs=()
+        for _ in $(seq "${REPS:-3}"); do
+            for m in sendmmsg txring; do
+                r=$(ns ${p}g "$PKTGEN_BIN" --iface g0 --dst-mac "$kmac" --src 198.18.1.1 --dst 198.18.2.2 \
+                    --size "$size" --secs "$secs" --threads 1 --mode "$m" | sed -n 's/.*pps=\([0-9]*\).*/\1/p')
+                runs[$m]="${runs[$m]:-}${runs[$m]:+, }$r"
+            done
+        done
+        for m in sendmmsg txring; do echo "| $size B | $m | ${runs[$m]} |"; done
+    done
+    echo "load: $(uptime | sed 's/.*load average: //')"
+    exit 0
+fi
+
 base=../shared/baselines
 [ -d "$base" ] || { echo "bench-router: $base not found (the repo's parent holds shared/)" >&2; exit 1; }
 make -s -C "$base" O="$tmp" >/dev/null
@@ -44,7 +77,6 @@ if [ "$gen" = pktgen ] && [ -z "${PKTGEN_BIN:-}" ]; then
     cargo build -q --release -p anode-ether --bin anode-pktgen
     PKTGEN_BIN=${CARGO_TARGET_DIR:-target}/release/anode-pktgen
 fi
-ns() { ip netns exec "$@"; }
 
 # trial RATE SIZE -> "sent rcvd"
 trial() {
