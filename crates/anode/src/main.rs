@@ -45,6 +45,9 @@ enum Command {
     /// Service modules: pack, sign, verify, show, fetch; install, list, upgrade... at a node.
     #[command(subcommand)]
     Module(cmd::module::ModuleCommand),
+    /// NodeOS policies signed with a key: sign, verify.
+    #[command(subcommand)]
+    Policy(cmd::policy::PolicyCommand),
     /// A module repository over HTTP.
     #[command(subcommand)]
     Repo(cmd::module::RepoCommand),
@@ -77,6 +80,7 @@ fn main() {
         Command::Keygen(a) => cmd::module::keygen(a),
         Command::Module(c) => cmd::module::run(c),
         Command::Repo(c) => cmd::module::repo(c),
+        Command::Policy(c) => cmd::policy::run(c),
         Command::Ping(a) => cmd::tools::ping(a),
         Command::Traceroute(a) => cmd::tools::traceroute(a),
         Command::Flood(a) => cmd::tools::flood(a),

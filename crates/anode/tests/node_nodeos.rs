@@ -139,3 +139,75 @@ fn bad_policy_file_stops_the_node_naming_its_line() {
     assert!(err.contains("p.toml:5:1"), "{err}");
     assert!(err.contains("unknown field `memory`"), "{err}");
 }
+
+#[test]
+fn keygen_policy_sign_verify_and_a_node_takes_the_signed_policy() {
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let dir = TestDir::new("nodeos-signed");
+    let base = dir.0.join("op");
+    let ok = |args: &[&str]| {
+        let out = run(args, Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "anode {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    ok(&["keygen", "--out", base.to_str().unwrap()]);
+    let pubhex = std::fs::read_to_string(dir.0.join("op.pub")).unwrap();
+    let pubhex = pubhex.trim();
+    let limits = dir.file("limits.toml", "memory_bytes = 2097152\ncpu_share = 4\n");
+    let signed = dir.0.join("proto.signed");
+    ok(&[
+        "policy",
+        "sign",
+        limits.to_str().unwrap(),
+        "--principal",
+        "capsule/*",
+        "--key",
+        dir.0.join("op.key").to_str().unwrap(),
+        "--out",
+        signed.to_str().unwrap(),
+    ]);
+    let v = ok(&[
+        "policy",
+        "verify",
+        signed.to_str().unwrap(),
+        "--trust",
+        pubhex,
+    ]);
+    assert!(v.contains("ok, policy of \"capsule/*\""), "{v}");
+
+    // A node trusting the key takes it; tampered, it refuses to start and says so.
+    let me = addr(ip, free_port(ip));
+    let cfg = config(&me, &[], &dir.0.join("s.sock"))
+        + &format!("\n[nodeos]\ntrusted_keys = [\"{pubhex}\"]\nsigned = [\"proto.signed\"]\n");
+    let path = dir.file("s.toml", &cfg);
+    let check = ok(&["node", "--config", path.to_str().unwrap(), "--check"]);
+    assert!(check.contains("nodeos"), "{check}");
+    let text = std::fs::read_to_string(&signed).unwrap();
+    std::fs::write(&signed, text.replace("cpu_share = 4", "cpu_share = 9")).unwrap();
+    let out = run(
+        &["node", "--config", path.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("s.toml:") && err.contains("tampered with"),
+        "{err}"
+    );
+    let out = run(
+        &[
+            "policy",
+            "verify",
+            signed.to_str().unwrap(),
+            "--trust",
+            pubhex,
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tampered with"));
+}

@@ -9,6 +9,7 @@ pub mod module_ops;
 pub mod node;
 pub mod plan;
 pub mod plan_inject;
+pub mod policy;
 pub mod router;
 pub mod tools;
 

@@ -9,6 +9,8 @@
 //! # memory_bytes = 268435456  # total memory of all domains of both EEs (256 MiB)
 //! # terminate = true          # false: hostile domains are only throttled
 //! # cpu_percent = 50          # CPU each EE may use, % of one core
+//! # trusted_keys = ["HEX"]    # keys whose signed policies this node accepts (`anode keygen`)
+//! # signed = ["p.signed"]     # signed policy files (`anode policy sign`)
 //! ```
 //!
 //! The policy file is TOML, one table per principal (`anode_nodeos::PolicyStore`):
@@ -17,6 +19,8 @@
 //! `["capsule/<sha256 hex of the code>"]` is one capsule protocol and `["capsule/*"]` every
 //! capsule protocol without a table of its own; `["plan/<source address>"]` and `["plan/*"]`
 //! the same for PLAN packets by source node. A protocol's policy must fit within its EE's.
+//! A signed policy (`anode_nodeos::SignedPolicy`) is accepted only if signed, intact and
+//! signed by one of `trusted_keys`; the refusal names which of the three failed.
 //!
 //! Contract: [`check`] returns settings that build guards without error, or a problem placed
 //! at the `[nodeos]` key at fault; a policy file's own errors are named with the policy
@@ -56,6 +60,8 @@ pub(super) struct RawNodeOs {
     pub memory_bytes: Option<Spanned<u64>>,
     pub terminate: Option<bool>,
     pub cpu_percent: Option<Spanned<u32>>,
+    pub trusted_keys: Option<Spanned<Vec<String>>>,
+    pub signed: Option<Spanned<Vec<String>>>,
 }
 
 /// The checked `[nodeos]` section.
@@ -73,6 +79,8 @@ pub struct NodeOsFile {
     pub terminate: bool,
     /// CPU capacity of each EE, ns per second.
     pub cpu_ns_per_sec: u64,
+    /// The signed policy files accepted (principal, file).
+    pub signed: Vec<(String, PathBuf)>,
 }
 
 impl NodeOsFile {
@@ -96,6 +104,7 @@ impl Default for NodeOsFile {
             memory_bytes: DEFAULT_MEMORY,
             terminate: true,
             cpu_ns_per_sec: 500_000_000,
+            signed: Vec::new(),
         }
     }
 }
@@ -177,8 +186,9 @@ pub(super) fn check(path: &Path, text: &str, raw: &RawNodeOs) -> Result<NodeOsFi
         }
     };
     let written: Vec<String> = policies.iter().map(|(n, _)| n.clone()).collect();
+    let signed = check_signed(path, text, raw, &mut policies)?;
     fill_defaults(&mut policies, memory_bytes);
-    check_principals(policy_file.as_deref(), &ptext, &written, &policies).map_err(
+    check_principals(policy_file.as_deref(), &ptext, &written, &signed, &policies).map_err(
         |(what, fix)| {
             let s = raw.policy.as_ref().map_or(0, |p| p.span().start);
             at(s, what, &fix)
@@ -201,7 +211,88 @@ pub(super) fn check(path: &Path, text: &str, raw: &RawNodeOs) -> Result<NodeOsFi
         memory_bytes,
         terminate: raw.terminate.unwrap_or(true),
         cpu_ns_per_sec,
+        signed,
     })
+}
+
+/// `trusted_keys` and `signed`: every signed policy file must verify under a trusted key; its
+/// policy joins `policies` (a principal may have only one policy).
+fn check_signed(
+    path: &Path,
+    text: &str,
+    raw: &RawNodeOs,
+    policies: &mut PolicyStore,
+) -> Result<Vec<(String, PathBuf)>, Problem> {
+    let at = |s: usize, what: String, fix: &str| Problem {
+        pos: pos_of(text, s),
+        what,
+        fix: fix.to_string(),
+    };
+    let mut keys = Vec::new();
+    if let Some(k) = &raw.trusted_keys {
+        for hexkey in k.get_ref() {
+            keys.push(anode_modules::parse_public(hexkey).map_err(|e| {
+                at(
+                    k.span().start,
+                    format!("[nodeos] trusted_keys: {e}"),
+                    "give the 64 hex digits of a public key (the BASE.pub file `anode keygen` writes)",
+                )
+            })?);
+        }
+    }
+    let Some(files) = &raw.signed else {
+        return Ok(Vec::new());
+    };
+    let s = files.span().start;
+    if keys.is_empty() && !files.get_ref().is_empty() {
+        return Err(at(
+            s,
+            "[nodeos] signed lists signed policies but trusted_keys names no key to check them with".into(),
+            "add trusted_keys = [\"HEX\"] with the signers' public keys (BASE.pub of `anode keygen`)",
+        ));
+    }
+    let mut out = Vec::new();
+    for f in files.get_ref() {
+        let file = resolve(path, f);
+        let body = std::fs::read_to_string(&file).map_err(|e| {
+            at(
+                s,
+                format!("cannot read the signed policy {} ({e})", file.display()),
+                "check the path (relative paths start at this config file's directory)",
+            )
+        })?;
+        let sp = anode_nodeos::SignedPolicy::from_toml(&body)
+            .and_then(|sp| sp.verify(&keys).map(|()| sp))
+            .map_err(|e| {
+                use anode_nodeos::SignedPolicyError as E;
+                let fix = match &e {
+                    E::Malformed(_) => "make it with `anode policy sign`",
+                    E::Unsigned { .. } => "sign it with `anode policy sign --key BASE.key`",
+                    E::Tampered { .. } => {
+                        "restore the file as signed, or sign the changed policy again"
+                    }
+                    E::Untrusted { .. } => {
+                        "add the signer's key to [nodeos] trusted_keys if you trust it, or have a trusted key sign it"
+                    }
+                };
+                at(s, format!("signed policy {}: {e}", file.display()), fix)
+            })?;
+        let p = Principal(sp.principal.clone());
+        if policies.get(&p).is_some() {
+            return Err(at(
+                s,
+                format!(
+                    "signed policy {} is for {:?}, which already has a policy",
+                    file.display(),
+                    sp.principal
+                ),
+                "keep one policy per principal: remove it from the policy file or from signed",
+            ));
+        }
+        policies.insert(&sp.principal, sp.policy);
+        out.push((sp.principal, file));
+    }
+    Ok(out)
 }
 
 fn resolve(path: &Path, given: &str) -> PathBuf {
@@ -244,10 +335,19 @@ fn check_principals(
     file: Option<&Path>,
     ptext: &str,
     written: &[String],
+    signed: &[(String, PathBuf)],
     store: &PolicyStore,
 ) -> Result<(), Why> {
     for (name, pol) in store.iter() {
+        let signed_in = signed.iter().find(|(p, _)| p == name).map(|(_, f)| f);
         let here = |what: String, fix: &str| match file.filter(|_| written.contains(name)) {
+            _ if signed_in.is_some() => (
+                format!(
+                    "signed policy {}: {what}",
+                    signed_in.map_or(String::new(), |f| f.display().to_string())
+                ),
+                format!("{fix} (and sign it again)"),
+            ),
             Some(f) => {
                 let pos = table_pos(ptext, name);
                 (
@@ -436,6 +536,84 @@ mod tests {
         );
         assert_eq!(line, 5, "{msg}");
         assert!(msg.contains("more than [nodeos] memory_bytes"), "{msg}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn signed_policies_need_a_trusted_intact_signature() {
+        use anode_nodeos::SignedPolicy;
+        let d = dir("signed");
+        let node = d.join("n.toml");
+        let k = anode_modules::generate_key();
+        let other = anode_modules::generate_key();
+        let pubhex = hex::encode(k.verifying_key().to_bytes());
+        let pol = Policy {
+            memory_bytes: 2 << 20,
+            cpu_share: 4,
+            ..Policy::default()
+        };
+        let good = SignedPolicy::sign("capsule/ab", pol.clone(), &k).to_toml();
+        std::fs::write(d.join("good.signed"), &good).unwrap();
+        let cfg = |file: &str| {
+            format!("{NODE}[nodeos]\ntrusted_keys = [\"{pubhex}\"]\nsigned = [\"{file}\"]\n")
+        };
+        let n = parse(&node, &cfg("good.signed")).unwrap().nodeos;
+        assert_eq!(n.policy("capsule/ab"), pol);
+        assert_eq!(
+            n.signed,
+            [("capsule/ab".to_string(), d.join("good.signed"))]
+        );
+
+        let tampered = good.replace("cpu_share = 4", "cpu_share = 40");
+        std::fs::write(d.join("tampered.signed"), tampered).unwrap();
+        let unsigned = SignedPolicy {
+            signature: None,
+            ..SignedPolicy::sign("capsule/ab", pol.clone(), &k)
+        };
+        std::fs::write(d.join("unsigned.signed"), unsigned.to_toml()).unwrap();
+        std::fs::write(
+            d.join("untrusted.signed"),
+            SignedPolicy::sign("capsule/ab", pol.clone(), &other).to_toml(),
+        )
+        .unwrap();
+        for (file, want) in [
+            ("tampered.signed", "tampered with"),
+            ("unsigned.signed", "is unsigned"),
+            ("untrusted.signed", "does not trust"),
+        ] {
+            let (line, msg) = err(&node, &cfg(file));
+            assert_eq!(line, 5, "{msg}");
+            assert!(msg.contains(file) && msg.contains(want), "{file}: {msg}");
+        }
+        // Signed policies need trusted keys; a bad key is named.
+        let (line, msg) = err(
+            &node,
+            &format!("{NODE}[nodeos]\nsigned = [\"good.signed\"]\n"),
+        );
+        assert_eq!(line, 4);
+        assert!(msg.contains("trusted_keys names no key"), "{msg}");
+        let (line, msg) = err(&node, &format!("{NODE}[nodeos]\ntrusted_keys = [\"xy\"]\n"));
+        assert_eq!(line, 4);
+        assert!(msg.contains("not a hex ed25519 public key"), "{msg}");
+        // A signed policy must still fit within its EE's.
+        let big = Policy {
+            memory_bytes: 1 << 40,
+            ..Policy::default()
+        };
+        std::fs::write(
+            d.join("big.signed"),
+            SignedPolicy::sign("capsule/ab", big, &k).to_toml(),
+        )
+        .unwrap();
+        let (_, msg) = err(&node, &cfg("big.signed"));
+        assert!(
+            msg.contains("signed policy") && msg.contains("big.signed"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("asks for more than the capsule EE has"),
+            "{msg}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
