@@ -20,6 +20,7 @@ const MODULES: &[&str] = &[
     "flowpin",
     "verdicts",
     "mix",
+    "knob",
 ];
 
 fn main() {

@@ -26,7 +26,8 @@ builtin!(
     "ratelimit",
     "flowpin",
     "verdicts",
-    "mix"
+    "mix",
+    "knob"
 );
 
 /// An unsigned package of the built-in module `name`.

@@ -361,15 +361,9 @@ impl ModRuntime {
         let need: &[&str] = match m.kind {
             Kind::Processor => &["process"],
             Kind::Qdisc => &["enqueue", "dequeue"],
-            Kind::Service => &["service"],
             Kind::RoutingFunction => &["route"],
             Kind::PlanService => &["plan_call"],
-            k => {
-                return Err(err(format!(
-                    "modules of kind `{}` are not supported by this node (it runs processor, qdisc, service, routing-function and plan-service modules)",
-                    k.name()
-                )));
-            }
+            Kind::Service | Kind::ControlService => &["service"],
         };
         for n in need {
             if !has(n) {

@@ -225,3 +225,25 @@ fn processors_see_only_packets_matching_their_filter() {
     let h = host(&mut n).unwrap();
     assert_eq!(h.call_service("counter", 0, 0).unwrap(), 5);
 }
+
+/// A control service: operators turn its setting through service calls (the control socket's
+/// `module call`); the setting survives an upgrade.
+#[test]
+fn a_control_service_keeps_its_setting_across_an_upgrade() {
+    let now = Instant::now();
+    let mut n = relay(&[1], now);
+    let h = host(&mut n).unwrap();
+    let mut cfg = toml::Table::new();
+    cfg.insert("initial".into(), 3.into());
+    assert_eq!(
+        h.install(signed("knob", None), &cfg).unwrap(),
+        State::Resolved
+    );
+    h.start("knob").unwrap();
+    assert_eq!(h.info("knob").unwrap().kind, "control-service");
+    assert_eq!(h.call_service("knob", 0, 0).unwrap(), 3);
+    assert_eq!(h.call_service("knob", 1, 10).unwrap(), 3);
+    h.upgrade(signed("knob", Some("1.1.0")), &toml::Table::new())
+        .unwrap();
+    assert_eq!(h.call_service("knob", 0, 0).unwrap(), 10);
+}

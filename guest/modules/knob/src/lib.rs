@@ -1,0 +1,53 @@
+//! A control service: one integer setting. Operators read and turn it with
+//! `anode module call knob OP [ARG]` (op 0 reads it, op 1 sets it to ARG and returns the old
+//! value); other modules read it through the service registry (`knob` 1.0.0). The value
+//! survives an upgrade (state: 8 bytes little-endian).
+
+#![no_std]
+
+static mut VALUE: i64 = 0;
+static mut STATE: [u8; 8] = [0; 8];
+
+#[unsafe(no_mangle)]
+pub extern "C" fn init() -> i32 {
+    // SAFETY: single-threaded guest.
+    unsafe { VALUE = anode_msdk::config_int("initial") };
+    0
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn service(op: i32, arg: i64) -> i64 {
+    // SAFETY: single-threaded guest; no reference to VALUE outlives these statements.
+    unsafe {
+        let old = VALUE;
+        if op == 1 {
+            VALUE = arg;
+        }
+        old
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn state_export() -> i64 {
+    // SAFETY: single-threaded guest; the host reads STATE at once.
+    unsafe {
+        STATE = VALUE.to_le_bytes();
+        let p = core::ptr::addr_of!(STATE) as usize as i64;
+        (p << 32) | 8
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn alloc(_len: i32) -> i32 {
+    core::ptr::addr_of!(STATE) as usize as i32
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn state_import(_ptr: i32, len: i32) -> i32 {
+    if len != 8 {
+        return -1;
+    }
+    // SAFETY: single-threaded guest; the host wrote 8 bytes into STATE.
+    unsafe { VALUE = i64::from_le_bytes(STATE) };
+    0
+}
