@@ -12,7 +12,8 @@
 //! Under the NodeOS each EE has its own domain (principal `capsule` / `plan`) under the
 //! node's root, whose memory is the EE's policy share of `[nodeos] memory_bytes`; each
 //! capsule protocol (code hash) and each PLAN source node is a child domain
-//! (`capsule/<hex>`, `plan/<address>`). CPU: capsule fuel at 1 ns per unit, PLAN steps at
+//! (`capsule/<hex>`, `plan/<address>`). CPU (exact per run: the fuel each capsule run used,
+//! the steps each PLAN call took): capsule fuel at 1 ns per unit, PLAN steps at
 //! 50 ns per step (rough calibrations: they weigh the two EEs' work against each other and
 //! against `[nodeos] cpu_percent`); the run-time limit of one call is the EE's own per-run
 //! budget (fuel, steps).
@@ -34,8 +35,6 @@ use crate::config::nodeos::{CAPSULE_DEFAULT, CAPSULE_EE, NodeOsFile, PLAN_DEFAUL
 const CAPSULE_PS_PER_FUEL: u64 = 1_000;
 /// Picoseconds per PLAN evaluation step.
 const PLAN_PS_PER_STEP: u64 = 50_000;
-/// Fuel units a completed capsule run is charged (the capsule EE does not report fuel used).
-const CAPSULE_RUN_ESTIMATE: u64 = 2_000;
 
 /// Why the EEs could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -78,11 +77,11 @@ pub fn register_with(
         ..CapsuleConfig::default()
     };
     let fuel = cfg.fuel;
-    let capsule = match rt {
-        Some(rt) => CapsuleEe::with_runtime(rt, cfg)?,
-        None => CapsuleEe::new(cfg)?,
-    };
     if !nodeos.enabled {
+        let capsule = match rt {
+            Some(rt) => CapsuleEe::with_runtime(rt, cfg)?,
+            None => CapsuleEe::new(cfg)?,
+        };
         node.register_ee(Box::new(plan));
         node.register_ee(Box::new(capsule));
         return Ok(());
@@ -95,7 +94,7 @@ pub fn register_with(
         steps,
     )?);
     node.register_ee(guarded(
-        MeteredCapsule::new(capsule, fuel, CAPSULE_RUN_ESTIMATE),
+        MeteredCapsule::new(cfg, rt)?,
         nodeos,
         (CAPSULE_EE, CAPSULE_DEFAULT),
         CpuMeter::new(CAPSULE_PS_PER_FUEL),

@@ -8,19 +8,26 @@
 //!   before and after, attributed to the capsule's protocol; an expiry of another protocol's
 //!   entries during the call is attributed to the caller too, and release is clamped to what
 //!   it holds); code bytes are the code object's module and compiled sizes from `code_list`.
-//! - **CPU**: the capsule EE does not report the fuel a run used. A run that trapped (fuel
-//!   exhausted, memory limit, other trap) is charged the whole per-call fuel budget and
-//!   counts as hitting the run-time limit; a run that completed is charged `run_estimate`
-//!   units. This is an upper bound for hostile code and an estimate for benign code; exact
-//!   figures need the hook documented in the crate README (fuel used per `accept`).
+//! - **CPU**: exact. The EE records a `RunReport` per run of guest code (`accept` per capsule,
+//!   `init` per instantiation; `CapsuleConfig::record_runs`, which [`MeteredCapsule::new`]
+//!   turns on): the fuel it used — a trapped run what it used up to the trap, a run out of
+//!   fuel the whole budget — and how it ended. Each run is charged to the protocol of its
+//!   code; a run of code whose capsules were never seen (a dependency's `init`) is charged to
+//!   the protocol whose capsule caused it. A run out of fuel counts as hitting the run-time
+//!   limit; any other trap (memory limit, `unreachable`, a refused host call) as a fault.
+//!   The guard's run-time limit is the per-run fuel ([`MeteredEe::set_budget`] sets it).
+//! - **Code bytes**: module plus compiled size from `code_list`, looked up when a protocol is
+//!   first seen, when the EE's code set may have changed (compile, load, tier-up counters)
+//!   and every [`CODE_REFRESH`] packets (for evictions).
 //! - **Termination**: the code object is evicted and its soft state cleared; the guard then
 //!   refuses the protocol's capsules.
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
-use anode_capsule::{CapsuleEe, CodeHash};
+use anode_capsule::{CapsuleConfig, CapsuleEe, CapsuleError, CodeHash, RunOutcome, Runtime};
 use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
 use anode_routing::LinkId;
 use anode_wire::capsule::CapsuleRepr;
@@ -28,12 +35,17 @@ use anode_wire::control::Control;
 
 use crate::guard::{MeteredEe, UsageReport};
 
+/// Packets between code-size refreshes.
+pub const CODE_REFRESH: u64 = 1024;
+
 /// The capsule EE, reporting to the NodeOS.
 pub struct MeteredCapsule {
     ee: CapsuleEe,
-    fuel: u64,
-    run_estimate: u64,
+    /// Code bytes charged per protocol seen.
     code_bytes: HashMap<CodeHash, u64>,
+    /// The EE's code counters when code sizes were last read.
+    code_epoch: u64,
+    packets: u64,
     reports: Vec<UsageReport>,
 }
 
@@ -41,7 +53,7 @@ impl std::fmt::Debug for MeteredCapsule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MeteredCapsule")
             .field("ee", &self.ee)
-            .field("fuel", &self.fuel)
+            .field("protocols", &self.code_bytes.len())
             .finish()
     }
 }
@@ -62,17 +74,29 @@ fn code_of(pkt: &EePacket) -> Option<CodeHash> {
     CapsuleRepr::parse(pkt.ee_bytes()).ok().map(|(h, _)| h.code)
 }
 
+fn code_epoch(ee: &CapsuleEe) -> u64 {
+    let s = ee.stats();
+    s.compiled + s.disk_loads + s.loads_completed + s.tier_ups
+}
+
 impl MeteredCapsule {
-    /// Wraps `ee`, whose per-call fuel is `fuel` (its `CapsuleConfig::fuel`); a completed run
-    /// is charged `run_estimate` units.
-    pub fn new(ee: CapsuleEe, fuel: u64, run_estimate: u64) -> Self {
-        MeteredCapsule {
+    /// A capsule EE built from `cfg` (with `record_runs` on), on `rt` if given.
+    pub fn new(cfg: CapsuleConfig, rt: Option<Arc<Runtime>>) -> Result<Self, CapsuleError> {
+        let cfg = CapsuleConfig {
+            record_runs: true,
+            ..cfg
+        };
+        let ee = match rt {
+            Some(rt) => CapsuleEe::with_runtime(rt, cfg)?,
+            None => CapsuleEe::new(cfg)?,
+        };
+        Ok(MeteredCapsule {
+            code_epoch: code_epoch(&ee),
             ee,
-            fuel,
-            run_estimate,
             code_bytes: HashMap::new(),
+            packets: 0,
             reports: Vec::new(),
-        }
+        })
     }
 
     /// The capsule EE.
@@ -80,7 +104,7 @@ impl MeteredCapsule {
         &self.ee
     }
 
-    /// The capsule EE, mutably.
+    /// The capsule EE, mutably (an install or evict is reported at the next refresh).
     pub fn inner_mut(&mut self) -> &mut CapsuleEe {
         &mut self.ee
     }
@@ -90,16 +114,57 @@ impl MeteredCapsule {
         principal(code)
     }
 
-    /// Code bytes of `code` now, and the change since last looked at.
-    fn code_delta(&mut self, code: &CodeHash) -> i64 {
-        let now = self
-            .ee
-            .code_list()
-            .iter()
-            .find(|c| c.hash == *code)
-            .map_or(0, |c| (c.wasm_len + c.cost) as u64);
-        let before = self.code_bytes.insert(*code, now).unwrap_or(0);
-        i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(before).unwrap_or(i64::MAX)
+    /// Reports the runs since the last call; runs of unseen code go to `caller`.
+    fn collect_runs(&mut self, caller: Option<&CodeHash>) {
+        for r in self.ee.drain_runs() {
+            let code = if self.code_bytes.contains_key(&r.code) {
+                Some(&r.code)
+            } else {
+                caller
+            };
+            let (exhausted, fault) = match r.outcome {
+                RunOutcome::Completed => (false, None),
+                RunOutcome::FuelExhausted => (true, None),
+                other => (false, other.drop_reason()),
+            };
+            self.reports.push(UsageReport {
+                principal: code.map(principal),
+                units: r.fuel_used,
+                exhausted,
+                fault,
+                ..UsageReport::default()
+            });
+        }
+    }
+
+    /// Re-reads code sizes if `code` is new, the code set may have changed, or it is time.
+    fn refresh_code(&mut self, code: Option<&CodeHash>) {
+        let epoch = code_epoch(&self.ee);
+        let new = code.is_some_and(|c| !self.code_bytes.contains_key(c));
+        if !new && epoch == self.code_epoch && !self.packets.is_multiple_of(CODE_REFRESH) {
+            return;
+        }
+        self.code_epoch = epoch;
+        if let Some(c) = code {
+            self.code_bytes.entry(*c).or_insert(0);
+        }
+        let list = self.ee.code_list();
+        for (hash, held) in self.code_bytes.iter_mut() {
+            let now = list
+                .iter()
+                .find(|c| c.hash == *hash)
+                .map_or(0, |c| (c.wasm_len + c.cost) as u64);
+            if now != *held {
+                let delta = i64::try_from(now).unwrap_or(i64::MAX)
+                    - i64::try_from(*held).unwrap_or(i64::MAX);
+                *held = now;
+                self.reports.push(UsageReport {
+                    principal: Some(principal(hash)),
+                    code_delta: delta,
+                    ..UsageReport::default()
+                });
+            }
+        }
     }
 }
 
@@ -114,35 +179,32 @@ impl ExecutionEnvironment for MeteredCapsule {
 
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         let code = code_of(&pkt);
-        let (traps, runs) = (self.ee.stats().traps, self.ee.stats().runs);
+        self.packets += 1;
         let soft = self.ee.soft_state().bytes();
         self.ee.handle_packet(ctx, pkt);
-        let trapped = self.ee.stats().traps > traps;
-        let ran = self.ee.stats().runs > runs;
         let soft_after = self.ee.soft_state().bytes();
-        let code_delta = code.map_or(0, |c| self.code_delta(&c));
-        self.reports.push(UsageReport {
-            principal: code.as_ref().map(principal),
-            units: if trapped {
-                self.fuel
-            } else if ran {
-                self.run_estimate
-            } else {
-                0
-            },
-            exhausted: trapped,
-            soft_state_delta: i64::try_from(soft_after).unwrap_or(i64::MAX)
-                - i64::try_from(soft).unwrap_or(i64::MAX),
-            code_delta,
-        });
+        self.refresh_code(code.as_ref());
+        self.collect_runs(code.as_ref());
+        if soft_after != soft {
+            self.reports.push(UsageReport {
+                principal: code.as_ref().map(principal),
+                soft_state_delta: i64::try_from(soft_after).unwrap_or(i64::MAX)
+                    - i64::try_from(soft).unwrap_or(i64::MAX),
+                ..UsageReport::default()
+            });
+        }
     }
 
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
+        // A code arrival may release parked capsules: their runs are reported here.
         self.ee.handle_control(ctx, link, msg);
+        self.refresh_code(None);
+        self.collect_runs(None);
     }
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
         self.ee.handle_timeout(ctx);
+        self.collect_runs(None);
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -160,9 +222,9 @@ impl MeteredEe for MeteredCapsule {
     }
 
     fn set_budget(&mut self, units: u64) {
-        // The capsule EE's fuel per call is fixed at construction; the guard's run-time
-        // limit is configured to match it.
-        let _ = units;
+        if self.ee.fuel() != units {
+            self.ee.set_fuel(units);
+        }
     }
 
     fn take_reports(&mut self) -> Vec<UsageReport> {

@@ -19,7 +19,8 @@
 //! After every call the inner EE reports ([`MeteredEe::take_reports`]) the units it used and
 //! the memory it gained or freed per principal; the guard charges them to the domains. Policy:
 //! - a domain that hits the run-time limit `max_exhaustions` calls in a row is terminated
-//!   (`cpu over limit`); before that, DRR already confines it to its share;
+//!   (`cpu over limit`); one whose code faults (traps) that many calls in a row too
+//!   (`policy violation`); before that, DRR already confines it to its share;
 //! - a soft-state or code charge over the domain's policy terminates it (`policy violation`);
 //! - a pool over its limit gets [`MeteredEe::on_memory_pressure`] and, if not remedied by the
 //!   grace deadline, the NodeOS terminates its largest member (`memory over limit`).
@@ -60,8 +61,10 @@ pub struct UsageReport {
     pub principal: Option<String>,
     /// Work units used (fuel, steps).
     pub units: u64,
-    /// Whether the call hit its run-time limit (or, for EEs that cannot tell, trapped).
+    /// Whether the call hit its run-time limit.
     pub exhausted: bool,
+    /// The call failed otherwise (a trap: memory limit, bad access...), named.
+    pub fault: Option<&'static str>,
     /// Soft-state bytes gained (positive) or freed (negative).
     pub soft_state_delta: i64,
     /// Code bytes gained or freed.
@@ -284,32 +287,39 @@ impl<E: MeteredEe> DomainGuard<E> {
 
     fn apply(&mut self, reports: Vec<UsageReport>, now: Instant) {
         for r in reports {
-            let d = match &r.principal {
-                None => self.ee_domain,
-                Some(p) => match self.by_principal.get(p) {
-                    Some(d) => *d,
-                    None => continue,
-                },
+            // CPU for a principal without a live domain (terminated meanwhile, or never
+            // seen) is the EE's own; its memory changes are not (its state was discarded).
+            let known = match &r.principal {
+                None => Some(self.ee_domain),
+                Some(p) => self.by_principal.get(p).copied(),
             };
+            let d = known.unwrap_or(self.ee_domain);
             self.os.charge_cpu(d, self.cfg.meter.to_ns(r.units));
             if r.exhausted {
                 self.os.note_cpu_exhausted(d);
+            }
+            if r.exhausted || r.fault.is_some() {
                 let s = self.streak.entry(d).or_insert(0);
                 *s += 1;
                 if self.cfg.terminate && *s >= self.cfg.max_exhaustions && d != self.ee_domain {
-                    let why = format!(
-                        "hit the {} ns run-time limit (or trapped) {} calls in a row",
-                        self.cfg.max_slice_ns, s
-                    );
-                    let _ = self.os.terminate(
-                        d,
-                        Terminator::Node,
-                        TerminationReason::CpuOverLimit(why),
-                    );
+                    let reason = match r.fault {
+                        None => TerminationReason::CpuOverLimit(format!(
+                            "hit the {} ns run-time limit {} calls in a row",
+                            self.cfg.max_slice_ns, s
+                        )),
+                        Some(f) => TerminationReason::Policy(format!(
+                            "its code failed ({f}) {s} calls in a row"
+                        )),
+                    };
+                    let _ = self.os.terminate(d, Terminator::Node, reason);
                     continue;
                 }
-            } else {
+            } else if r.units > 0 {
+                // A run that completed ends the streak (memory-only reports do not).
                 self.streak.remove(&d);
+            }
+            if known.is_none() {
+                continue;
             }
             for (kind, delta) in [
                 (MemKind::SoftState, r.soft_state_delta),

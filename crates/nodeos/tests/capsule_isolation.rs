@@ -106,3 +106,79 @@ fn hostile_wasm_protocols_beside_a_benign_one() {
         }
     }
 }
+
+/// CPU is charged exactly: each run's fuel (as the capsule EE reports it) plus the node's
+/// per-packet work, and the guard's run-time limit becomes the EE's fuel per run.
+#[test]
+fn cpu_is_the_fuel_each_run_used_and_the_guard_sets_the_limit() {
+    use anode_capsule::{CapsuleConfig, CapsuleEe};
+    let good = benign();
+    let gh = anode_capsule::code_hash(&good);
+    // The fuel one benign run uses, from a bare EE recording its runs.
+    let mut bare = CapsuleEe::new(CapsuleConfig {
+        record_runs: true,
+        ..CapsuleConfig::default()
+    })
+    .unwrap();
+    bare.install(&good).unwrap();
+    let mut line = Line::new(3);
+    line.nodes[1].register_ee(Box::new(bare));
+    line.nodes[0].register_ee(Box::new(Sink::default()));
+    line.nodes[2].register_ee(Box::new(Sink::default()));
+    line.advance(Duration::from_secs(5));
+    let p = capsule_packet(gh, addr(0), addr(2), 16, 1, &[0; 32]).unwrap();
+    let now = line.now;
+    line.nodes[0].inject(now, p).unwrap();
+    line.advance(Duration::from_millis(10));
+    let runs: Vec<_> = line.nodes[1]
+        .ee_mut(TYPE_CAPSULE)
+        .and_then(|e| e.as_any_mut().downcast_mut::<CapsuleEe>())
+        .unwrap()
+        .drain_runs()
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let per_run = runs[0].fuel_used;
+    assert!(per_run > 2_000, "{per_run}");
+
+    // Guarded, with a 30 µs limit (30,000 fuel) below the EE's own 100,000.
+    let looping = infinite_loop();
+    let lh = anode_capsule::code_hash(&looping);
+    let mut line = Line::new(3);
+    line.nodes[0].register_ee(Box::new(Sink::default()));
+    line.nodes[1].register_ee(Box::new(guard_with(
+        &[good.clone(), looping],
+        200_000_000,
+        30_000,
+    )));
+    line.nodes[2].register_ee(Box::new(Sink::default()));
+    line.advance(Duration::from_secs(5));
+    for seq in 0..10 {
+        let now = line.now;
+        let p = capsule_packet(gh, addr(0), addr(2), 16, seq, &[0; 32]).unwrap();
+        line.nodes[0].inject(now, p).unwrap();
+        let p = capsule_packet(lh, addr(0), addr(2), 16, 100 + seq, &[0; 32]).unwrap();
+        line.nodes[0].inject(now, p).unwrap();
+        line.advance(Duration::from_millis(10));
+    }
+    let g = line.nodes[1]
+        .ee_mut(TYPE_CAPSULE)
+        .and_then(|e| e.as_any_mut().downcast_mut::<DomainGuard<MeteredCapsule>>())
+        .unwrap();
+    assert_eq!(g.inner().inner().fuel(), 30_000);
+    let cpu = |g: &DomainGuard<MeteredCapsule>, h| {
+        let d = g.domain_of(&MeteredCapsule::principal_of_code(&h));
+        d.and_then(|d| g.nodeos().counters(d).map(|c| (c.cpu_ns, c.packets)))
+    };
+    let (benign_ns, n) = cpu(g, gh).unwrap();
+    assert_eq!(n, 10);
+    assert_eq!(benign_ns, 10 * (per_run + 500), "per run {per_run}");
+    // The loop ran out of its 30,000 fuel 8 times and was terminated; each run charged
+    // exactly the limit.
+    let rec = g
+        .nodeos()
+        .recent_terminations()
+        .find(|r| r.principal == MeteredCapsule::principal_of_code(&lh))
+        .expect("loop terminated");
+    assert_eq!(rec.counters.cpu_ns, 8 * (30_000 + 500));
+    assert_eq!(rec.counters.cpu_exhausted, 8);
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anode_capsule::{CapsuleConfig, CapsuleEe};
+use anode_capsule::CapsuleConfig;
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::{DomainGuard, GuardConfig};
 use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
@@ -13,9 +13,15 @@ pub const FUEL: u64 = 100_000;
 
 const HEAD: &str = r#"(memory (export "memory") 1) (func (export "anode_abi_v1"))"#;
 
+/// Forwards each capsule after 2,000 loop iterations of work (about 10,000 fuel).
 pub fn benign() -> Vec<u8> {
     wat::parse_str(format!(
-        r#"(module {HEAD} (func (export "accept") (param i32 i32) (result i32) (i32.const 1)))"#
+        r#"(module {HEAD} (func (export "accept") (param i32 i32) (result i32)
+             (local $i i32)
+             (loop $l
+               (local.set $i (i32.add (local.get $i) (i32.const 1)))
+               (br_if $l (i32.lt_u (local.get $i) (i32.const 2000))))
+             (i32.const 1)))"#
     ))
     .unwrap()
 }
@@ -78,6 +84,16 @@ pub fn flood() -> Vec<u8> {
 
 /// A guarded capsule EE with `code` installed; the EE gets `cpu_ns_per_sec` of CPU.
 pub fn guard(code: &[Vec<u8>], cpu_ns_per_sec: u64) -> DomainGuard<MeteredCapsule> {
+    guard_with(code, cpu_ns_per_sec, FUEL)
+}
+
+/// [`guard`] with a run-time limit of `slice_ns` (the EE is built with [`FUEL`] per run; the
+/// guard sets its own limit before each call).
+pub fn guard_with(
+    code: &[Vec<u8>],
+    cpu_ns_per_sec: u64,
+    slice_ns: u64,
+) -> DomainGuard<MeteredCapsule> {
     let mut cfg = NodeOsConfig {
         node_memory_bytes: NODE_MEMORY,
         memory_grace: Duration::from_millis(20),
@@ -96,13 +112,16 @@ pub fn guard(code: &[Vec<u8>], cpu_ns_per_sec: u64) -> DomainGuard<MeteredCapsul
             ..Policy::default()
         },
     );
-    let mut ee = CapsuleEe::new(CapsuleConfig {
-        fuel: FUEL,
-        ..CapsuleConfig::default()
-    })
+    let mut ee = MeteredCapsule::new(
+        CapsuleConfig {
+            fuel: FUEL,
+            ..CapsuleConfig::default()
+        },
+        None,
+    )
     .unwrap();
     for c in code {
-        ee.install(c).unwrap();
+        ee.inner_mut().install(c).unwrap();
     }
     let gc = GuardConfig {
         ee_principal: "capsule-ee".into(),
@@ -117,8 +136,8 @@ pub fn guard(code: &[Vec<u8>], cpu_ns_per_sec: u64) -> DomainGuard<MeteredCapsul
         },
         cpu_ns_per_sec,
         max_burst_ns: 2_000_000,
-        // 100,000 fuel at 1 ns per unit: a 100 µs run-time limit.
-        max_slice_ns: FUEL,
+        // At 1 ns per fuel unit: FUEL is a 100 µs run-time limit.
+        max_slice_ns: slice_ns,
         quantum_ns: 20_000,
         max_queue: 128,
         node_ns_per_packet: 500,
@@ -127,6 +146,5 @@ pub fn guard(code: &[Vec<u8>], cpu_ns_per_sec: u64) -> DomainGuard<MeteredCapsul
         max_banned: 1024,
         terminate: true,
     };
-    // A completed run is charged 20 µs (20,000 units): the benign flow's cost.
-    DomainGuard::new(MeteredCapsule::new(ee, FUEL, 20_000), NodeOs::new(cfg), gc).unwrap()
+    DomainGuard::new(ee, NodeOs::new(cfg), gc).unwrap()
 }
