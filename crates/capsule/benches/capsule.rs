@@ -124,7 +124,9 @@ fn bench_transit(cr: &mut Criterion) {
     g.finish();
 }
 
-/// A valid ABI-v1 module of about `target` bytes: many small arithmetic functions.
+/// A valid ABI-v1 module of about `target` bytes: many small arithmetic functions, not
+/// exported (as in a real module, whose few exports call into the rest; every export would
+/// add a Cranelift-compiled trampoline even for Winch code).
 fn big_module(target: usize) -> Vec<u8> {
     let mut wat = String::from(
         "(module (memory (export \"memory\") 1) (func (export \"anode_abi_v1\"))\n\
@@ -133,7 +135,7 @@ fn big_module(target: usize) -> Vec<u8> {
     let mut n = 0;
     loop {
         wat.push_str(&format!(
-            "(func $f{n} (export \"f{n}\") (param i32 i32) (result i32) (local i32)
+            "(func $f{n} (param i32 i32) (result i32) (local i32)
                (local.set 2 (i32.const {n}))
                (block (loop
                  (br_if 1 (i32.eqz (local.get 0)))
