@@ -106,6 +106,11 @@ pub struct Args {
     /// Number of ring blocks (ring memory per interface = block size x blocks).
     #[arg(long, default_value_t = 512)]
     block_nr: u32,
+    /// Run the data-path thread under SCHED_FIFO at this priority (1-99; 0 = normal
+    /// scheduling): keeps it running under overload instead of the threads that fill its
+    /// receive rings. Needs CAP_SYS_NICE.
+    #[arg(long, default_value_t = 0)]
+    rt_priority: i32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -632,7 +637,16 @@ pub fn run(a: Args) -> CmdResult {
         Box::new(RouterHooks { node, modules })
     };
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let dp = DataPath::new(links, router, hooks);
+    let mut dp = DataPath::new(links, router, hooks);
+    if a.rt_priority > 0 {
+        if a.rt_priority > 99 {
+            return Err(format!(
+                "--rt-priority {}: give 1..99 (SCHED_FIFO priorities), or 0 for normal scheduling",
+                a.rt_priority
+            ));
+        }
+        dp.set_realtime(a.rt_priority);
+    }
     let stop = dp.stop_flag();
     let handle = dp
         .spawn()
