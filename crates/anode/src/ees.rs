@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anode_capsule::{CapsuleConfig, CapsuleEe, Runtime, RuntimeConfig};
+use anode_capsule::{CapsuleConfig, CapsuleEe, Runtime, RuntimeConfig, Tiering};
 use anode_core::{ExecutionEnvironment, Node};
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::{DomainGuard, GuardConfig, MeteredEe};
@@ -74,6 +74,13 @@ pub fn register_with(
     let steps = plan.config().limits.steps;
     let cfg = CapsuleConfig {
         cache_dir,
+        // Used when the EE makes its own runtime (a real node): new code runs on Winch code at
+        // once and is recompiled by Cranelift in the background. A shared runtime (the
+        // emulator's, deterministic) keeps its own setting.
+        runtime: RuntimeConfig {
+            tiering: Tiering::Tiered,
+            ..RuntimeConfig::default()
+        },
         ..CapsuleConfig::default()
     };
     let fuel = cfg.fuel;
