@@ -21,6 +21,8 @@
 use std::sync::{Arc, Mutex};
 
 use anode_core::{LinkId, NextHop, Node};
+use anode_nodeos::guard::DomainGuard;
+use anode_nodeos::plan::MeteredPlan;
 use anode_plan::ee::route::{RouteFn, RouteQuery};
 use anode_plan::ee::{NodeService, PlanEe, ServiceEnv};
 use anode_plan::services::ServiceError;
@@ -126,10 +128,15 @@ impl NodeService for WasmPlanService {
     }
 }
 
+/// The node's PLAN EE, bare or under the NodeOS (`DomainGuard<MeteredPlan>`, as `anode
+/// node` and the emulator run it).
 fn plan_ee(node: &mut Node) -> Option<&mut PlanEe> {
-    node.ee_mut(anode_wire::anep::TYPE_PLAN)?
-        .as_any_mut()
-        .downcast_mut::<PlanEe>()
+    let any = node.ee_mut(anode_wire::anep::TYPE_PLAN)?.as_any_mut();
+    if any.is::<PlanEe>() {
+        return any.downcast_mut::<PlanEe>();
+    }
+    any.downcast_mut::<DomainGuard<MeteredPlan>>()
+        .map(|g| g.inner_mut().inner_mut())
 }
 
 /// Makes the PLAN EE's routing functions follow the module host (see the module docs).

@@ -9,6 +9,9 @@ use std::time::Instant;
 
 use anode_core::{LinkId, Node};
 use anode_modules::{host, sync_routes};
+use anode_nodeos::guard::{DomainGuard, GuardConfig};
+use anode_nodeos::plan::MeteredPlan;
+use anode_nodeos::{NodeOs, NodeOsConfig, Policy, PolicyStore};
 use anode_plan::ee::{PacketSpec, PlanEe, build_packet};
 use common::*;
 
@@ -54,11 +57,42 @@ fn config(flow: i64, link: i64) -> toml::Table {
     t
 }
 
+/// The PLAN EE bare, or under the NodeOS as `anode node` runs it.
+fn plan_ee(guarded: bool) -> Box<dyn anode_core::ExecutionEnvironment> {
+    if !guarded {
+        return Box::new(PlanEe::with_defaults());
+    }
+    let mut policies = PolicyStore::new();
+    policies.insert("plan", Policy::unlimited());
+    let g = DomainGuard::new(
+        MeteredPlan::new(PlanEe::with_defaults()),
+        NodeOs::new(NodeOsConfig {
+            policies,
+            ..NodeOsConfig::default()
+        }),
+        GuardConfig {
+            ee_principal: "plan".into(),
+            ..GuardConfig::default()
+        },
+    )
+    .unwrap();
+    Box::new(g)
+}
+
 #[test]
 fn a_plan_packet_naming_a_module_routing_function_is_routed_by_it() {
+    routed_by_module(false);
+}
+
+#[test]
+fn the_same_under_the_nodeos() {
+    routed_by_module(true);
+}
+
+fn routed_by_module(guarded: bool) {
     let now = Instant::now();
     let mut n = relay(&[1, 2], now);
-    n.register_ee(Box::new(PlanEe::with_defaults()));
+    n.register_ee(plan_ee(guarded));
     // The default route to node 9 is via neighbor 1 (link 0).
     n.add_static_route(addr(9), addr(1), 1, now);
     while n.poll_transmit().is_some() {}
