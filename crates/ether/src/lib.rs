@@ -44,6 +44,13 @@
 //! transmit ring (see `link.rs`) for the same one syscall per batch, so transmit stays
 //! `sendmmsg` straight from the receive ring.
 //!
+//! Under overload with a fast generator (`anode-pktgen`, two sender threads on the two
+//! CPUs) the sender threads' softirq work (veth receive into the ring) starved the data-path
+//! thread and about half the frames were ring-full drops; [`DataPath::set_realtime`]
+//! (`anode router --rt-priority N`, SCHED_FIFO) removed those drops entirely in the same
+//! benchmark (figures in docs/benchmarks.md). It is opt-in: on a shared machine a real-time
+//! thread takes CPU from everything else.
+//!
 //! AF_XDP is not used: it needs an XDP program loaded on each interface (an eBPF toolchain or
 //! hand-assembled bytecode) and, on veth, runs in generic (skb) mode where it copies like
 //! AF_PACKET; the TPACKET_V3 + sendmmsg path is the portable one and is what the benchmarks
