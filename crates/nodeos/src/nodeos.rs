@@ -802,7 +802,9 @@ impl NodeOs {
                     bytes: d.counters.bytes,
                     cpu_ns: d.counters.cpu_ns,
                     memory_bytes: d.counters.memory_bytes,
-                    memory_limit: d.memory_limit,
+                    // No domain can hold more than the node's bound (the root's policy is
+                    // unlimited).
+                    memory_limit: d.memory_limit.min(self.pools.node_limit()),
                     drops: d.counters.drops,
                     child_terminations: d.counters.child_terminations,
                 })
