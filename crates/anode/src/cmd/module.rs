@@ -35,10 +35,16 @@ pub enum ModuleCommand {
     /// Modules on a running node (install, upgrade, list, info, start, stop, remove).
     #[command(flatten)]
     Node(super::module_ops::NodeModuleCommand),
-    /// Pack DIR/manifest.toml and DIR/module.wasm into an unsigned NAME-VERSION.amod.
+    /// Pack DIR/manifest.toml and DIR/module.wasm (or a built-in module) into an unsigned
+    /// NAME-VERSION.amod.
     Pack {
         /// The module directory.
-        dir: PathBuf,
+        #[arg(required_unless_present = "builtin")]
+        dir: Option<PathBuf>,
+        /// Pack the built-in module NAME (one of guest/modules/, compiled into this binary)
+        /// instead of a directory.
+        #[arg(long, value_name = "NAME", conflicts_with = "dir")]
+        builtin: Option<String>,
         /// Output file (default: NAME-VERSION.amod in the current directory).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -109,8 +115,8 @@ pub fn keygen(a: KeygenArgs) -> super::CmdResult {
 pub fn run(c: ModuleCommand) -> super::CmdResult {
     match c {
         ModuleCommand::Node(c) => super::module_ops::run(c),
-        ModuleCommand::Pack { dir, out } => {
-            let p = Package::from_dir(&dir).map_err(|e| e.to_string())?;
+        ModuleCommand::Pack { dir, builtin, out } => {
+            let p = pack_source(dir.as_deref(), builtin.as_deref())?;
             let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
             p.write(&out).map_err(|e| e.to_string())?;
             println!(
@@ -255,4 +261,33 @@ pub(crate) fn http_get(url: &str, path: &str) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(resp.get(split + 4..).unwrap_or(&[]).to_vec())
+}
+
+/// The package `anode module pack` makes: from a built-in module's name or a directory. A
+/// guest source directory without its compiled `module.wasm` gets an error saying how to
+/// build it (or to use `--builtin`).
+fn pack_source(dir: Option<&Path>, builtin: Option<&str>) -> Result<Package, String> {
+    if let Some(name) = builtin {
+        return anode_modules::builtin::package(name).ok_or_else(|| {
+            let names: Vec<&str> = anode_modules::builtin::BUILTIN
+                .iter()
+                .map(|(n, _, _)| *n)
+                .collect();
+            format!(
+                "no built-in module `{name}` (built-in: {})",
+                names.join(", ")
+            )
+        });
+    }
+    let dir = dir.ok_or("give a module directory or --builtin NAME")?;
+    if !dir.join("module.wasm").exists() && dir.join("Cargo.toml").exists() {
+        return Err(format!(
+            "{}: no module.wasm (this looks like a guest module's source): build it with \
+             `cargo build --release --target wasm32-unknown-unknown` and copy the .wasm to {}, \
+             or pack the built-in copy with `anode module pack --builtin NAME`",
+            dir.display(),
+            dir.join("module.wasm").display()
+        ));
+    }
+    Package::from_dir(dir).map_err(|e| e.to_string())
 }
