@@ -669,7 +669,8 @@ impl CapsuleEe {
         let needs_instance = match self.mem.map.get(&hdr.code) {
             Some(c) => c.live.is_none(),
             None => {
-                if !self.load_local(&hdr.code) {
+                // While a fetch is in flight the disk was already asked: no lookup per capsule.
+                if self.loader.is_fetching(&hdr.code) || !self.load_local(&hdr.code) {
                     return self.park(ctx, hdr.code, hdr.code_source, pkt);
                 }
                 true
@@ -698,7 +699,7 @@ impl CapsuleEe {
         if depth > MAX_DEP_DEPTH || out.len() >= MAX_GROUP {
             return Err(Missing::TooDeep);
         }
-        if !(self.mem.map.contains_key(&h) || self.load_local(&h)) {
+        if !self.mem.map.contains_key(&h) && (self.loader.is_fetching(&h) || !self.load_local(&h)) {
             return Err(Missing::Code(h));
         }
         let Some(mut obj) = self.mem.map.get(&h).map(|c| c.obj.clone()) else {

@@ -126,6 +126,12 @@ pub(crate) struct Loader {
 }
 
 impl Loader {
+    /// Whether `h` is being fetched (so it is in no local cache).
+    #[inline]
+    pub fn is_fetching(&self, h: &CodeHash) -> bool {
+        self.fetches.contains_key(h)
+    }
+
     pub fn new(cfg: LoaderConfig) -> Self {
         Loader {
             cfg,
