@@ -82,15 +82,17 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
         "flood",
         &ca,
         "--size",
-        "256",
+        "1024",
         "--count",
-        "200",
+        "300",
         "--status-ms",
         "100",
     ]);
-    assert_eq!(f["sent"], 202, "{f}");
+    // 300 KB at full speed: more than one burst of the NodeOS's old 1 MB/s default, which
+    // dropped this flood at its origin.
+    assert_eq!(f["sent"], 302, "{f}");
     assert_eq!(
-        f["delivered"], 202,
+        f["delivered"], 302,
         "loopback loses nothing at this rate: {f}"
     );
     assert!(f["rate_pps"].as_f64().unwrap() > 0.0);

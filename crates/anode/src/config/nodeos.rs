@@ -50,6 +50,18 @@ const MIN_MEMORY: u64 = 4 << 20;
 const DEFAULT_MEMORY: u64 = 256 << 20;
 /// Child domains an EE's default policy allows (protocols / sources at once).
 const DEFAULT_CHILDREN: u32 = 4096;
+/// Output bandwidth of a protocol or PLAN source without a policy of its own, bytes per
+/// second (1 Gbit/s). `Policy::default()`'s 1 MB/s cut `anode flood` off after its first
+/// 100 KB burst; a node that wants protocols held tighter says so in its policy file.
+pub const DEFAULT_PROTOCOL_BANDWIDTH: u64 = 125_000_000;
+
+/// The policy of a protocol (or PLAN source) the policy file does not name.
+pub fn protocol_default() -> Policy {
+    Policy {
+        channel_bandwidth: DEFAULT_PROTOCOL_BANDWIDTH,
+        ..Policy::default()
+    }
+}
 
 /// `[nodeos]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -128,10 +140,18 @@ fn fill_defaults(p: &mut PolicyStore, total: u64) {
     for (name, pol) in [
         (CAPSULE_EE, ee_policy(capsule)),
         (PLAN_EE, ee_policy(total - capsule)),
-        (CAPSULE_DEFAULT, Policy::default()),
-        (PLAN_DEFAULT, Policy::default()),
     ] {
         if p.get(&Principal(name.into())).is_none() {
+            p.insert(name, pol);
+        }
+    }
+    // A protocol default never asks for more bandwidth than its EE's policy gives.
+    for (name, ee) in [(CAPSULE_DEFAULT, CAPSULE_EE), (PLAN_DEFAULT, PLAN_EE)] {
+        if p.get(&Principal(name.into())).is_none() {
+            let mut pol = protocol_default();
+            if let Some(parent) = p.get(&Principal(ee.into())) {
+                pol.channel_bandwidth = pol.channel_bandwidth.min(parent.channel_bandwidth);
+            }
             p.insert(name, pol);
         }
     }
@@ -445,7 +465,11 @@ mod tests {
             n.policy(CAPSULE_EE).memory_bytes + n.policy(PLAN_EE).memory_bytes,
             256 << 20
         );
-        assert_eq!(n.policy(CAPSULE_DEFAULT), Policy::default());
+        assert_eq!(n.policy(CAPSULE_DEFAULT), protocol_default());
+        assert_eq!(
+            n.policy(PLAN_DEFAULT).channel_bandwidth,
+            DEFAULT_PROTOCOL_BANDWIDTH
+        );
         let t = format!(
             "{NODE}[nodeos]\nenabled = false\nterminate = false\nmemory_bytes = 8388608\ncpu_percent = 20\n"
         );
