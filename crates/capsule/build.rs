@@ -19,6 +19,7 @@ const PROTOCOLS: &[&str] = &[
     "counter",
     "forward",
     "portmap",
+    "routefn",
 ];
 
 fn main() {

@@ -77,3 +77,5 @@ pub const MAX_KEY: usize = 256;
 pub const MAX_VALUE: usize = 16 * 1024;
 /// Longest log message (longer ones are cut).
 pub const MAX_LOG: usize = 256;
+/// Longest routing-function name `forward_by` accepts.
+pub const MAX_ROUTE_NAME: usize = 64;

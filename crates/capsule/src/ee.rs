@@ -17,6 +17,9 @@
 //! - A failing capsule never stops the node: a trapped instance is discarded and re-created
 //!   on next use; other capsules and the fast path go on.
 //! - Code bytes from the network are used only if their SHA-256 equals the name asked for.
+//! - Routing functions registered with [`CapsuleEe::set_route`] answer `forward_by` calls of
+//!   every code object; removing one makes later calls naming it `NOT_FOUND` (the capsule
+//!   stays with its code, which decides).
 //! - Tier-up (with [`Tiering::Tiered`](crate::Tiering::Tiered)): code compiled by Winch is
 //!   sent to the runtime's worker for Cranelift; the result is taken at the next
 //!   `handle_packet` or `handle_timeout` (the EE asks for a timeout every
@@ -43,6 +46,7 @@ use crate::cache::{DiskCache, DiskHit, MemCache};
 use crate::host::{CallEnv, CurCapsule, EnvPtr};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
+use crate::route::{CapsuleRouteFn, RouteTable};
 use crate::runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
 use crate::tier;
@@ -144,6 +148,8 @@ pub struct CapsuleStats {
     pub tier_ups: u64,
     /// Tier-up compiles that failed or could not be started (the code stays baseline).
     pub tier_up_failures: u64,
+    /// `forward_by` calls naming no registered routing function.
+    pub unknown_route_fn: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -187,6 +193,8 @@ pub struct CapsuleEe {
     tier_poll_at: Option<Instant>,
     /// The time of the latest call from the node (`None` before the first).
     last_now: Option<Instant>,
+    /// Routing functions capsules may name (`forward_by`).
+    routes: RouteTable,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -216,6 +224,7 @@ impl CapsuleEe {
             tier_pending: HashSet::new(),
             tier_poll_at: None,
             last_now: None,
+            routes: RouteTable::default(),
             mem: MemCache::new(cfg.mem_cache_bytes),
             loader: Loader::new(cfg.loader),
             soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
@@ -278,6 +287,27 @@ impl CapsuleEe {
     /// Revokes `port`.
     pub fn unregister_port(&mut self, port: u16) -> bool {
         self.ports.remove(&port)
+    }
+
+    /// Registers routing function `f` under `name` for capsules asking for it with
+    /// `forward_by` (replacing one of the same name). Fails if the name is empty or longer than
+    /// [`abi::MAX_ROUTE_NAME`] bytes.
+    pub fn set_route(
+        &mut self,
+        name: &str,
+        f: Box<dyn CapsuleRouteFn>,
+    ) -> Result<(), CapsuleError> {
+        self.routes.set(name, f)
+    }
+
+    /// Unregisters routing function `name`; `false` if there was none.
+    pub fn remove_route(&mut self, name: &str) -> bool {
+        self.routes.remove(name)
+    }
+
+    /// The names of the registered routing functions, sorted.
+    pub fn route_names(&self) -> Vec<String> {
+        self.routes.names()
     }
 
     /// Installs a code object locally (compiled, cached in memory and on disk, served to
@@ -814,12 +844,15 @@ impl CapsuleEe {
                 ports: &self.ports,
                 epoch,
                 max_actions: self.cfg.max_actions,
+                routes: &mut self.routes,
+                route_misses: 0,
             };
             live.store.data_mut().env = EnvPtr::to(&mut env);
             let r = live
                 .accept
                 .call(&mut live.store, ((plen - payload_at) as i32, why));
             live.store.data_mut().env = EnvPtr::NULL;
+            self.stats.unknown_route_fn += env.route_misses;
             r
         };
         let cap = live.store.data_mut().cap.take();

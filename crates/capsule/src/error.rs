@@ -45,4 +45,12 @@ pub enum CapsuleError {
     /// A capsule could not be built.
     #[error("cannot build capsule: {0}")]
     Packet(String),
+    /// A routing function cannot be registered under this name.
+    #[error("routing function name {name:?}: {reason}")]
+    RouteName {
+        /// The name (cut to the longest allowed).
+        name: String,
+        /// Why.
+        reason: String,
+    },
 }

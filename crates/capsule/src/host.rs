@@ -6,9 +6,10 @@
 //!   traps and never touches memory outside the range.
 //! - No ambient authority: a code object reads and changes only the capsule it runs on, its
 //!   own soft state (namespaced by its hash), and node facts (address, time, neighbors,
-//!   routes). It sends only capsules of its own code, delivers only to ports an application
-//!   registered, and does at most `max_actions` sends/copies per capsule; a child capsule's
-//!   resource bound is taken from the parent's.
+//!   routes, the routing functions the node registered for `forward_by`). It sends only
+//!   capsules of its own code, delivers only to ports an application registered, and does at
+//!   most `max_actions` sends/copies per capsule; a child capsule's resource bound is taken
+//!   from the parent's.
 //! - Host work proportional to a guest-chosen length (copies, hashes) is charged to fuel.
 //!
 //! The node is reached through a [`CallEnv`] that the EE sets up on its stack for exactly the
@@ -25,6 +26,7 @@ use anode_wire::{NodeAddr, checksum};
 use wasmtime::{Caller, Instance, Linker, Memory, Trap, Val};
 
 use crate::abi::{self, err};
+use crate::route::RouteTable;
 use crate::runtime::{Limits, code_hash};
 use crate::softstate::{PutError, SoftState};
 use crate::{CodeHash, PortTable};
@@ -83,6 +85,10 @@ pub(crate) struct CallEnv<'a, 'b> {
     pub ports: &'a PortTable,
     pub epoch: Instant,
     pub max_actions: u32,
+    /// The routing functions `forward_by` may name.
+    pub routes: &'a mut RouteTable,
+    /// `forward_by` calls naming no registered routing function.
+    pub route_misses: u64,
 }
 
 /// A pointer to the current [`CallEnv`], or null between calls.
@@ -200,6 +206,23 @@ fn drop_code(r: DropReason) -> i32 {
         DropReason::NoRoute => err::NO_ROUTE,
         DropReason::TooBig => err::TOO_BIG,
         _ => err::REFUSED,
+    }
+}
+
+/// Sends the current capsule on (it is gone afterwards): toward its destination by the
+/// default route, or via `hop`. The one path of `forward`, `forward_via` and `forward_by`.
+fn send_on(st: &mut HostState, env: &mut CallEnv<'_, '_>, hop: Option<NextHop>) -> i32 {
+    let Some(mut k) = st.cap.take() else {
+        return err::NO_CAPSULE;
+    };
+    k.fix_up();
+    let r = match hop {
+        None => env.ctx.forward(k.buf, k.anep_len),
+        Some(h) => env.ctx.forward_via(h, k.buf, k.anep_len),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(r) => drop_code(r),
     }
 }
 
@@ -428,14 +451,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
             let Some(env) = env else {
                 return err::NO_CAPSULE;
             };
-            let Some(mut k) = st.cap.take() else {
-                return err::NO_CAPSULE;
-            };
-            k.fix_up();
-            match env.ctx.forward(k.buf, k.anep_len) {
-                Ok(()) => 0,
-                Err(r) => drop_code(r),
-            }
+            send_on(st, env, None)
         })
         .unwrap_or(err::BOUNDS)
     })?;
@@ -451,17 +467,41 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
             let Some(hop) = neighbor(env, a) else {
                 return err::DENIED;
             };
-            let Some(mut k) = st.cap.take() else {
-                return err::NO_CAPSULE;
-            };
-            k.fix_up();
-            match env.ctx.forward_via(hop, k.buf, k.anep_len) {
-                Ok(()) => 0,
-                Err(r) => drop_code(r),
-            }
+            send_on(st, env, Some(hop))
         })
         .unwrap_or(err::BOUNDS)
     })?;
+
+    l.func_wrap(
+        m,
+        "forward_by",
+        |mut c: C<'_>, np: i32, nl: i32, flow: i64| -> i32 {
+            with(&mut c, |mem, st, env| {
+                let Some(env) = env else {
+                    return err::NO_CAPSULE;
+                };
+                let Some(name) = range(mem, np, nl).and_then(|r| mem.get(r)) else {
+                    return err::BOUNDS;
+                };
+                let Some(dst) = st.cap.as_ref().and_then(|k| k.transit()).map(|t| t.dst()) else {
+                    return err::NO_CAPSULE;
+                };
+                let Some(f) = env.routes.get_mut(name) else {
+                    env.route_misses += 1;
+                    return err::NOT_FOUND;
+                };
+                // Only an up neighbor is a next hop, whatever the function answers.
+                let hop = f
+                    .next_hop(&*env.ctx, dst, flow as u64)
+                    .filter(|h| neighbor(env, h.addr).is_some_and(|n| n.link == h.link));
+                match hop {
+                    Some(h) => send_on(st, env, Some(h)),
+                    None => err::NO_ROUTE,
+                }
+            })
+            .unwrap_or(err::BOUNDS)
+        },
+    )?;
 
     l.func_wrap(m, "copy_via", |mut c: C<'_>, p: i32| -> i32 {
         with(&mut c, |mem, st, env| {

@@ -17,6 +17,7 @@
 //! - `cache.rs`: memory LRU and disk cache of compiled code;
 //! - `loader.rs`: demand loading with retries and bounds;
 //! - `ee.rs`: [`CapsuleEe`], the `ExecutionEnvironment`;
+//! - `route.rs`: named routing functions capsules ask for with `forward_by`;
 //! - `report.rs`: [`RunReport`]s, the fuel each run of guest code used and how it ended;
 //! - `packet.rs`: building capsules for applications;
 //! - `protocols.rs`: the protocols of `guest/`, built by `build.rs` and embedded.
@@ -39,6 +40,7 @@ mod loader;
 mod packet;
 pub mod protocols;
 mod report;
+mod route;
 mod runtime;
 mod softstate;
 mod tier;
@@ -50,6 +52,7 @@ pub use error::CapsuleError;
 pub use loader::LoaderConfig;
 pub use packet::capsule_packet;
 pub use report::{RunOutcome, RunReport};
+pub use route::CapsuleRouteFn;
 pub use runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash};
 pub use softstate::{PutError, SoftState};
 

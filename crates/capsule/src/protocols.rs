@@ -18,6 +18,10 @@ pub static FORWARD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/forw
 /// `portmap_lookup` for dependents.
 pub static PORTMAP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/portmap.wasm"));
 
+/// Forwarding by a named routing function of the node (`forward_by`); payload
+/// `port u16 | name_len u8 | name | data`.
+pub static ROUTEFN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/routefn.wasm"));
+
 /// Every protocol by name.
 pub static ALL: &[(&str, &[u8])] = &[
     ("ping", PING),
@@ -27,4 +31,5 @@ pub static ALL: &[(&str, &[u8])] = &[
     ("counter", COUNTER),
     ("forward", FORWARD),
     ("portmap", PORTMAP),
+    ("routefn", ROUTEFN),
 ];

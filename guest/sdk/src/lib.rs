@@ -35,7 +35,7 @@ pub type CodeHash = [u8; HASH_LEN];
 /// An error the host returned.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Error {
-    /// No such entry (soft state key, route).
+    /// No such entry (soft state key, route, routing function).
     NotFound,
     /// A range outside the payload or the guest memory.
     Bounds,
@@ -236,6 +236,14 @@ impl Capsule {
     /// Forwards toward the destination now (spends one unit of resource bound).
     pub fn forward(&mut self) -> Result<(), Error> {
         check(unsafe { sys::forward() }).map(|_| ())
+    }
+
+    /// Forwards toward the destination by the next hop the node's routing function `name`
+    /// chooses for flow `flow` (spends one unit of resource bound). [`Error::NotFound`]: no
+    /// routing function of that name; [`Error::NoRoute`]: it has no route. On either the
+    /// capsule stays here.
+    pub fn forward_by(&mut self, name: &[u8], flow: u64) -> Result<(), Error> {
+        check(unsafe { sys::forward_by(name.as_ptr(), name.len() as i32, flow as i64) }).map(|_| ())
     }
 
     /// Forwards to the given neighbor.

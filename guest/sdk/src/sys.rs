@@ -12,6 +12,7 @@ unsafe extern "C" {
     pub fn cap_set_transit_flags(flags: i32) -> i32;
     pub fn forward() -> i32;
     pub fn forward_via(addr: *const u8) -> i32;
+    pub fn forward_by(name: *const u8, name_len: i32, flow: i64) -> i32;
     pub fn copy_via(addr: *const u8) -> i32;
     pub fn deliver(port: i32) -> i32;
     pub fn send(
