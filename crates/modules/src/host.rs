@@ -683,7 +683,7 @@ impl ModuleHost {
         Ok(Box::new(inst))
     }
 
-    /// Records a routing function's fault (its instance lives in the PLAN EE).
+    /// Records a routing function's fault (its instances live in the PLAN and capsule EEs).
     pub(crate) fn route_fault(&mut self, name: &str, err: ModuleError) {
         self.fault(name, err);
     }

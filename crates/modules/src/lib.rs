@@ -11,7 +11,7 @@
 //! - `host.rs`: [`ModuleHost`], lifecycle, service registry, the node's packet processors;
 //! - `qdisc.rs`: [`WasmQdisc`], queue disciplines run by modules;
 //! - `node.rs`: attaching the host to a node, queue disciplines on links;
-//! - `route.rs`: routing-function modules as the PLAN EE's routing functions;
+//! - `route.rs`: routing-function modules as the PLAN and capsule EEs' routing functions;
 //! - `builtin.rs`: the modules of `guest/modules/`, embedded.
 
 #![cfg_attr(

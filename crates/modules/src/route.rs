@@ -1,32 +1,42 @@
 //! Routing functions and PLAN services as modules. A `routing-function` module, once
 //! active, is registered with the node's PLAN EE under its name (PLANet's `routFun`), so
 //! PLAN packets naming it are routed by it at intermediate nodes and PLAN code may call it
-//! as a service `host -> host * dev`; `defaultRoute` stays the built-in distance vector. A
-//! `plan-service` module is registered as the PLAN service `NAME : int -> int`.
+//! as a service `host -> host * dev`; `defaultRoute` stays the built-in distance vector. It
+//! is also registered with the node's capsule EE under the same name, so capsules asking for
+//! it (`forward_by`, `crates/capsule/ABI.md`) are forwarded by it. A `plan-service` module is
+//! registered as the PLAN service `NAME : int -> int`.
 //!
 //! Guest ABI: `route(flow: i64) -> i32` returns the link to send on, `ROUTE_NONE` (-1: no
 //! route, the packet is dropped and counted) or `ROUTE_DEFAULT` (-2: the node's default
 //! route); the destination's 18 address bytes are the "packet" it may `pkt_read`.
-//! `plan_call(arg: i64) -> i64` answers a PLAN call. These instances live in the PLAN EE:
-//! an upgrade gives the EE a fresh instance of the new version (no state hand-off).
+//! `plan_call(arg: i64) -> i64` answers a PLAN call. These instances live in the EEs, one
+//! fresh instance per EE (the PLAN and the capsule EE do not share globals or memory): an
+//! upgrade gives each EE a fresh instance of the new version (no state hand-off).
 //!
 //! Contracts:
-//! - [`sync_routes`] makes the PLAN EE's routing functions follow the host: every active
-//!   routing-function module registered (a new instance after an upgrade), every one stopped
-//!   or removed unregistered. The control ops and the startup list call it after each change.
+//! - [`sync_routes`] makes the EEs' routing functions follow the host: every active
+//!   routing-function module registered with the PLAN EE and the capsule EE the node has (a
+//!   new instance after an upgrade), every one stopped or removed unregistered from both. The
+//!   control ops and the startup list call it after each change. The EEs may sit bare or
+//!   under the NodeOS guard.
 //! - A routing function that traps, runs out of fuel or names a link that is not up answers
-//!   "no route" from then on; the next [`sync_routes`] stops the module with the fault
-//!   recorded and unregisters it. The node goes on.
+//!   "no route" from then on (in the EE where it failed); the next [`sync_routes`] stops the
+//!   module with the fault recorded and unregisters it from both EEs. The node goes on.
+//! - A routing function on a node with neither a PLAN nor a capsule EE, or a PLAN service on a
+//!   node without a PLAN EE, is an error naming it.
 
 use std::sync::{Arc, Mutex};
 
-use anode_core::{LinkId, NextHop, Node};
+use anode_capsule::{CapsuleEe, CapsuleRouteFn};
+use anode_core::{LinkId, NextHop, Node, NodeContext};
+use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::DomainGuard;
 use anode_nodeos::plan::MeteredPlan;
 use anode_plan::ee::route::{RouteFn, RouteQuery};
 use anode_plan::ee::{NodeService, PlanEe, ServiceEnv};
 use anode_plan::services::ServiceError;
 use anode_plan::value::Value;
+use anode_wire::NodeAddr;
 
 use crate::runtime::Instance;
 use crate::{Kind, ModuleError, host};
@@ -38,7 +48,8 @@ pub(crate) type FaultSlot = Arc<Mutex<Option<ModuleError>>>;
 const ROUTE_NONE: i32 = -1;
 const ROUTE_DEFAULT: i32 = -2;
 
-/// A routing-function module's instance, as the PLAN EE's [`RouteFn`].
+/// A routing-function module's instance, as the PLAN EE's [`RouteFn`] or the capsule EE's
+/// [`CapsuleRouteFn`] (each EE holds its own).
 struct WasmRoute {
     name: String,
     inst: Box<Instance>,
@@ -54,20 +65,18 @@ impl WasmRoute {
         }
         None
     }
-}
 
-impl RouteFn for WasmRoute {
-    fn next_hop(&mut self, q: &RouteQuery<'_, '_>) -> Option<NextHop> {
+    /// The guest's answer for `dst` and `flow`, as a next hop that is an up neighbor.
+    fn hop(&mut self, ctx: &NodeContext<'_>, dst: &NodeAddr, flow: u64) -> Option<NextHop> {
         if self.dead {
             return None;
         }
-        match self.inst.route(&q.dst.to_bytes(), q.flow) {
-            Ok(ROUTE_DEFAULT) => q.ctx.lookup(&q.dst),
+        match self.inst.route(&dst.to_bytes(), flow) {
+            Ok(ROUTE_DEFAULT) => ctx.lookup(dst),
             Ok(ROUTE_NONE) => None,
             Ok(link) => {
                 let l = u32::try_from(link).ok();
-                let hop =
-                    l.and_then(|l| q.ctx.neighbors().into_iter().find(|h| h.link == LinkId(l)));
+                let hop = l.and_then(|l| ctx.neighbors().into_iter().find(|h| h.link == LinkId(l)));
                 if hop.is_none() {
                     let name = self.name.clone();
                     return self.failed(ModuleError::Fault {
@@ -81,6 +90,18 @@ impl RouteFn for WasmRoute {
             }
             Err(e) => self.failed(e),
         }
+    }
+}
+
+impl RouteFn for WasmRoute {
+    fn next_hop(&mut self, q: &RouteQuery<'_, '_>) -> Option<NextHop> {
+        self.hop(q.ctx, &q.dst, q.flow)
+    }
+}
+
+impl CapsuleRouteFn for WasmRoute {
+    fn next_hop(&mut self, ctx: &NodeContext<'_>, dst: NodeAddr, flow: u64) -> Option<NextHop> {
+        self.hop(ctx, &dst, flow)
     }
 }
 
@@ -139,9 +160,20 @@ fn plan_ee(node: &mut Node) -> Option<&mut PlanEe> {
         .map(|g| g.inner_mut().inner_mut())
 }
 
-/// Makes the PLAN EE's routing functions follow the module host (see the module docs).
+/// The node's capsule EE, bare or under the NodeOS (`DomainGuard<MeteredCapsule>`).
+fn capsule_ee(node: &mut Node) -> Option<&mut CapsuleEe> {
+    let any = node.ee_mut(anode_wire::anep::TYPE_CAPSULE)?.as_any_mut();
+    if any.is::<CapsuleEe>() {
+        return any.downcast_mut::<CapsuleEe>();
+    }
+    any.downcast_mut::<DomainGuard<MeteredCapsule>>()
+        .map(|g| g.inner_mut().inner_mut())
+}
+
+/// Makes the EEs' routing functions follow the module host (see the module docs).
 /// Without a module host there is nothing to do; an active routing function on a node
-/// without a PLAN EE is an error naming it.
+/// with neither a PLAN nor a capsule EE (a PLAN service: without a PLAN EE) is an error
+/// naming it.
 pub fn sync_routes(node: &mut Node) -> Result<(), ModuleError> {
     if crate::host_mut(node).is_none() {
         return Ok(());
@@ -183,40 +215,70 @@ pub fn sync_routes(node: &mut Node) -> Result<(), ModuleError> {
             p.remove_route(&n);
             p.remove_service(&n);
         }
+        if let Some(c) = capsule_ee(node) {
+            c.remove_route(&n);
+        }
     }
     for (n, kind) in fresh {
-        let h = host(node)?;
-        let inst = h.route_instance(&n)?;
-        let hash = h.info(&n)?.code_sha256;
+        let hash = host(node)?.info(&n)?.code_sha256;
         let slot: FaultSlot = Arc::default();
-        let Some(p) = plan_ee(node) else {
+        let to_capsule = kind == Kind::RoutingFunction && capsule_ee(node).is_some();
+        let to_plan = plan_ee(node).is_some();
+        if !to_plan && !to_capsule {
+            let reason = if kind == Kind::PlanService {
+                "this node runs no PLAN execution environment"
+            } else {
+                "this node runs neither a PLAN nor a capsule execution environment"
+            };
             return Err(ModuleError::State {
                 name: n,
-                reason: "this node runs no PLAN execution environment".into(),
+                reason: reason.into(),
             });
-        };
-        let r = if kind == Kind::PlanService {
-            let svc = WasmPlanService {
-                name: n.clone(),
-                inst,
-                fault: Arc::clone(&slot),
-                dead: false,
+        }
+        if to_plan {
+            let inst = host(node)?.route_instance(&n)?;
+            let Some(p) = plan_ee(node) else {
+                continue;
             };
-            p.set_service(&n, PLAN_SERVICE_TYPE, Box::new(svc))
-                .map(|_| ())
-        } else {
+            let r = if kind == Kind::PlanService {
+                let svc = WasmPlanService {
+                    name: n.clone(),
+                    inst,
+                    fault: Arc::clone(&slot),
+                    dead: false,
+                };
+                p.set_service(&n, PLAN_SERVICE_TYPE, Box::new(svc))
+                    .map(|_| ())
+            } else {
+                let f = WasmRoute {
+                    name: n.clone(),
+                    inst,
+                    fault: Arc::clone(&slot),
+                    dead: false,
+                };
+                p.set_route(&n, Box::new(f))
+            };
+            r.map_err(|e| ModuleError::State {
+                name: n.clone(),
+                reason: format!("cannot register it with the PLAN EE: {e}"),
+            })?;
+        }
+        if to_capsule {
+            let inst = host(node)?.route_instance(&n)?;
             let f = WasmRoute {
                 name: n.clone(),
                 inst,
                 fault: Arc::clone(&slot),
                 dead: false,
             };
-            p.set_route(&n, Box::new(f))
-        };
-        r.map_err(|e| ModuleError::State {
-            name: n.clone(),
-            reason: format!("cannot register it with the PLAN EE: {e}"),
-        })?;
+            if let Some(c) = capsule_ee(node) {
+                c.set_route(&n, Box::new(f))
+                    .map_err(|e| ModuleError::State {
+                        name: n.clone(),
+                        reason: format!("cannot register it with the capsule EE: {e}"),
+                    })?;
+            }
+        }
         host(node)?.routes_attached.insert(n, (hash, slot));
     }
     Ok(())
