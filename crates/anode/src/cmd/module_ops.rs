@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use anode_core::Node;
 use anode_ctl::{ModuleConfig, ModuleConfigValue, ModuleEntry};
-use anode_modules::{ModRuntime, Package, State, Trust};
+use anode_modules::{ModRuntime, Package, Trust};
 
 use super::client::{Conn, connect_to};
 use crate::config::NodeFile;
@@ -389,16 +389,7 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
     // service dependencies.
     for (spec, name) in to_start {
         let host = anode_modules::host(node).map_err(|e| e.to_string())?;
-        let r = match host.state(&name) {
-            Some(State::Installed) => Err(format!(
-                "unresolved: missing {}",
-                host.info(&name)
-                    .map(|i| i.missing.join("; "))
-                    .unwrap_or_default()
-            )),
-            _ => host.start(&name).map_err(|e| e.to_string()),
-        };
-        r.map_err(|e| {
+        host.start(&name).map_err(|e| {
             format!(
                 "{cfg}:{}:{}: [[module]] {}: did not start: {e}; add a [[module]] that provides what it misses, or set start = false",
                 spec.pos.0, spec.pos.1, spec.source

@@ -36,7 +36,7 @@ use std::time::Instant;
 use anode_core::{HookInfo, HookPoint, HookVerdict, LinkId, PacketHooks};
 use anode_ip::wire::{Ipv4Packet, Ipv6Packet, checksum};
 use anode_ip::{DemuxKey, Filter, FilterId, IfaceId, IpRouter};
-use anode_modules::{ModRuntime, ModuleHost, Package, State, Trust};
+use anode_modules::{ModRuntime, ModuleHost, Package, Trust};
 use serde::Deserialize;
 
 /// Most module instances of the router's runtime.
@@ -165,16 +165,7 @@ impl IpModules {
             }
         }
         for (m, name) in to_start {
-            let r = match host.state(&name) {
-                Some(State::Installed) => Err(format!(
-                    "unresolved: missing {}",
-                    host.info(&name)
-                        .map(|i| i.missing.join("; "))
-                        .unwrap_or_default()
-                )),
-                _ => host.start(&name).map_err(|e| e.to_string()),
-            };
-            r.map_err(|e| {
+            host.start(&name).map_err(|e| {
                 format!(
                     "{cfg}: [[module]] {}: did not start: {e}; add a [[module]] that provides what it misses, or set start = false",
                     m.package
