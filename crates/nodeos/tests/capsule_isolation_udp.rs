@@ -68,16 +68,7 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
                 batch.push(capsule_packet(h, sa, sc, 16, flow, &[0; 32]).unwrap());
             }
         }
-        ha.call(move |n, now| {
-            for p in batch {
-                let _ = n.inject(now, p);
-            }
-        })
-        .unwrap();
-        let next = start + Duration::from_millis(10 * u64::from(tick + 1));
-        if let Some(d) = next.checked_duration_since(Instant::now()) {
-            std::thread::sleep(d);
-        }
+        inject_tick(&ha, batch, start, tick);
     }
     std::thread::sleep(Duration::from_millis(300));
     let benign = hc

@@ -47,3 +47,18 @@ pub fn wait_route(h: &NodeHandle, dst: SocketAddr) -> bool {
     }
     false
 }
+
+/// Injects `batch` at the node behind `h`, then sleeps until the end of 10 ms tick `tick` of a
+/// clock started at `start` (the paced senders of the real-UDP isolation tests).
+pub fn inject_tick(h: &NodeHandle, batch: Vec<Vec<u8>>, start: Instant, tick: u32) {
+    h.call(move |n, now| {
+        for p in batch {
+            let _ = n.inject(now, p);
+        }
+    })
+    .unwrap();
+    let next = start + Duration::from_millis(10 * u64::from(tick + 1));
+    if let Some(d) = next.checked_duration_since(Instant::now()) {
+        std::thread::sleep(d);
+    }
+}
