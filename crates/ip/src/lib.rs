@@ -37,8 +37,9 @@ pub mod router;
 pub mod wire;
 
 pub use router::{
-    ConfigError, Counters, DemuxKey, DropReason, Filter, FilterId, Hop, IfaceId, InterfaceConfig,
-    IpCidr, IpRouter, NeighConfig, Route, RouteOrigin, RouteTable, RouterConfig, Transmit, Verdict,
+    ConfigError, Counters, DemuxKey, DropReason, FastDemux, FastIface, FastRoute, FastTable,
+    Filter, FilterId, Hop, IfaceId, InterfaceConfig, IpCidr, IpRouter, NeighConfig, Route,
+    RouteOrigin, RouteTable, RouterConfig, Transmit, Verdict,
 };
 pub use wire::{MacAddr, WireError};
 

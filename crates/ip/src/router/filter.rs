@@ -111,6 +111,10 @@ impl Filters {
             .any(|(_, f)| matches!(f, Filter::LocalUdp { .. }));
     }
 
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Filter> {
+        self.list.iter().map(|(_, f)| f)
+    }
+
     pub(crate) fn match_ethertype(&self, t: u16) -> Option<FilterId> {
         self.list.iter().find_map(|(id, f)| match f {
             Filter::EtherType(x) if *x == t => Some(*id),

@@ -41,6 +41,7 @@
 
 mod config;
 mod counters;
+mod fast;
 mod filter;
 mod neigh;
 mod output;
@@ -58,6 +59,7 @@ use std::time::Instant;
 
 pub use config::{IfaceId, InterfaceConfig, NeighConfig, RouterConfig};
 pub use counters::{Counters, DropReason};
+pub use fast::{FastDemux, FastIface, FastRoute, FastTable};
 pub use filter::{DemuxKey, Filter, FilterId};
 pub use neigh::NeighKey;
 pub use ratelimit::TokenBucket;
@@ -125,6 +127,8 @@ pub struct IpRouter {
     pub(crate) ident: u16,
     /// Set only inside [`IpRouter::reinject`]: demux filters are not consulted.
     pub(crate) skip_demux: bool,
+    /// Bumped by every change of interfaces, routes or filters (see [`IpRouter::fast_generation`]).
+    pub(crate) generation: u64,
 }
 
 /// A configuration the router cannot use.
@@ -185,6 +189,7 @@ impl IpRouter {
             counters: Counters::default(),
             ident: 1,
             skip_demux: false,
+            generation: 0,
         }
     }
 
@@ -228,6 +233,7 @@ impl IpRouter {
         self.macs.push(cfg.mac);
         self.mtus.push(cfg.mtu);
         self.ifaces.push(Iface { cfg, link_local });
+        self.generation += 1;
         Ok(id)
     }
 
@@ -275,6 +281,7 @@ impl IpRouter {
             metric,
             origin,
         });
+        self.generation += 1;
         Ok(())
     }
 
@@ -297,11 +304,13 @@ impl IpRouter {
             metric,
             origin,
         });
+        self.generation += 1;
         Ok(())
     }
 
     /// Removes the routes to `prefix` of `origin`.
     pub fn remove_route(&mut self, prefix: IpCidr, origin: RouteOrigin) -> usize {
+        self.generation += 1;
         self.routes.remove(prefix, origin)
     }
 
@@ -311,17 +320,21 @@ impl IpRouter {
     }
 
     /// Mutable access to the routing table (e.g. to replace all learned routes at once).
+    /// Counts as a change for [`IpRouter::fast_generation`].
     pub fn routes_mut(&mut self) -> &mut RouteTable {
+        self.generation += 1;
         &mut self.routes
     }
 
     /// Installs a filter; matching packets are diverted (see [`Filter`]).
     pub fn add_filter(&mut self, f: Filter) -> FilterId {
+        self.generation += 1;
         self.filters.add(f)
     }
 
     /// Removes a filter.
     pub fn remove_filter(&mut self, id: FilterId) -> bool {
+        self.generation += 1;
         self.filters.remove(id)
     }
 

@@ -77,6 +77,9 @@ pub struct NeighCache {
     map: FxHashMap<NeighKey, State>,
     queued_total: usize,
     next_deadline: Option<Instant>,
+    /// Bumped whenever the set of resolved entries or one of their MACs changes (what a
+    /// kernel fast path mirrors).
+    pub(crate) generation: u64,
 }
 
 impl NeighCache {
@@ -87,6 +90,7 @@ impl NeighCache {
             map: FxHashMap::default(),
             queued_total: 0,
             next_deadline: None,
+            generation: 0,
         }
     }
 
@@ -178,15 +182,22 @@ impl NeighCache {
                 let old = std::mem::replace(s, resolved);
                 match old {
                     State::Incomplete { queue, .. } => {
+                        self.generation += 1;
                         self.queued_total = self.queued_total.saturating_sub(queue.len());
                         Some(queue)
                     }
-                    State::Resolved { .. } => None,
+                    State::Resolved { mac: old, .. } => {
+                        if old != mac {
+                            self.generation += 1;
+                        }
+                        None
+                    }
                 }
             }
             None => {
                 if create && self.map.len() < self.cfg.max_entries {
                     self.map.insert(key, resolved);
+                    self.generation += 1;
                 }
                 None
             }
@@ -238,7 +249,10 @@ impl NeighCache {
             if let Some(st) = self.map.remove(&key) {
                 let queue = match st {
                     State::Incomplete { queue, .. } => queue,
-                    State::Resolved { .. } => VecDeque::new(),
+                    State::Resolved { .. } => {
+                        self.generation += 1;
+                        VecDeque::new()
+                    }
                 };
                 self.queued_total = self.queued_total.saturating_sub(queue.len());
                 out.push(NeighAction::Failed { queue });
@@ -250,6 +264,14 @@ impl NeighCache {
     /// When [`NeighCache::handle_timeout`] next has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next_deadline
+    }
+
+    /// The resolved entries (stale ones included: they are still used).
+    pub(crate) fn resolved(&self) -> impl Iterator<Item = (NeighKey, MacAddr)> + '_ {
+        self.map.iter().filter_map(|(k, s)| match s {
+            State::Resolved { mac, .. } => Some((*k, *mac)),
+            State::Incomplete { .. } => None,
+        })
     }
 
     /// Entries as (key, MAC if resolved).

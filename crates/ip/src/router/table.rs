@@ -143,7 +143,8 @@ impl RouteTable {
         v
     }
 
-    fn rebuild(&mut self) {
+    /// The route lookups use for each prefix: the best origin, then the lowest metric.
+    fn best_map(&self) -> FxHashMap<IpCidr, Route> {
         let mut best: FxHashMap<IpCidr, Route> = FxHashMap::default();
         for r in &self.routes {
             let e = best.entry(r.prefix).or_insert(*r);
@@ -151,6 +152,18 @@ impl RouteTable {
                 *e = *r;
             }
         }
+        best
+    }
+
+    /// The routes lookups use, one per prefix (see [`RouteTable::routes`] for all).
+    pub fn best(&self) -> Vec<Route> {
+        let mut v: Vec<Route> = self.best_map().into_values().collect();
+        v.sort_by_key(|r| (r.prefix.to_string(), r.origin, r.metric));
+        v
+    }
+
+    fn rebuild(&mut self) {
+        let best = self.best_map();
         let mut v4: FxHashMap<u8, FxHashMap<u32, Hop>> = FxHashMap::default();
         let mut v6: FxHashMap<u8, FxHashMap<u128, Hop>> = FxHashMap::default();
         for r in best.values() {
