@@ -9,6 +9,7 @@
 //! forwarded has been handed to `sendmmsg` (which copies it), so no iovec ever points into
 //! memory the kernel may be rewriting.
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -64,6 +65,22 @@ impl Hooks for NoHooks {
     }
 }
 
+/// A fast path outside the data-path thread that forwards plain IP from the router's tables
+/// (the eBPF program of [`crate::fastpath`]); the data path keeps it in sync.
+pub trait FastPathSync: Send {
+    /// Makes the fast path's tables equal to `table` (it may have forwarded on older ones
+    /// until now). An error means the tables may be stale: the data path then drops the fast
+    /// path (which detaches it) and forwards everything itself.
+    fn sync(&mut self, table: &anode_ip::FastTable) -> Result<(), String>;
+    /// Neighbor entries used since the last call (see [`IpRouter::touch_neighbor`]).
+    fn take_used(&mut self) -> Vec<anode_ip::router::NeighKey>;
+    /// Lines for the exit report.
+    fn report(&self) -> Vec<String>;
+}
+
+/// How often the fast path's neighbor use is reported to the router.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// What a stopped data path gives back.
 #[derive(Debug)]
 pub struct Stopped {
@@ -75,6 +92,8 @@ pub struct Stopped {
     pub csum_fixed: u64,
     /// The hooks' exit report ([`Hooks::report`]).
     pub hooks_report: Vec<String>,
+    /// The fast path's exit report ([`FastPathSync::report`]; empty without one).
+    pub fast_path_report: Vec<String>,
 }
 
 struct TxBatch {
@@ -231,6 +250,9 @@ pub struct DataPath {
     hooks: Box<dyn Hooks>,
     stop: Arc<AtomicBool>,
     rt_priority: Option<i32>,
+    fast: Option<Box<dyn FastPathSync>>,
+    /// Lines about the fast path (why it was dropped) for the exit report.
+    fast_notes: Vec<String>,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -250,6 +272,46 @@ impl DataPath {
             hooks,
             stop: Arc::new(AtomicBool::new(false)),
             rt_priority: None,
+            fast: None,
+            fast_notes: Vec::new(),
+        }
+    }
+
+    /// Puts `fast` in front of this data path: the loop syncs its tables from the router
+    /// whenever [`IpRouter::fast_generation`] changes and reports its neighbor use to the
+    /// router every second. The links must then receive by protocol
+    /// ([`crate::Receive::Protocols`]), or fast-pathed frames would be forwarded twice.
+    pub fn set_fast_path(&mut self, fast: Box<dyn FastPathSync>) {
+        self.fast = Some(fast);
+    }
+
+    /// Syncs the fast path if the router's tables changed; reports neighbor use when due.
+    fn fast_path_round(
+        &mut self,
+        now: Instant,
+        generation: &mut Option<u64>,
+        touch_at: &mut Instant,
+    ) {
+        let Some(fp) = self.fast.as_mut() else {
+            return;
+        };
+        let g = self.router.fast_generation();
+        if *generation != Some(g) {
+            if let Err(e) = fp.sync(&self.router.fast_table()) {
+                tracing::warn!("kernel fast path dropped, forwarding in user space: {e}");
+                let mut report = fp.report();
+                report.push(format!("fast path dropped after a sync error: {e}"));
+                self.fast_notes = report;
+                self.fast = None;
+                return;
+            }
+            *generation = Some(g);
+        }
+        if now >= *touch_at {
+            *touch_at = now + TOUCH_INTERVAL;
+            for key in fp.take_used() {
+                self.router.touch_neighbor(now, key);
+            }
         }
     }
 
@@ -278,8 +340,11 @@ impl DataPath {
     /// interface went down), which would otherwise make every `poll` return at once and the
     /// loop spin. The error is counted; the ring stays mapped and works again once the
     /// interface is up.
-    fn clear_errors(&mut self, pfds: &mut [libc::pollfd]) {
-        for (p, l) in pfds.iter_mut().zip(self.links.iter_mut()) {
+    fn clear_errors(&mut self, pfds: &mut [libc::pollfd], sources: &[(usize, usize)]) {
+        for (p, &(i, _)) in pfds.iter_mut().zip(sources) {
+            let Some(l) = self.links.get_mut(i) else {
+                continue;
+            };
             if p.revents & libc::POLLERR != 0 {
                 let mut err: libc::c_int = 0;
                 let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -323,26 +388,38 @@ impl DataPath {
         let mut batches: Vec<TxBatch> = (0..n).map(|_| TxBatch::new()).collect();
         let mut frames: Vec<RxFrame> = Vec::with_capacity(BATCH);
         let mut owned: Vec<anode_ip::Transmit> = Vec::with_capacity(BATCH);
-        let mut pfds: Vec<libc::pollfd> = self
+        // Every receive socket of every link, as (link, socket) indices.
+        let sources: Vec<(usize, usize)> = self
             .links
             .iter()
-            .map(|l| libc::pollfd {
-                fd: l.raw_fd(),
+            .enumerate()
+            .flat_map(|(i, l)| (0..l.rx.len()).map(move |k| (i, k)))
+            .collect();
+        let mut pfds: Vec<libc::pollfd> = sources
+            .iter()
+            .filter_map(|&(i, k)| self.links.get(i)?.rx.get(k))
+            .map(|s| libc::pollfd {
+                fd: s.fd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
         let mut csum_fixed = 0u64;
+        let mut fast_gen: Option<u64> = None;
+        let mut touch_at = Instant::now() + TOUCH_INTERVAL;
         while !self.stop.load(Ordering::Relaxed) {
             let mut now = Instant::now();
             let mut busy = false;
-            for i in 0..n {
-                // Bounded work per link per round so one busy link cannot starve the others.
+            for &(i, k) in &sources {
+                // Bounded work per socket per round so one busy link cannot starve the others.
                 for _ in 0..8 {
                     let Some(link) = self.links.get_mut(i) else {
                         break;
                     };
-                    if !link.ring.next_batch(&mut frames) {
+                    let Some(rx) = link.rx.get_mut(k) else {
+                        break;
+                    };
+                    if !rx.ring.next_batch(&mut frames) {
                         break;
                     }
                     busy = true;
@@ -387,8 +464,8 @@ impl DataPath {
                             b.flush(l.raw_fd(), &mut l.stats);
                         }
                     }
-                    if let Some(link) = self.links.get_mut(i) {
-                        link.ring.release();
+                    if let Some(rx) = self.links.get_mut(i).and_then(|l| l.rx.get_mut(k)) {
+                        rx.ring.release();
                     }
                 }
             }
@@ -397,6 +474,7 @@ impl DataPath {
                 self.router.handle_timeout(now);
             }
             let hook_deadline = self.hooks.poll(now, &mut self.router);
+            self.fast_path_round(now, &mut fast_gen, &mut touch_at);
             // Generated frames.
             while owned.len() < BATCH
                 && let Some(t) = self.router.poll_transmit()
@@ -435,7 +513,7 @@ impl DataPath {
                 // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
                 let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
                 if r > 0 {
-                    self.clear_errors(&mut pfds);
+                    self.clear_errors(&mut pfds, &sources);
                 }
             }
         }
@@ -451,6 +529,10 @@ impl DataPath {
             router: self.router,
             csum_fixed,
             hooks_report: self.hooks.report(),
+            fast_path_report: match &self.fast {
+                Some(fp) => fp.report(),
+                None => std::mem::take(&mut self.fast_notes),
+            },
         }
     }
 }

@@ -78,6 +78,6 @@ pub mod pktgen;
 mod ring;
 mod sys;
 
-pub use datapath::{DataPath, Hooks, NoHooks, Stopped};
-pub use link::{EtherLink, LinkError, LinkStats};
+pub use datapath::{DataPath, FastPathSync, Hooks, NoHooks, Stopped};
+pub use link::{EtherLink, LinkError, LinkStats, Receive};
 pub use ring::{FRAME_SIZE, RingConfig, RingVersion};

@@ -8,6 +8,14 @@
 //! it: the same number of copies and syscalls per batch. `PACKET_QDISC_BYPASS` skips the
 //! qdisc layer (as a router's fast path should; the driver's queue still applies), and
 //! `PACKET_IGNORE_OUTGOING` keeps our own transmissions out of our receive ring.
+//!
+//! Receive sockets: by default one socket bound to `ETH_P_ALL` receives every frame. Under
+//! the kernel fast path ([`crate::fastpath`]) that would not do: `ETH_P_ALL` sockets are taps
+//! the kernel feeds *before* TC ingress, so every frame the fast path forwards would also be
+//! copied into the ring (and forwarded a second time). [`Receive::Protocols`] opens one
+//! socket per EtherType instead (IPv4, IPv6, ARP and any diverted EtherType): protocol
+//! sockets are fed *after* TC ingress, so they see exactly the frames the fast path passed
+//! on. The first socket (IPv4) also transmits.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -42,17 +50,49 @@ pub struct LinkStats {
     pub sock_errors: u64,
 }
 
+/// Which frames a link's receive sockets take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Receive {
+    /// One `ETH_P_ALL` socket: every frame (no kernel fast path in front).
+    All,
+    /// One socket per EtherType (IPv4 first: it also transmits). IPv4 and IPv6 get the
+    /// configured ring; the others a ring of 1/16 of its blocks (control traffic).
+    Protocols(Vec<u16>),
+}
+
+impl Receive {
+    /// IPv4, IPv6 and ARP, plus `extra` EtherTypes (e.g. ANEP directly over Ethernet).
+    pub fn ip_and(extra: &[u16]) -> Receive {
+        let mut v = vec![0x0800, 0x86dd, 0x0806];
+        for e in extra {
+            if !v.contains(e) {
+                v.push(*e);
+            }
+        }
+        Receive::Protocols(v)
+    }
+}
+
+/// One receive socket and its ring.
+#[derive(Debug)]
+pub(crate) struct RxSock {
+    pub(crate) fd: OwnedFd,
+    pub(crate) ring: RxRing,
+}
+
 /// An Ethernet interface owned through AF_PACKET.
 #[derive(Debug)]
 pub struct EtherLink {
     /// Interface name.
     pub name: String,
+    /// Its kernel interface index.
+    pub ifindex: u32,
     /// Its MAC address.
     pub mac: MacAddr,
     /// Its MTU.
     pub mtu: usize,
-    pub(crate) fd: OwnedFd,
-    pub(crate) ring: RxRing,
+    /// Receive sockets; the first also transmits. Never empty.
+    pub(crate) rx: Vec<RxSock>,
     /// Counters.
     pub stats: LinkStats,
 }
@@ -89,8 +129,13 @@ pub enum LinkError {
 }
 
 impl EtherLink {
-    /// Opens `name`: socket, ring, options, all-multicast membership, bind.
+    /// Opens `name` with one socket receiving every frame ([`Receive::All`]).
     pub fn open(name: &str, ring: RingConfig) -> Result<EtherLink, LinkError> {
+        Self::open_with(name, ring, &Receive::All)
+    }
+
+    /// Opens `name`: sockets, rings, options, all-multicast membership, bind.
+    pub fn open_with(name: &str, ring: RingConfig, rx: &Receive) -> Result<EtherLink, LinkError> {
         let sock = |what, source| LinkError::Socket {
             name: name.to_string(),
             what,
@@ -114,27 +159,42 @@ impl EtherLink {
                 name: name.into(),
                 what: "MTU",
             })?;
-        let fd = sys::packet_socket().map_err(|e| sock("socket(AF_PACKET)", e))?;
-        let ring = RxRing::new(&fd, ring).map_err(|e| sock("PACKET_RX_RING", e))?;
-        sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
-            .map_err(|e| sock("PACKET_QDISC_BYPASS", e))?;
-        // Older kernels lack it; then our own frames come back and are dropped as not
-        // addressed to us (the router checks the destination MAC).
-        let _ = sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
-        let _ = sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &(4i32 << 20));
-        // SAFETY: packet_mreq is plain old data; all-zero is valid.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex;
-        mreq.mr_type = sys::PACKET_MR_ALLMULTI;
-        sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_ADD_MEMBERSHIP, &mreq)
-            .map_err(|e| sock("PACKET_ADD_MEMBERSHIP", e))?;
-        sys::bind(&fd, ifindex).map_err(|e| sock("bind", e))?;
+        let protocols: Vec<u16> = match rx {
+            Receive::All => vec![sys::ETH_P_ALL],
+            Receive::Protocols(p) if p.is_empty() => vec![sys::ETH_P_ALL],
+            Receive::Protocols(p) => p.clone(),
+        };
+        let mut socks = Vec::with_capacity(protocols.len());
+        for (k, proto) in protocols.iter().enumerate() {
+            let fd = sys::packet_socket().map_err(|e| sock("socket(AF_PACKET)", e))?;
+            let mut cfg = ring;
+            if !matches!(*proto, sys::ETH_P_ALL | 0x0800 | 0x86dd) {
+                cfg.block_nr = (cfg.block_nr / 16).max(2);
+            }
+            let ring = RxRing::new(&fd, cfg).map_err(|e| sock("PACKET_RX_RING", e))?;
+            // Older kernels lack it; then our own frames come back and are dropped as not
+            // addressed to us (the router checks the destination MAC).
+            let _ = sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_IGNORE_OUTGOING, &1i32);
+            if k == 0 {
+                sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_QDISC_BYPASS, &1i32)
+                    .map_err(|e| sock("PACKET_QDISC_BYPASS", e))?;
+                let _ = sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &(4i32 << 20));
+                // SAFETY: packet_mreq is plain old data; all-zero is valid.
+                let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+                mreq.mr_ifindex = ifindex;
+                mreq.mr_type = sys::PACKET_MR_ALLMULTI;
+                sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_ADD_MEMBERSHIP, &mreq)
+                    .map_err(|e| sock("PACKET_ADD_MEMBERSHIP", e))?;
+            }
+            sys::bind(&fd, ifindex, *proto).map_err(|e| sock("bind", e))?;
+            socks.push(RxSock { fd, ring });
+        }
         Ok(EtherLink {
             name: name.into(),
+            ifindex: ifindex as u32,
             mac,
             mtu,
-            fd,
-            ring,
+            rx: socks,
             stats: LinkStats::default(),
         })
     }
@@ -142,13 +202,16 @@ impl EtherLink {
     /// Adds the kernel's ring counters since the last call (`PACKET_STATISTICS` reads and
     /// resets them) to [`LinkStats`].
     pub fn update_ring_stats(&mut self) {
-        if let Ok(st) = sys::packet_stats(&self.fd) {
-            self.stats.ring_packets += u64::from(st.packets);
-            self.stats.ring_drops += u64::from(st.drops);
+        for s in &self.rx {
+            if let Ok(st) = sys::packet_stats(&s.fd) {
+                self.stats.ring_packets += u64::from(st.packets);
+                self.stats.ring_drops += u64::from(st.drops);
+            }
         }
     }
 
+    /// The transmitting socket.
     pub(crate) fn raw_fd(&self) -> i32 {
-        self.fd.as_raw_fd()
+        self.rx.first().map_or(-1, |s| s.fd.as_raw_fd())
     }
 }

@@ -175,12 +175,14 @@ pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
     }
 }
 
-/// Binds a packet socket to one interface, receiving every protocol.
-pub fn bind(fd: &OwnedFd, ifindex: libc::c_int) -> io::Result<()> {
+/// Binds a packet socket to one interface, receiving `protocol` (an EtherType, or
+/// [`ETH_P_ALL`] for every frame; `ETH_P_ALL` sockets are taps that see a frame before TC
+/// ingress, protocol sockets only after it).
+pub fn bind(fd: &OwnedFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
     // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_protocol = protocol.to_be();
     sll.sll_ifindex = ifindex;
     // SAFETY: `sll` is a valid sockaddr_ll and the length passed is its size.
     cvt(unsafe {
