@@ -23,6 +23,9 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v traceroute >/dev/null 2>&1 || need+=(traceroute)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
+# The eBPF fast path (crates/ether/bpf/fastpath.c) is compiled by clang against the kernel UAPI headers.
+command -v clang-14 >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || need+=(clang)
+[ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing ${need[*]}"

@@ -73,6 +73,8 @@
 )]
 
 mod datapath;
+/// The kernel (eBPF, TC ingress or XDP) fast path in front of the user-space router.
+pub mod fastpath;
 mod link;
 pub mod pktgen;
 mod ring;

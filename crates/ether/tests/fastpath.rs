@@ -1,0 +1,1010 @@
+//! The kernel fast path (`anode_ether::fastpath`) against its contract, without traffic:
+//! the loaded TC (and XDP) program runs on crafted frames through `BPF_PROG_TEST_RUN`, inside
+//! a network namespace the test thread makes for itself (a veth pair give the
+//! ingress ifindexes; the namespace goes away with the thread).
+//!
+//! - byte fixtures: a forwarded IPv4 and IPv6 frame (new MACs, TTL-1, valid checksum,
+//!   redirect), and one frame per pass reason (`TC_ACT_OK`, frame unchanged, counted);
+//! - a differential property test against `anode_ip::IpRouter`: whatever the program
+//!   redirects, the router forwards to the same interface with identical bytes, and whatever
+//!   it passes on is unchanged;
+//! - attach/detach on a veth pair in a namespace (`tc filter show` lists it, drop removes it
+//!   and the clsact qdisc it added, and leaves one that was there).
+//!
+//! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::process::Command;
+use std::time::Instant;
+
+use anode_ether::fastpath::{FastPath, FastPathStats, Hook, verdict};
+use anode_ip::wire::{Ipv4Cidr, Ipv6Cidr};
+use anode_ip::{
+    DemuxKey, Filter, IfaceId, InterfaceConfig, IpCidr, IpRouter, MacAddr, RouteOrigin,
+    RouterConfig, Verdict,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+fn can_run(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let has_ip = Command::new("sh")
+        .args(["-c", "command -v ip && command -v tc"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if euid == 0 && has_ip {
+        return true;
+    }
+    let why = if euid != 0 {
+        "needs root"
+    } else {
+        "needs ip and tc (scripts/setup.sh installs iproute2)"
+    };
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: cannot run under CI: {why}");
+    }
+    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
+    false
+}
+
+fn sh(cmd: &str) -> String {
+    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ifindex(name: &str) -> u32 {
+    let c = std::ffi::CString::new(name).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    assert!(i != 0, "no interface {name}");
+    i
+}
+
+/// Runs `f` on a thread in a fresh network namespace holding a veth pair; `f`
+/// gets their ifindexes. Everything the thread made goes away with it.
+fn in_netns<T: Send + 'static>(f: impl FnOnce([u32; 2]) -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        // SAFETY: unshare only changes the calling thread's namespaces.
+        let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "unshare: {}", std::io::Error::last_os_error());
+        // Children inherit the calling thread's namespace.
+        sh("ip link add fpt0 type veth peer name fpt1 && ip link set fpt0 up && ip link set fpt1 up");
+        f([ifindex("fpt0"), ifindex("fpt1")])
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+// ---- the router under test ----
+
+const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
+const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
+const HOST0: [u8; 6] = [2, 0, 0, 0, 9, 1];
+const GW1: [u8; 6] = [2, 0, 0, 0, 9, 2];
+const FILTER_PORT: u16 = 7777;
+
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// Two interfaces, a static route each way per family, resolved neighbors, demux filters for
+/// UDP port 7777 (both families).
+fn router(now: Instant) -> IpRouter {
+    let mut r = IpRouter::new(RouterConfig::default());
+    for (i, (mac, a4, a6)) in [
+        (MAC0, "198.18.1.1/24", "2001:2:0:1::1/64"),
+        (MAC1, "198.18.2.1/24", "2001:2:0:2::1/64"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        r.add_interface(InterfaceConfig {
+            name: format!("r{i}"),
+            mac: MacAddr(mac),
+            mtu: 1500,
+            ipv4: vec![a4.parse::<Ipv4Cidr>().unwrap()],
+            ipv6: vec![a6.parse::<Ipv6Cidr>().unwrap()],
+        })
+        .unwrap();
+    }
+    r.add_route(
+        "198.19.0.0/16".parse::<IpCidr>().unwrap(),
+        IpAddr::V4(v4("198.18.2.2")),
+        1,
+        RouteOrigin::Static,
+    )
+    .unwrap();
+    r.add_route(
+        "2001:2:0:9::/64".parse::<IpCidr>().unwrap(),
+        IpAddr::V6(v6("2001:2:0:2::2")),
+        1,
+        RouteOrigin::Static,
+    )
+    .unwrap();
+    // Neighbors: ARP replies and neighbor solicitations (with a source link-layer option)
+    // through handle_frame, as they would arrive.
+    for (iface, my_mac, my_ip, mac, ip) in [
+        (0, MAC0, "198.18.1.1", HOST0, "198.18.1.5"),
+        (1, MAC1, "198.18.2.1", GW1, "198.18.2.2"),
+    ] {
+        let mut f = arp_reply(my_mac, v4(my_ip), mac, v4(ip));
+        let v = r.handle_frame(now, IfaceId(iface), &mut f);
+        assert_eq!(v, Verdict::Consumed);
+    }
+    for (iface, my_mac, my_ip, mac, ip) in [
+        (0, MAC0, "2001:2:0:1::1", HOST0, "2001:2:0:1::5"),
+        (1, MAC1, "2001:2:0:2::1", GW1, "2001:2:0:2::2"),
+    ] {
+        let mut f = neighbor_solicit(my_mac, v6(my_ip), mac, v6(ip));
+        let v = r.handle_frame(now, IfaceId(iface), &mut f);
+        assert_eq!(v, Verdict::Consumed);
+    }
+    while r.poll_transmit().is_some() {}
+    r.add_filter(Filter::Demux {
+        ethertype: Some(0x0800),
+        keys: vec![
+            DemuxKey::exact(9, &[17]),
+            DemuxKey::exact(22, &FILTER_PORT.to_be_bytes()),
+        ],
+    });
+    r.add_filter(Filter::Demux {
+        ethertype: Some(0x86dd),
+        keys: vec![
+            DemuxKey::exact(6, &[17]),
+            DemuxKey::exact(42, &FILTER_PORT.to_be_bytes()),
+        ],
+    });
+    let t = r.fast_table();
+    assert_eq!(t.neighbors.len(), 4, "{:?}", t.neighbors);
+    r
+}
+
+// ---- frame builders ----
+
+fn csum(data: &[u8]) -> u16 {
+    let mut acc: u32 = 0;
+    for c in data.chunks(2) {
+        let w = if c.len() == 2 {
+            u16::from_be_bytes([c[0], c[1]])
+        } else {
+            u16::from_be_bytes([c[0], 0])
+        };
+        acc += u32::from(w);
+    }
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+fn eth(dst: [u8; 6], src: [u8; 6], ty: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(1600);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ty.to_be_bytes());
+    f
+}
+
+fn arp_reply(my_mac: [u8; 6], my_ip: Ipv4Addr, mac: [u8; 6], ip: Ipv4Addr) -> Vec<u8> {
+    let mut f = eth(my_mac, mac, 0x0806);
+    f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&ip.octets());
+    f.extend_from_slice(&my_mac);
+    f.extend_from_slice(&my_ip.octets());
+    f
+}
+
+fn neighbor_solicit(my_mac: [u8; 6], my_ip: Ipv6Addr, mac: [u8; 6], ip: Ipv6Addr) -> Vec<u8> {
+    let mut icmp = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&my_ip.octets());
+    icmp.extend_from_slice(&[1, 1]);
+    icmp.extend_from_slice(&mac);
+    let c = icmp6_csum(ip, my_ip, &icmp);
+    icmp[2..4].copy_from_slice(&c.to_be_bytes());
+    let mut f = eth(my_mac, mac, 0x86dd);
+    f.extend_from_slice(&ipv6_header(icmp.len() as u16, 58, 255, ip, my_ip));
+    f.extend_from_slice(&icmp);
+    f
+}
+
+fn icmp6_csum(src: Ipv6Addr, dst: Ipv6Addr, body: &[u8]) -> u16 {
+    let mut p = Vec::new();
+    p.extend_from_slice(&src.octets());
+    p.extend_from_slice(&dst.octets());
+    p.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0, 58]);
+    p.extend_from_slice(body);
+    csum(&p)
+}
+
+fn ipv6_header(payload: u16, next: u8, hops: u8, src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend_from_slice(&payload.to_be_bytes());
+    h.push(next);
+    h.push(hops);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    h
+}
+
+/// An IPv4 packet: `opts` option bytes (a multiple of 4), the given payload.
+fn ipv4_packet(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    ttl: u8,
+    proto: u8,
+    frag: u16,
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let hl = 20 + opts.len();
+    let total = (hl + payload.len()) as u16;
+    let mut h = vec![0x40 | (hl / 4) as u8, 0];
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&[0x12, 0x34]);
+    h.extend_from_slice(&frag.to_be_bytes());
+    h.push(ttl);
+    h.push(proto);
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(&src.octets());
+    h.extend_from_slice(&dst.octets());
+    h.extend_from_slice(opts);
+    let c = csum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    h.extend_from_slice(payload);
+    h
+}
+
+fn udp(dport: u16, len: usize) -> Vec<u8> {
+    let mut u = vec![0x30, 0x39];
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&((8 + len) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend((0..len).map(|i| i as u8));
+    u
+}
+
+fn frame4(dst_mac: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
+    let mut f = eth(dst_mac, HOST0, 0x0800);
+    f.extend_from_slice(&ip);
+    f
+}
+
+fn frame6(dst_mac: [u8; 6], ip: Vec<u8>) -> Vec<u8> {
+    let mut f = eth(dst_mac, HOST0, 0x86dd);
+    f.extend_from_slice(&ip);
+    f
+}
+
+fn udp4(dst: &str, ttl: u8, dport: u16) -> Vec<u8> {
+    frame4(
+        MAC0,
+        ipv4_packet(v4("198.18.1.5"), v4(dst), ttl, 17, 0, &[], &udp(dport, 18)),
+    )
+}
+
+fn udp6(src: &str, dst: &str, hops: u8, dport: u16) -> Vec<u8> {
+    let u = udp(dport, 18);
+    let mut ip = ipv6_header(u.len() as u16, 17, hops, v6(src), v6(dst));
+    ip.extend_from_slice(&u);
+    frame6(MAC0, ip)
+}
+
+fn loaded(hook: Hook, idx: [u32; 2], r: &IpRouter) -> FastPath {
+    let mut fp = FastPath::load_unattached(hook, &idx).unwrap_or_else(|e| panic!("{e}"));
+    let rep = fp.sync(&r.fast_table()).unwrap();
+    assert!(rep.notes.is_empty(), "{:?}", rep.notes);
+    assert_eq!(rep.filters, 2);
+    assert!(rep.written > 10, "{rep:?}");
+    fp
+}
+
+// ---- fixtures ----
+
+#[test]
+fn forwards_ipv4_and_ipv6_like_the_router() {
+    if !can_run("forwards_ipv4_and_ipv6_like_the_router") {
+        return;
+    }
+    in_netns(|idx| {
+        let now = Instant::now();
+        let mut r = router(now);
+        let fp = loaded(Hook::Tc, idx, &r);
+
+        // IPv4 through the gateway, with 6 bytes of link padding.
+        let mut f = udp4("198.19.7.7", 64, 53);
+        let ip_len = f.len() - 14;
+        f.extend_from_slice(&[0xee; 6]);
+        let (v, out) = fp.test_run(&f, idx[0]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+        assert_eq!(out.len(), 14 + ip_len, "padding trimmed");
+        assert_eq!(&out[0..6], &GW1, "neighbor's MAC");
+        assert_eq!(&out[6..12], &MAC1, "outgoing interface's MAC");
+        assert_eq!(out[14 + 8], 63, "TTL - 1");
+        assert_eq!(csum(&out[14..34]), 0, "header checksum valid");
+        assert_eq!(&out[34..], &f[34..14 + ip_len], "payload untouched");
+        let mut g = f.clone();
+        let rv = r.handle_frame(now, IfaceId(0), &mut g);
+        assert_eq!(
+            rv,
+            Verdict::Forward {
+                iface: IfaceId(1),
+                start: 0,
+                len: 14 + ip_len
+            }
+        );
+        assert_eq!(&g[..14 + ip_len], &out[..]);
+
+        // IPv4 on-link (connected prefix, resolved host), back out of interface 0.
+        let f = frame4(
+            MAC1,
+            ipv4_packet(v4("198.18.2.2"), v4("198.18.1.5"), 2, 6, 0, &[], &[1; 40]),
+        );
+        let (v, out) = fp.test_run(&f, idx[1]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+        assert_eq!((&out[0..6], &out[6..12]), (&HOST0[..], &MAC0[..]));
+        assert_eq!((out[22], csum(&out[14..34])), (1, 0));
+
+        // IPv6 through the gateway.
+        let f = udp6("2001:2:0:1::5", "2001:2:0:9::1", 64, 53);
+        let (v, out) = fp.test_run(&f, idx[0]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+        assert_eq!((&out[0..6], &out[6..12]), (&GW1[..], &MAC1[..]));
+        assert_eq!(out[14 + 7], 63, "hop limit - 1");
+        assert_eq!(&out[14 + 8..], &f[14 + 8..]);
+        let mut g = f.clone();
+        assert!(matches!(
+            r.handle_frame(now, IfaceId(0), &mut g),
+            Verdict::Forward {
+                iface: IfaceId(1),
+                ..
+            }
+        ));
+        assert_eq!(g, out);
+
+        let s = fp.stats().unwrap();
+        assert_eq!((s.forwarded_v4, s.forwarded_v6), (2, 1));
+        assert_eq!(s.forwarded_bytes, (14 + ip_len + f.len() + 14 + 60) as u64);
+        assert_eq!(s.passed(), 0);
+        assert!(
+            s.report()[0].contains("forwarded 2 IPv4 + 1 IPv6"),
+            "{:?}",
+            s.report()
+        );
+    });
+}
+
+type Field = fn(&FastPathStats) -> u64;
+
+#[test]
+fn passes_everything_else_unchanged() {
+    if !can_run("passes_everything_else_unchanged") {
+        return;
+    }
+    in_netns(|idx| {
+        let now = Instant::now();
+        let r = router(now);
+        let mut fp = loaded(Hook::Tc, idx, &r);
+        let mut cases: Vec<(&str, Vec<u8>, Field)> = Vec::new();
+        let ok = udp4("198.19.7.7", 64, 53);
+
+        let mut f = ok.clone();
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        cases.push(("vlan tagged", f, |s| s.not_ip));
+        let mut f = ok.clone();
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        cases.push(("arp", f, |s| s.not_ip));
+        let mut f = ok.clone();
+        f[0..6].copy_from_slice(&MAC1);
+        cases.push(("other interface's MAC", f, |s| s.not_for_our_mac));
+        let mut f = ok.clone();
+        f[0..6].copy_from_slice(&[0xff; 6]);
+        cases.push(("broadcast MAC", f, |s| s.not_for_our_mac));
+        let mut f = ok.clone();
+        f[14 + 11] ^= 1;
+        cases.push(("bad checksum", f, |s| s.bad_header));
+        let mut f = ok.clone();
+        f[14] = 0x55;
+        cases.push(("version 5", f, |s| s.bad_header));
+        let mut f = ok.clone();
+        f.truncate(f.len() - 1);
+        cases.push(("total length past the frame", f, |s| s.bad_header));
+        let udp_opts = |frag: u16, opts: &[u8]| {
+            frame4(
+                MAC0,
+                ipv4_packet(
+                    v4("198.18.1.5"),
+                    v4("198.19.1.1"),
+                    64,
+                    17,
+                    frag,
+                    opts,
+                    &udp(53, 4),
+                ),
+            )
+        };
+        cases.push(("options", udp_opts(0, &[1, 1, 1, 0]), |s| {
+            s.options_or_fragment
+        }));
+        cases.push(("fragment", udp_opts(0x2000, &[]), |s| s.options_or_fragment));
+        cases.push(("later fragment", udp_opts(0x0010, &[]), |s| {
+            s.options_or_fragment
+        }));
+        for (src, dst) in [
+            ("224.0.0.9", "198.19.1.1"),
+            ("255.255.255.255", "198.19.1.1"),
+            ("127.0.0.1", "198.19.1.1"),
+            ("0.0.0.0", "198.19.1.1"),
+            ("198.18.1.5", "239.1.1.1"),
+            ("198.18.1.5", "255.255.255.255"),
+            ("198.18.1.5", "127.0.0.2"),
+            ("198.18.1.5", "0.0.0.0"),
+        ] {
+            cases.push((
+                "special IPv4 address",
+                frame4(
+                    MAC0,
+                    ipv4_packet(v4(src), v4(dst), 64, 17, 0, &[], &udp(53, 4)),
+                ),
+                |s| s.martian,
+            ));
+        }
+        cases.push(("own address", udp4("198.18.2.1", 64, 53), |s| s.punted));
+        cases.push(("directed broadcast", udp4("198.18.2.255", 64, 53), |s| {
+            s.punted
+        }));
+        cases.push(("demux filter", udp4("198.19.7.7", 64, FILTER_PORT), |s| {
+            s.filter
+        }));
+        cases.push(("ttl 1", udp4("198.19.7.7", 1, 53), |s| s.ttl));
+        cases.push(("ttl 0", udp4("198.19.7.7", 0, 53), |s| s.ttl));
+        cases.push(("no route", udp4("203.0.113.1", 64, 53), |s| s.no_route));
+        cases.push((
+            "too big",
+            frame4(
+                MAC0,
+                ipv4_packet(
+                    v4("198.18.1.5"),
+                    v4("198.19.1.1"),
+                    64,
+                    17,
+                    0,
+                    &[],
+                    &udp(53, 1500 - 28 + 1),
+                ),
+            ),
+            |s| s.too_big,
+        ));
+        cases.push(("no neighbor", udp4("198.18.2.3", 64, 53), |s| s.no_neighbor));
+
+        // IPv6.
+        let mut f = udp6("2001:2:0:1::5", "2001:2:0:9::1", 64, 53);
+        f[14 + 6] = 0;
+        cases.push(("hop-by-hop", f, |s| s.options_or_fragment));
+        let mut f = udp6("2001:2:0:1::5", "2001:2:0:9::1", 64, 53);
+        f.truncate(f.len() - 1);
+        cases.push(("v6 payload past the frame", f, |s| s.bad_header));
+        for (src, dst) in [
+            ("ff02::1", "2001:2:0:9::1"),
+            ("::1", "2001:2:0:9::1"),
+            ("::", "2001:2:0:9::1"),
+            ("fe80::1", "2001:2:0:9::1"),
+            ("2001:2:0:1::5", "ff05::2"),
+            ("2001:2:0:1::5", "::1"),
+            ("2001:2:0:1::5", "::"),
+            ("2001:2:0:1::5", "febf::1"),
+        ] {
+            cases.push(("special IPv6 address", udp6(src, dst, 64, 53), |s| {
+                s.martian
+            }));
+        }
+        cases.push((
+            "own v6 address",
+            udp6("2001:2:0:1::5", "2001:2:0:2::1", 64, 53),
+            |s| s.punted,
+        ));
+        cases.push((
+            "v6 demux filter",
+            udp6("2001:2:0:1::5", "2001:2:0:9::1", 64, FILTER_PORT),
+            |s| s.filter,
+        ));
+        cases.push((
+            "hop limit 1",
+            udp6("2001:2:0:1::5", "2001:2:0:9::1", 1, 53),
+            |s| s.ttl,
+        ));
+        cases.push((
+            "v6 no route",
+            udp6("2001:2:0:1::5", "2001:db8::1", 64, 53),
+            |s| s.no_route,
+        ));
+        cases.push((
+            "v6 no neighbor",
+            udp6("2001:2:0:1::5", "2001:2:0:2::7", 64, 53),
+            |s| s.no_neighbor,
+        ));
+
+        for (what, f, field) in &cases {
+            let before = field(&fp.stats().unwrap());
+            let (v, out) = fp.test_run(f, idx[0]).unwrap();
+            assert_eq!(v, verdict::TC_ACT_OK, "{what}");
+            assert_eq!(&out, f, "{what}: frame changed");
+            assert_eq!(field(&fp.stats().unwrap()), before + 1, "{what}: counted");
+        }
+        let s = fp.stats().unwrap();
+        assert_eq!(s.passed(), cases.len() as u64);
+        assert_eq!(s.forwarded_v4 + s.forwarded_v6, 0);
+        assert!(s.report()[1].contains("ttl 3"), "{:?}", s.report());
+        // None of these used a neighbor entry.
+        assert!(fp.take_used().is_empty());
+    });
+}
+
+#[test]
+fn used_neighbors_and_incremental_sync() {
+    if !can_run("used_neighbors_and_incremental_sync") {
+        return;
+    }
+    in_netns(|idx| {
+        let now = Instant::now();
+        let mut r = router(now);
+        let mut fp = loaded(Hook::Tc, idx, &r);
+        // Nothing changed: nothing written.
+        let rep = fp.sync(&r.fast_table()).unwrap();
+        assert_eq!((rep.written, rep.deleted), (0, 0));
+
+        let (v, _) = fp.test_run(&udp4("198.19.7.7", 64, 53), idx[0]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+        assert_eq!(
+            fp.take_used(),
+            vec![(IfaceId(1), IpAddr::V4(v4("198.18.2.2")))]
+        );
+        assert!(fp.take_used().is_empty(), "flags cleared");
+        // Still forwarding after the flag was cleared.
+        let (v, _) = fp.test_run(&udp4("198.19.7.7", 64, 53), idx[0]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+
+        // The route goes: one delete, and the packet is passed on.
+        r.remove_route("198.19.0.0/16".parse().unwrap(), RouteOrigin::Static);
+        let rep = fp.sync(&r.fast_table()).unwrap();
+        assert_eq!((rep.written, rep.deleted), (0, 1), "{rep:?}");
+        let (v, _) = fp.test_run(&udp4("198.19.7.7", 64, 53), idx[0]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_OK);
+
+        // An EtherType filter for IPv4 punts the family as a whole.
+        let id = r.add_filter(Filter::EtherType(0x0800));
+        let rep = fp.sync(&r.fast_table()).unwrap();
+        assert!(rep.punt_all_v4 && !rep.punt_all_v6);
+        let mut f = udp4("198.18.1.5", 64, 53);
+        f[0..6].copy_from_slice(&MAC1);
+        let (v, _) = fp.test_run(&f, idx[1]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_OK);
+        r.remove_filter(id);
+        fp.sync(&r.fast_table()).unwrap();
+        let (v, _) = fp.test_run(&f, idx[1]).unwrap();
+        assert_eq!(v, verdict::TC_ACT_REDIRECT);
+    });
+}
+
+#[test]
+fn xdp_program_decides_the_same() {
+    if !can_run("xdp_program_decides_the_same") {
+        return;
+    }
+    in_netns(|idx| {
+        let now = Instant::now();
+        let r = router(now);
+        let fp = loaded(Hook::Xdp, idx, &r);
+        let mut f = udp4("198.19.7.7", 64, 53);
+        f.extend_from_slice(&[0; 4]);
+        let (v, out) = fp.test_run(&f, idx[0]).unwrap();
+        assert_eq!(v, verdict::XDP_REDIRECT);
+        assert_eq!(out.len(), f.len() - 4);
+        assert_eq!((&out[0..6], out[22], csum(&out[14..34])), (&GW1[..], 63, 0));
+        let f = udp4("198.19.7.7", 1, 53);
+        let (v, out) = fp.test_run(&f, idx[0]).unwrap();
+        assert_eq!((v, out), (verdict::XDP_PASS, f));
+        assert_eq!(fp.stats().unwrap().ttl, 1);
+    });
+}
+
+// ---- the differential property test ----
+
+#[derive(Debug, Clone)]
+struct Spec {
+    ingress: usize,
+    dst_mac: u8,
+    v6: bool,
+    src: u8,
+    dst: u8,
+    ttl: u8,
+    proto: u8,
+    dport_filter: bool,
+    opts: bool,
+    frag: u8,
+    payload: usize,
+    padding: usize,
+    bad_csum: bool,
+    len_delta: i8,
+    mutate: Option<(usize, u8)>,
+    ethertype: u8,
+}
+
+/// Half the frames are clean (forwardable but for routes/neighbors/filters), the other half
+/// mutated in every field.
+fn spec() -> impl Strategy<Value = Spec> {
+    (any::<bool>(), raw_spec()).prop_map(|(clean, mut s)| {
+        if clean {
+            s.dst_mac = 0;
+            s.src %= 3;
+            s.dst %= 6;
+            s.ttl = 4 + s.ttl % 2;
+            s.opts = false;
+            s.frag = 3 + s.frag % 3;
+            s.bad_csum = false;
+            s.len_delta = 0;
+            s.mutate = None;
+            s.ethertype = 3;
+        }
+        s
+    })
+}
+
+fn raw_spec() -> impl Strategy<Value = Spec> {
+    (
+        (0usize..2, 0u8..8, any::<bool>(), 0u8..16, 0u8..16, 0u8..6),
+        (0u8..4, 0u8..3, 0u8..8, 0u8..8, 0usize..80, 0usize..8),
+        (
+            0u8..8,
+            0u8..10,
+            proptest::option::weighted(0.15, (0usize..120, any::<u8>())),
+            0u8..12,
+            0u8..12,
+        ),
+    )
+        .prop_map(
+            |(
+                (ingress, dst_mac, v6, src, dst, ttl),
+                (proto, dport_filter, opts, frag, payload, padding),
+                (bad, len_delta, mutate, ethertype, big),
+            )| Spec {
+                ingress,
+                dst_mac,
+                v6,
+                src,
+                dst,
+                ttl,
+                proto,
+                dport_filter: dport_filter == 0,
+                opts: opts == 0,
+                frag,
+                payload: if big == 0 {
+                    1400 + payload * 2
+                } else {
+                    payload
+                },
+                padding: if padding >= 5 { padding } else { 0 },
+                bad_csum: bad == 0,
+                len_delta: match len_delta {
+                    0 => -1,
+                    1 => 1,
+                    2 => -30,
+                    _ => 0,
+                },
+                mutate,
+                ethertype,
+            },
+        )
+}
+
+const SRC4: [&str; 16] = [
+    "198.18.1.5",
+    "198.18.1.5",
+    "198.18.2.2",
+    "198.18.1.9",
+    "10.1.2.3",
+    "198.19.3.3",
+    "224.0.0.1",
+    "255.255.255.255",
+    "127.0.0.1",
+    "0.0.0.0",
+    "198.18.1.1",
+    "198.18.1.255",
+    "240.0.0.1",
+    "198.18.1.5",
+    "198.18.2.2",
+    "169.254.1.1",
+];
+const DST4: [&str; 16] = [
+    "198.19.7.7",
+    "198.19.0.1",
+    "198.18.1.5",
+    "198.18.2.2",
+    "198.18.2.3",
+    "203.0.113.9",
+    "198.18.1.1",
+    "198.18.2.1",
+    "198.18.2.255",
+    "198.18.1.255",
+    "239.255.0.1",
+    "255.255.255.255",
+    "127.0.0.1",
+    "0.0.0.0",
+    "198.19.255.255",
+    "240.0.0.1",
+];
+const SRC6: [&str; 16] = [
+    "2001:2:0:1::5",
+    "2001:2:0:1::5",
+    "2001:2:0:2::2",
+    "2001:2:0:1::9",
+    "2001:db8::1",
+    "2001:2:0:9::3",
+    "ff02::1",
+    "::1",
+    "::",
+    "fe80::1",
+    "2001:2:0:1::1",
+    "::ffff:198.18.1.5",
+    "fec0::1",
+    "2001:2:0:1::5",
+    "2001:2:0:2::2",
+    "2001:2:0:9::3",
+];
+const DST6: [&str; 16] = [
+    "2001:2:0:9::1",
+    "2001:2:0:9::ffff",
+    "2001:2:0:1::5",
+    "2001:2:0:2::2",
+    "2001:2:0:2::3",
+    "2001:db8::9",
+    "2001:2:0:1::1",
+    "2001:2:0:2::1",
+    "fe80::1",
+    "ff02::1",
+    "ff0e::1",
+    "::1",
+    "::",
+    "::ffff:198.19.7.7",
+    "fe80::ff:fe00:2",
+    "2001:2:0:9::1",
+];
+
+fn build(s: &Spec) -> Vec<u8> {
+    let dst_mac = match s.dst_mac {
+        0..=4 => [MAC0, MAC1][s.ingress],
+        5 => [MAC1, MAC0][s.ingress],
+        6 => [0xff; 6],
+        _ => [0x33, 0x33, 0, 0, 0, 1],
+    };
+    let ttl = [0, 1, 2, 3, 64, 255][usize::from(s.ttl)];
+    let proto = [17u8, 6, 1, 58][usize::from(s.proto)];
+    let dport = if s.dport_filter { FILTER_PORT } else { 53 };
+    let payload = udp(dport, s.payload);
+    let mut f = if s.v6 {
+        let next = match s.frag {
+            7 => 0,
+            6 => 44,
+            _ => proto,
+        };
+        let mut ip = ipv6_header(
+            payload.len() as u16,
+            next,
+            ttl,
+            v6(SRC6[usize::from(s.src)]),
+            v6(DST6[usize::from(s.dst)]),
+        );
+        ip.extend_from_slice(&payload);
+        let mut f = eth(dst_mac, HOST0, 0x86dd);
+        f.extend_from_slice(&ip);
+        f
+    } else {
+        let opts: &[u8] = if s.opts { &[1, 1, 1, 0] } else { &[] };
+        let frag = match s.frag {
+            0 => 0x2000,
+            1 => 0x0001,
+            2 => 0x4000,
+            _ => 0,
+        };
+        let ip = ipv4_packet(
+            v4(SRC4[usize::from(s.src)]),
+            v4(DST4[usize::from(s.dst)]),
+            ttl,
+            proto,
+            frag,
+            opts,
+            &payload,
+        );
+        let mut f = eth(dst_mac, HOST0, 0x0800);
+        f.extend_from_slice(&ip);
+        if s.bad_csum {
+            f[24] ^= 0x40;
+        }
+        f
+    };
+    // Length fields that disagree with the frame.
+    if s.len_delta != 0 {
+        let at = if s.v6 { 14 + 4 } else { 14 + 2 };
+        let l = u16::from_be_bytes([f[at], f[at + 1]]);
+        let l = l.wrapping_add_signed(i16::from(s.len_delta));
+        f[at..at + 2].copy_from_slice(&l.to_be_bytes());
+        if !s.v6 && !s.bad_csum {
+            f[24..26].copy_from_slice(&[0, 0]);
+            let hl = 20 + if s.opts { 4 } else { 0 };
+            let c = csum(&f[14..14 + hl]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    f.extend(std::iter::repeat_n(0xa5, s.padding));
+    match s.ethertype {
+        0 => f[12..14].copy_from_slice(&[0x81, 0x00]),
+        1 => f[12..14].copy_from_slice(&[0x86, 0xdd]),
+        2 => f[12..14].copy_from_slice(&[0x08, 0x00]),
+        _ => {}
+    }
+    if let Some((at, b)) = s.mutate {
+        let n = f.len();
+        f[at % n] = b;
+    }
+    f
+}
+
+#[test]
+fn differential_against_the_router() {
+    if !can_run("differential_against_the_router") {
+        return;
+    }
+    in_netns(|idx| {
+        let now = Instant::now();
+        let r = router(now);
+        let fp = loaded(Hook::Tc, idx, &r);
+        let generation = r.fast_generation();
+        let state = std::cell::RefCell::new((r, fp, generation, 0usize, 0usize));
+        let macs = [MAC0, MAC1];
+        let mut runner = TestRunner::new(Config {
+            cases: 64,
+            ..Config::default()
+        });
+        let res = runner.run(&proptest::collection::vec(spec(), 64), |specs| {
+            let mut st = state.borrow_mut();
+            let (r, fp, generation, redirected, total) = &mut *st;
+            for s in &specs {
+                let f = build(s);
+                *total += 1;
+                // BPF_PROG_TEST_RUN refuses (EINVAL) a frame whose EtherType claims a
+                // network header it is too short for; such frames never get forwarded.
+                let short = match (f[12], f[13]) {
+                    (0x08, 0x00) => f.len() < 14 + 20,
+                    (0x86, 0xdd) => f.len() < 14 + 40,
+                    _ => false,
+                };
+                let (v, out) = match fp.test_run(&f, idx[s.ingress]) {
+                    Ok(x) => x,
+                    Err(_) if short => {
+                        let mut g = f.clone();
+                        let rv = r.handle_frame(now, IfaceId(s.ingress as u32), &mut g);
+                        prop_assert!(!matches!(rv, Verdict::Forward { .. }), "{:?}", s);
+                        *total -= 1;
+                        continue;
+                    }
+                    Err(e) => panic!("{e}: {} bytes {s:?}", f.len()),
+                };
+                let mut g = f.clone();
+                let rv = r.handle_frame(now, IfaceId(s.ingress as u32), &mut g);
+                while let Some(t) = r.poll_transmit() {
+                    r.recycle(t.frame);
+                }
+                if v == verdict::TC_ACT_REDIRECT {
+                    *redirected += 1;
+                    let out_iface = macs.iter().position(|m| out[6..12] == m[..]);
+                    prop_assert!(out_iface.is_some(), "source MAC not ours: {:?}", s);
+                    match rv {
+                        Verdict::Forward { iface, start, len } => {
+                            prop_assert_eq!(
+                                iface,
+                                IfaceId(out_iface.unwrap_or(9) as u32),
+                                "{:?}",
+                                s
+                            );
+                            prop_assert_eq!(&g[start..start + len], &out[..], "{:?}", s);
+                        }
+                        other => {
+                            prop_assert!(false, "program forwarded, router {:?}: {:?}", other, s)
+                        }
+                    }
+                } else {
+                    prop_assert_eq!(v, verdict::TC_ACT_OK);
+                    prop_assert_eq!(&out, &f, "passed frames are unchanged: {:?}", s);
+                }
+                if r.fast_generation() != *generation {
+                    *generation = r.fast_generation();
+                    fp.sync(&r.fast_table()).unwrap();
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = res {
+            panic!("{e}");
+        }
+        let (_, fp, _, redirected, total) = state.into_inner();
+        // Not vacuous: a good share of the generated frames were forwarded.
+        assert!(
+            redirected * 20 > total,
+            "only {redirected} of {total} frames forwarded"
+        );
+        let s = fp.stats().unwrap();
+        assert_eq!(
+            (s.forwarded_v4 + s.forwarded_v6 + s.passed()) as usize,
+            total
+        );
+        eprintln!(
+            "differential: {redirected} of {total} frames forwarded; {:?}",
+            s.report()
+        );
+    });
+}
+
+// ---- a real attach ----
+
+/// Deletes the namespace on drop (also when the test fails).
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn attaches_and_detaches_on_a_veth() {
+    if !can_run("attaches_and_detaches_on_a_veth") {
+        return;
+    }
+    let name = format!("anfp{}", std::process::id());
+    sh(&format!("ip netns add {name}"));
+    let ns = Netns(name.clone());
+    sh(&format!(
+        "ip -n {name} link add fpa0 type veth peer name fpa1 && ip -n {name} link set fpa0 up && ip -n {name} link set fpa1 up"
+    ));
+    let path = format!("/var/run/netns/{name}");
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(&path).unwrap();
+        // SAFETY: setns on an open namespace file changes only this thread's namespace.
+        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let idx = [ifindex("fpa0"), ifindex("fpa1")];
+        // fpa1 already has a clsact qdisc: it must stay after the drop.
+        sh("tc qdisc add dev fpa1 clsact");
+        let fp = FastPath::load(Hook::Tc, &idx).unwrap_or_else(|e| panic!("{e}"));
+        for dev in ["fpa0", "fpa1"] {
+            let shown = sh(&format!("tc filter show dev {dev} ingress"));
+            assert!(
+                shown.contains("anode_fastpath") && shown.contains("direct-action"),
+                "{dev}: {shown}"
+            );
+        }
+        drop(fp);
+        for dev in ["fpa0", "fpa1"] {
+            let shown = sh(&format!("tc filter show dev {dev} ingress"));
+            assert!(!shown.contains("anode_fastpath"), "{dev}: {shown}");
+        }
+        let q0 = sh("tc qdisc show dev fpa0");
+        let q1 = sh("tc qdisc show dev fpa1");
+        assert!(!q0.contains("clsact"), "the qdisc we added is gone: {q0}");
+        assert!(q1.contains("clsact"), "the one that was there stays: {q1}");
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    drop(ns);
+}
