@@ -478,7 +478,8 @@ int anode_fastpath_tc(struct __sk_buff *skb)
 		__u16 proto = __builtin_bswap16(eth->h_proto);
 		if (proto != ETH_P_IP && proto != ETH_P_IPV6)
 			goto pass_not_ip;
-		if (bpf_skb_pull_data(skb, 0)) {
+		// (len 0 would only make the linear part writable)
+		if (bpf_skb_pull_data(skb, skb->len)) {
 			count(ST_ERROR);
 			return TC_ACT_OK;
 		}

@@ -866,7 +866,16 @@ fn differential_against_the_router() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let r = router(now);
+        let mut r = router(now);
+        // An IPv4 default route, so special IPv4 destinations have a route and only the
+        // address checks stop them (IPv6 keeps no default: its unroutable ones are no_route).
+        r.add_route(
+            "0.0.0.0/0".parse::<IpCidr>().unwrap(),
+            IpAddr::V4(v4("198.18.2.2")),
+            1,
+            RouteOrigin::Static,
+        )
+        .unwrap();
         let fp = loaded(Hook::Tc, idx, &r);
         let generation = r.fast_generation();
         let state = std::cell::RefCell::new((r, fp, generation, 0usize, 0usize));
