@@ -605,6 +605,12 @@ fn xdp_program_decides_the_same() {
         let now = Instant::now();
         let r = router(now);
         let fp = loaded(Hook::Xdp, idx, &r);
+        let tc = loaded(Hook::Tc, idx, &r);
+        for (hook, p) in [("xdp", &fp), ("tc", &tc)] {
+            let (verified, size) = p.verifier_stats();
+            eprintln!("{hook}: {size:?} instructions, verifier processed {verified:?}");
+            assert!(size.is_some_and(|n| n > 100), "{hook}: {size:?}");
+        }
         let mut f = udp4("198.19.7.7", 64, 53);
         f.extend_from_slice(&[0; 4]);
         let (v, out) = fp.test_run(&f, idx[0]).unwrap();
@@ -1016,4 +1022,172 @@ fn attaches_and_detaches_on_a_veth() {
     .join()
     .unwrap_or_else(|e| std::panic::resume_unwind(e));
     drop(ns);
+}
+
+// ---- real traffic through the attached program ----
+
+/// Deletes the namespaces on drop (also when the test fails).
+struct Namespaces(Vec<String>);
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn mac_of(ns: &str, dev: &str) -> [u8; 6] {
+    let s = sh(&format!(
+        "ip netns exec {ns} cat /sys/class/net/{dev}/address"
+    ));
+    let v: Vec<u8> = s
+        .trim()
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
+    v.try_into().unwrap()
+}
+
+fn fmt_mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// sender ns --veth-- router ns --veth-- receiver ns, with the router namespace's kernel
+/// forwarding off and no addresses on its interfaces: pings get through only if the attached
+/// program forwards them (IPv4 and IPv6); a TTL-1 ping is passed on (and dies in the stack).
+#[test]
+fn forwards_real_pings_with_kernel_forwarding_off() {
+    if !can_run("forwards_real_pings_with_kernel_forwarding_off") {
+        return;
+    }
+    let id = std::process::id();
+    let (s, r, d) = (format!("fps{id}"), format!("fpr{id}"), format!("fpd{id}"));
+    let _guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
+    for n in [&s, &r, &d] {
+        sh(&format!("ip netns add {n}"));
+    }
+    sh(&format!(
+        "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
+         ip -n {r} link add r1 type veth peer name d0 netns {d} && \
+         ip -n {s} link set s0 up && ip -n {r} link set r0 up && \
+         ip -n {r} link set r1 up && ip -n {d} link set d0 up && \
+         ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0"
+    ));
+    let (mac_s0, mac_r0, mac_r1, mac_d0) = (
+        mac_of(&s, "s0"),
+        mac_of(&r, "r0"),
+        mac_of(&r, "r1"),
+        mac_of(&d, "d0"),
+    );
+    sh(&format!(
+        "ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
+         ip -n {s} neigh add 198.18.1.2 lladdr {r0} dev s0 && \
+         ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
+         ip -n {s} -6 route add default via 2001:2:0:1::2 && \
+         ip -n {s} -6 neigh add 2001:2:0:1::2 lladdr {r0} dev s0 && \
+         ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
+         ip -n {d} neigh add 198.18.2.1 lladdr {r1} dev d0 && \
+         ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
+         ip -n {d} -6 route add default via 2001:2:0:2::1 && \
+         ip -n {d} -6 neigh add 2001:2:0:2::1 lladdr {r1} dev d0",
+        r0 = fmt_mac(mac_r0),
+        r1 = fmt_mac(mac_r1),
+    ));
+
+    // The router's tables, with the neighbors learned the way the router learns them.
+    let now = Instant::now();
+    let mut router = IpRouter::new(RouterConfig::default());
+    for (name, mac, a4, a6) in [
+        ("r0", mac_r0, "198.18.1.2/24", "2001:2:0:1::2/64"),
+        ("r1", mac_r1, "198.18.2.1/24", "2001:2:0:2::1/64"),
+    ] {
+        router
+            .add_interface(InterfaceConfig {
+                name: name.into(),
+                mac: MacAddr(mac),
+                mtu: 1500,
+                ipv4: vec![a4.parse().unwrap()],
+                ipv6: vec![a6.parse().unwrap()],
+            })
+            .unwrap();
+    }
+    let mut learn = |iface: u32, mut f: Vec<u8>| {
+        assert_eq!(
+            router.handle_frame(now, IfaceId(iface), &mut f),
+            Verdict::Consumed
+        );
+    };
+    learn(
+        0,
+        arp_reply(mac_r0, v4("198.18.1.2"), mac_s0, v4("198.18.1.1")),
+    );
+    learn(
+        1,
+        arp_reply(mac_r1, v4("198.18.2.1"), mac_d0, v4("198.18.2.2")),
+    );
+    learn(
+        0,
+        neighbor_solicit(mac_r0, v6("2001:2:0:1::2"), mac_s0, v6("2001:2:0:1::1")),
+    );
+    learn(
+        1,
+        neighbor_solicit(mac_r1, v6("2001:2:0:2::1"), mac_d0, v6("2001:2:0:2::2")),
+    );
+    let table = router.fast_table();
+    assert_eq!(table.neighbors.len(), 4);
+
+    let rpath = format!("/var/run/netns/{r}");
+    let (s2, d2) = (s.clone(), d.clone());
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(&rpath).unwrap();
+        // SAFETY: setns on an open namespace file changes only this thread's namespace.
+        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let mut fp = FastPath::load(Hook::Tc, &[ifindex("r0"), ifindex("r1")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        fp.sync(&table).unwrap();
+        sh(&format!(
+            "ip netns exec {s2} ping -c 3 -i 0.2 -W 2 -q 198.18.2.2"
+        ));
+        sh(&format!(
+            "ip netns exec {s2} ping -6 -c 3 -i 0.2 -W 2 -q 2001:2:0:2::2"
+        ));
+        sh(&format!(
+            "ip netns exec {d2} ping -c 2 -i 0.2 -W 2 -q 198.18.1.1"
+        ));
+        // TTL 1: the program passes it on; the router namespace's stack drops it.
+        let lost = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &s2,
+                "ping",
+                "-c",
+                "1",
+                "-t",
+                "1",
+                "-W",
+                "1",
+                "-q",
+                "198.18.2.2",
+            ])
+            .output()
+            .unwrap();
+        assert!(!lost.status.success(), "a TTL-1 ping cannot be answered");
+        let st = fp.stats().unwrap();
+        assert!(st.forwarded_v4 >= 10, "{:?}", st.report());
+        assert!(st.forwarded_v6 >= 6, "{:?}", st.report());
+        assert!(st.ttl >= 1, "{:?}", st.report());
+        let mut used = fp.take_used();
+        used.sort();
+        assert_eq!(used.len(), 4, "every neighbor was used: {used:?}");
+        eprintln!("{:?}", st.report());
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e));
 }

@@ -344,15 +344,34 @@ where
 
 impl FastPath {
     /// Loads the program and its maps and attaches it to every interface: `ifaces[i]` is the
-    /// Linux ifindex of the router's `IfaceId(i)`. TC: adds a clsact qdisc if there is none
+    /// Linux ifindex of the router's `IfaceId(i)` (0: not the fast path's; frames routed out
+    /// of it go to the router). TC: adds a clsact qdisc if there is none
     /// (and removes it on drop only then) and a direct-action ingress filter. The maps start
     /// empty (everything is passed on) until [`FastPath::sync`].
     pub fn load(hook: Hook, ifaces: &[u32]) -> Result<FastPath, FastPathError> {
         let mut fp = Self::load_unattached(hook, ifaces)?;
-        for &ifindex in ifaces {
+        // 0: an interface of the router the fast path does not own (left alone).
+        for &ifindex in ifaces.iter().filter(|i| **i != 0) {
             fp.attach(ifindex)?;
         }
         Ok(fp)
+    }
+
+    /// Instructions the verifier processed for the loaded program and the program's size in
+    /// instructions (for reports; `None` where the kernel does not say).
+    pub fn verifier_stats(&self) -> (Option<u32>, Option<u32>) {
+        let info = self
+            .ebpf
+            .as_ref()
+            .and_then(|e| e.program(self.hook.program()))
+            .and_then(|p| p.info().ok());
+        match info {
+            Some(i) => (
+                i.verified_instruction_count(),
+                i.size_translated().map(|b| b / 8),
+            ),
+            None => (None, None),
+        }
     }
 
     /// Loads the program and its maps without attaching it anywhere (tests run it with
