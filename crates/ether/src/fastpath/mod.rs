@@ -4,13 +4,13 @@
 //! Why: on veth the user-space data path reaches 36-56% of kernel forwarding; the same
 //! MAC/TTL rewrite plus `bpf_redirect` on **TC ingress** (clsact, direct action) measured
 //! 107% (64 B) and 102% (1472 B) of it, while native XDP on veth measured 55% / 44% (veth
-//! copies skbs into xdp_buffs). So [`Hook::Tc`] is the default; [`Hook::Xdp`] runs the same
+//! copies skbs into xdp_buffs). So [`Hook::Tc`](crate::fastpath::Hook::Tc) is the default; [`Hook::Xdp`](crate::fastpath::Hook::Xdp) runs the same
 //! decision for NICs whose native XDP is fast.
 //!
 //! ## Contract
 //! The program forwards a packet only when every condition of the contract in
 //! `anode_ip::router` (`fast.rs`: [`anode_ip::FastTable`]) holds, with the tables
-//! [`FastPath::sync`] wrote from the router's [`anode_ip::FastTable`], and then produces the
+//! [`FastPath::sync`](crate::fastpath::FastPath::sync) wrote from the router's [`anode_ip::FastTable`], and then produces the
 //! same bytes `IpRouter::handle_frame` would (trailing link padding trimmed, TTL and RFC 1624
 //! checksum or hop limit, MACs); every other frame goes on (`TC_ACT_OK` / `XDP_PASS`) to the
 //! stack unchanged, where the user-space router's packet sockets get it. The crate's
@@ -22,11 +22,11 @@
 //! `punt_v4` / `punt_v6` (own addresses and directed broadcasts; 4096 each), `config`
 //! (punt-all flags, up to 8 demux filters of up to 4 keys of 16 bytes at offsets up to 1500;
 //! longer keys are split), `stats` (per-CPU counters). What does not fit is handled
-//! conservatively by [`FastPath::sync`]: the family it affects is punted as a whole, or (for
-//! neighbors) the rest goes to the router; [`SyncReport::notes`] says which.
+//! conservatively by [`FastPath::sync`](crate::fastpath::FastPath::sync): the family it affects is punted as a whole, or (for
+//! neighbors) the rest goes to the router; [`SyncReport::notes`](crate::fastpath::SyncReport::notes) says which.
 //!
 //! ## Updates
-//! [`FastPath::sync`] keeps a shadow copy of what it wrote and writes only the differences.
+//! [`FastPath::sync`](crate::fastpath::FastPath::sync) keeps a shadow copy of what it wrote and writes only the differences.
 //! Order: new punted addresses first, then the config (a change of filters goes through a
 //! punt-everything step so the program never sees half a filter table), then interfaces,
 //! routes and neighbors, and removals of punted addresses last.
