@@ -2,7 +2,8 @@
 # Kernel forwarding vs the anode IP fast path, same topology, same run:
 #   <p>s --veth-- <p>r --veth-- <p>d   (scripts/netns-router.sh; 198.18.0.0/15 only)
 # For each router mode (MODES: kernel, anode, or anode:OPT=VAL,... for `anode router --OPT VAL`,
-# e.g. anode:ring=v3) and UDP payload size (64, 1472 bytes):
+# e.g. anode:ring=v3; `anode` is the default kernel fast path (eBPF on TC ingress),
+# anode:fast-path=off forwards every packet in user space) and UDP payload size (64, 1472 bytes):
 #   - full offered load (blast at full speed for SECS): sent, delivered pps, loss, and where
 #     the loss happened: veth drops (a full backlog queue: s0->r0, r1->d0), UDP receive-buffer
 #     overflows at the receiver in d; anode's own ring-full drops (PACKET_STATISTICS) are
@@ -19,7 +20,7 @@
 #        thread, 64 and 1472 B, onto a veth whose peer drops each frame on arrival (foreign
 #        destination MAC), alternating, REPS=3 times each: only the transmit mechanism differs.
 #   env: ANODE_BIN, PKTGEN_BIN, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
-#        SIZES="64 1472", MODES="kernel anode", PINGS=20
+#        SIZES="64 1472", MODES="kernel anode anode:fast-path=off", PINGS=20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 txmodes=0
@@ -27,7 +28,7 @@ if [ "${1:-}" = txmodes ]; then txmodes=1; shift; fi
 secs=${1:-3}
 steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
-modes=${MODES:-kernel anode}
+modes=${MODES:-kernel anode anode:fast-path=off}
 pings=${PINGS:-20}
 gen=${GEN:-pktgen}
 threads=${THREADS:-2}
@@ -148,7 +149,7 @@ for spec in $modes; do
         pid=$(cat "${TMPDIR:-/tmp}/anode-netns-$p/router.pid")
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        sed "s/^/bench-router: $spec: /" "${TMPDIR:-/tmp}/anode-netns-$p/router.log" | grep -E "forwarded |dropped |link " >&2 || true
+        sed "s/^/bench-router: $spec: /" "${TMPDIR:-/tmp}/anode-netns-$p/router.log" | grep -E "forwarded |dropped |link |fast path" >&2 || true
     fi
     scripts/netns-router.sh down "$p" >/dev/null
 done

@@ -62,7 +62,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anode_core::{Event, LinkConfig, LinkId, Node, NodeConfig};
-use anode_ether::{DataPath, EtherLink, Hooks, RingConfig, RingVersion};
+use anode_ether::{DataPath, EtherLink, Hooks, Receive, RingConfig, RingVersion};
 use anode_ip::learn::PrefixAd;
 use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
 use anode_ip::{
@@ -75,6 +75,7 @@ use serde::Deserialize;
 use super::CmdResult;
 use crate::signals;
 
+mod fastpath;
 mod modules;
 mod prefixes;
 
@@ -111,6 +112,11 @@ pub struct Args {
     /// receive rings. Needs CAP_SYS_NICE.
     #[arg(long, default_value_t = 0)]
     rt_priority: i32,
+    /// Kernel fast path for plain IP: tc (eBPF on TC ingress, the default), xdp, or off
+    /// (every packet through the user-space router). Without the flag a fast path that
+    /// cannot be loaded is reported and the router runs without it.
+    #[arg(long, value_enum)]
+    fast_path: Option<fastpath::FastPathMode>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -493,8 +499,13 @@ pub fn run(a: Args) -> CmdResult {
     };
     let mut links = Vec::new();
     let mut own = PrefixAd::default();
+    let receive = if fastpath::wanted(a.fast_path) {
+        Receive::ip_and(&[ETHERTYPE_ANEP])
+    } else {
+        Receive::All
+    };
     for i in &cfg.interfaces {
-        let link = EtherLink::open(&i.name, ring).map_err(|e| e.to_string())?;
+        let link = EtherLink::open_with(&i.name, ring, &receive).map_err(|e| e.to_string())?;
         let ipv4 = i
             .ipv4
             .iter()
@@ -637,7 +648,11 @@ pub fn run(a: Args) -> CmdResult {
         Box::new(RouterHooks { node, modules })
     };
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let fast = fastpath::start(a.fast_path, &links)?;
     let mut dp = DataPath::new(links, router, hooks);
+    if let Some(f) = fast {
+        dp.set_fast_path(f);
+    }
     if a.rt_priority > 0 {
         if a.rt_priority > 99 {
             return Err(format!(
@@ -679,6 +694,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
         }
         m.insert("csum_fixed".into(), st.csum_fixed.into());
         m.insert("hooks".into(), st.hooks_report.clone().into());
+        m.insert("fast_path".into(), st.fast_path_report.clone().into());
         let mut links = serde_json::Map::new();
         for (name, s) in &st.links {
             links.insert(
@@ -700,7 +716,7 @@ fn report(st: &anode_ether::Stopped, json: bool) {
             println!("  {k:<28} {v}");
         }
         println!("  {:<28} {}", "csum_fixed", st.csum_fixed);
-        for l in &st.hooks_report {
+        for l in st.hooks_report.iter().chain(&st.fast_path_report) {
             println!("  {l}");
         }
         for (name, s) in &st.links {
