@@ -470,6 +470,10 @@ int anode_fastpath_tc(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
+	// The stack moves an 802.1Q tag out of the frame (skb->vlan_tci) before TC ingress: a
+	// frame that had one is not untagged Ethernet II.
+	if (skb->vlan_present)
+		goto pass_not_ip;
 	// A non-linear skb: make the whole packet directly readable (the bytes do not change).
 	if ((long)data_end - (long)data < (long)skb->len) {
 		struct ethhdr *eth = data;

@@ -1037,6 +1037,46 @@ impl Drop for Namespaces {
     }
 }
 
+/// Sends one raw frame on `dev` of namespace `ns` (from a thread that enters it).
+fn send_raw(ns: &str, dev: &str, frame: &[u8]) {
+    let (ns, dev, frame) = (ns.to_string(), dev.to_string(), frame.to_vec());
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
+        // SAFETY: setns on an open namespace file changes only this thread's namespace.
+        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        // SAFETY: plain socket(2); checked below.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid start.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_ifindex = ifindex(&dev) as i32;
+        sll.sll_halen = 6;
+        // SAFETY: `frame` and `sll` are live for the call with the lengths passed.
+        let n = unsafe {
+            libc::sendto(
+                fd,
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&sll as *const libc::sockaddr_ll).cast(),
+                size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(
+            n,
+            frame.len() as isize,
+            "{}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: `fd` is ours and not used after this.
+        unsafe { libc::close(fd) };
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
+
 fn mac_of(ns: &str, dev: &str) -> [u8; 6] {
     let s = sh(&format!(
         "ip netns exec {ns} cat /sys/class/net/{dev}/address"
@@ -1137,8 +1177,13 @@ fn forwards_real_pings_with_kernel_forwarding_off() {
         1,
         neighbor_solicit(mac_r1, v6("2001:2:0:2::1"), mac_d0, v6("2001:2:0:2::2")),
     );
+    // A host the program could forward to, were it not for the 802.1Q tag it arrives with.
+    learn(
+        1,
+        arp_reply(mac_r1, v4("198.18.2.1"), mac_d0, v4("198.18.2.130")),
+    );
     let table = router.fast_table();
-    assert_eq!(table.neighbors.len(), 4);
+    assert_eq!(table.neighbors.len(), 5);
 
     let rpath = format!("/var/run/netns/{r}");
     let (s2, d2) = (s.clone(), d.clone());
@@ -1179,13 +1224,40 @@ fn forwards_real_pings_with_kernel_forwarding_off() {
             .output()
             .unwrap();
         assert!(!lost.status.success(), "a TTL-1 ping cannot be answered");
+        let before = fp.stats().unwrap();
+        // Tagged: passed on (the stack had moved the tag out of the frame).
+        let mut f = frame4(
+            mac_r0,
+            ipv4_packet(
+                v4("198.18.1.1"),
+                v4("198.18.2.130"),
+                64,
+                17,
+                0,
+                &[],
+                &udp(9, 8),
+            ),
+        );
+        f[6..12].copy_from_slice(&mac_s0);
+        f.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+        send_raw(&s2, "s0", &f);
+        std::thread::sleep(std::time::Duration::from_millis(200));
         let st = fp.stats().unwrap();
+        assert_eq!(
+            st.forwarded_v4, before.forwarded_v4,
+            "tagged frames are not forwarded"
+        );
+        assert!(st.not_ip > before.not_ip, "{:?}", st.report());
         assert!(st.forwarded_v4 >= 10, "{:?}", st.report());
         assert!(st.forwarded_v6 >= 6, "{:?}", st.report());
         assert!(st.ttl >= 1, "{:?}", st.report());
         let mut used = fp.take_used();
         used.sort();
-        assert_eq!(used.len(), 4, "every neighbor was used: {used:?}");
+        assert_eq!(
+            used.len(),
+            4,
+            "every neighbor but the tagged one's: {used:?}"
+        );
         eprintln!("{:?}", st.report());
     })
     .join()
