@@ -34,7 +34,20 @@
 //! ## Attaching
 //! TC: a clsact qdisc is added where there is none (and deleted again on drop only if we
 //! added it) and a direct-action ingress filter through netlink (so `tc filter show dev IF
-//! ingress` lists it). XDP: the kernel picks native or generic mode. Drop detaches.
+//! ingress` lists it). XDP: the kernel picks native or generic mode. Drop detaches; the
+//! netlink requests of attach and detach go to the calling thread's network namespace, so
+//! load and drop a `FastPath` in the namespace of its interfaces.
+//!
+//! ## Limits
+//! - VLANs: the stack moves an 802.1Q tag into skb metadata before TC ingress; the TC
+//!   program checks `vlan_present` and passes such frames on. At XDP a tag stripped by the
+//!   NIC (rx VLAN offload) is invisible: use [`Hook::Xdp`](crate::fastpath::Hook::Xdp) only
+//!   with that offload off or without VLANs.
+//! - GRO: a merged packet is longer than the MTU and goes to the router (as it does without
+//!   the fast path); keep GRO off on routed interfaces (the veth default).
+//! - A frame the program redirected had its link padding trimmed and was rewritten; a
+//!   helper failing after the trim (cannot happen for a frame that passed the checks) would
+//!   hand on the trimmed frame, counted as `error`.
 
 mod maps;
 mod sys;
