@@ -1018,6 +1018,18 @@ fn attaches_and_detaches_on_a_veth() {
         let q1 = sh("tc qdisc show dev fpa1");
         assert!(!q0.contains("clsact"), "the qdisc we added is gone: {q0}");
         assert!(q1.contains("clsact"), "the one that was there stays: {q1}");
+
+        // XDP: attached to both, gone after the drop.
+        let fp = FastPath::load(Hook::Xdp, &idx).unwrap_or_else(|e| panic!("{e}"));
+        for dev in ["fpa0", "fpa1"] {
+            let shown = sh(&format!("ip -d link show dev {dev}"));
+            assert!(shown.contains("prog/xdp"), "{dev}: {shown}");
+        }
+        drop(fp);
+        for dev in ["fpa0", "fpa1"] {
+            let shown = sh(&format!("ip -d link show dev {dev}"));
+            assert!(!shown.contains("prog/xdp"), "{dev}: {shown}");
+        }
     })
     .join()
     .unwrap_or_else(|e| std::panic::resume_unwind(e));
