@@ -9,7 +9,10 @@
 //!   redirects, the router forwards to the same interface with identical bytes, and whatever
 //!   it passes on is unchanged;
 //! - attach/detach on a veth pair in a namespace (`tc filter show` lists it, drop removes it
-//!   and the clsact qdisc it added, and leaves one that was there).
+//!   and the clsact qdisc it added, and leaves one that was there; XDP likewise);
+//! - real pings (IPv4, IPv6, 198.18.0.0/15 and 2001:2::/48) across three namespaces whose
+//!   middle one has kernel forwarding off: they get through only through the program; a
+//!   TTL-1 ping and an 802.1Q-tagged frame are passed on.
 //!
 //! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
 
