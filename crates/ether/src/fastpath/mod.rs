@@ -835,28 +835,8 @@ fn source_chain(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// The data path drives the fast path through this (see [`crate::DataPath::set_fast_path`]).
-impl crate::FastPathSync for FastPath {
-    fn sync(&mut self, table: &FastTable) -> Result<(), String> {
-        match FastPath::sync(self, table) {
-            Ok(rep) => {
-                for n in &rep.notes {
-                    tracing::warn!("kernel fast path: {n}");
-                }
-                Ok(())
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    fn take_used(&mut self) -> Vec<NeighKey> {
-        FastPath::take_used(self)
-    }
-
-    fn report(&self) -> Vec<String> {
-        match self.stats() {
-            Ok(s) => s.report(),
-            Err(e) => vec![format!("kernel fast path: counters unreadable: {e}")],
-        }
-    }
-}
+// The data path owns the fast path on its own thread (`crate::FastPathSync: Send`).
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<FastPath>();
+};
