@@ -6,8 +6,13 @@
 //! Then the r1-r2 link goes down: the neighbor dies, the learned routes are withdrawn and
 //! ping fails; the link comes back: the routes are re-learned and ping works again.
 //!
+//! `failover_to_the_other_path`: a triangle of three routers (`h1 -- r1 -- r2 -- h2` plus
+//! `r1 -- r3 -- r2`). Traffic takes the direct r1-r2 link (metric 1); when it goes down the
+//! distance-vector service reroutes through r3 (metric 2), the learned IP routes follow and
+//! ping works again; when it comes back the direct routes return.
+//!
 //! Addresses from 198.18.0.0/15 and 2001:2::/48, only inside the namespaces. Every wait is
-//! bounded; a Drop guard stops both routers (by pid) and deletes the namespaces even when an
+//! bounded; a Drop guard stops the routers (by pid) and deletes the namespaces even when an
 //! assertion fails. Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
 
 use std::path::PathBuf;
@@ -18,7 +23,10 @@ fn can_run(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     let has_ping = Command::new("sh")
-        .args(["-c", "command -v ping && command -v ip"])
+        .args([
+            "-c",
+            "command -v ping && command -v ip && command -v traceroute",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if euid == 0 && has_ping {
@@ -27,7 +35,7 @@ fn can_run(test: &str) -> bool {
     let why = if euid != 0 {
         "needs root"
     } else {
-        "needs ip and ping (scripts/setup.sh installs them)"
+        "needs ip, ping and traceroute (scripts/setup.sh installs them)"
     };
     if std::env::var_os("CI").is_some() {
         panic!("{test}: cannot run under CI: {why}");
@@ -53,34 +61,60 @@ fn sh(args: &[&str]) {
     );
 }
 
-/// The four namespaces and the two routers; dropping it stops the routers and deletes the
+/// The namespaces and the routers; dropping it stops the routers and deletes the
 /// namespaces.
 struct Line {
     p: String,
     dir: PathBuf,
     routers: Vec<Child>,
+    hosts: Vec<&'static str>,
 }
 
-const HOSTS: [&str; 4] = ["h1", "r1", "r2", "h2"];
+/// Hosts h1 and h2 (net 198.18.1/24 and 198.18.3/24) and routers r1, r2 on 198.18.2/24.
+const LINE: [(&str, &str, &str, &str); 3] = [
+    ("h1", "e0", "r1", "a"),
+    ("r1", "b", "r2", "b"),
+    ("r2", "a", "h2", "e0"),
+];
+
+/// The line plus r3, with r1 -- r3 on 198.18.4/24 and r3 -- r2 on 198.18.5/24.
+const TRIANGLE: [(&str, &str, &str, &str); 5] = [
+    ("h1", "e0", "r1", "a"),
+    ("r1", "b", "r2", "b"),
+    ("r2", "a", "h2", "e0"),
+    ("r1", "c", "r3", "c"),
+    ("r2", "d", "r3", "d"),
+];
 
 impl Line {
     fn up(p: &str) -> Line {
+        Self::build(p, &LINE)
+    }
+
+    /// The namespaces of `veths` (x, x's interface, y, y's interface), routers' interfaces
+    /// owned by anode, hosts h1 and h2 addressed with a default route through their router.
+    fn build(p: &str, veths: &[(&'static str, &'static str, &'static str, &'static str)]) -> Line {
+        let mut hosts: Vec<&'static str> = Vec::new();
+        for (x, _, y, _) in veths {
+            for h in [*x, *y] {
+                if !hosts.contains(&h) {
+                    hosts.push(h);
+                }
+            }
+        }
         let l = Line {
             p: p.into(),
             dir: std::env::temp_dir().join(format!("anode-dv-{p}")),
             routers: Vec::new(),
+            hosts,
         };
         l.delete();
         std::fs::create_dir_all(&l.dir).unwrap();
-        for h in HOSTS {
+        for h in &l.hosts {
             sh(&["ip", "netns", "add", &l.ns(h)]);
             sh(&["ip", "-n", &l.ns(h), "link", "set", "lo", "up"]);
         }
-        for (x, xi, y, yi) in [
-            ("h1", "e0", "r1", "a"),
-            ("r1", "b", "r2", "b"),
-            ("r2", "a", "h2", "e0"),
-        ] {
+        for (x, xi, y, yi) in veths.iter().copied() {
             sh(&[
                 "ip",
                 "link",
@@ -99,7 +133,11 @@ impl Line {
             ]);
         }
         // Routers: anode owns the interfaces (no kernel addresses, no kernel IPv6).
-        for (r, i) in [("r1", "a"), ("r1", "b"), ("r2", "a"), ("r2", "b")] {
+        let router_ifs = veths
+            .iter()
+            .flat_map(|(x, xi, y, yi)| [(*x, *xi), (*y, *yi)])
+            .filter(|(h, _)| h.starts_with('r'));
+        for (r, i) in router_ifs {
             l.exec(
                 r,
                 &[
@@ -173,24 +211,36 @@ impl Line {
         run(&a)
     }
 
-    /// Starts `anode router` in `r` (r1 or r2).
+    /// Starts `anode router` in `r` (r1 or r2 of the line).
     fn router(&mut self, r: &str) {
-        let (near, near_if, far_if, me, peer) = if r == "r1" {
-            (1, "a", "b", 1, 2)
-        } else {
-            (3, "a", "b", 2, 1)
-        };
+        let (near, me, peer) = if r == "r1" { (1, 1, 2) } else { (3, 2, 1) };
         let near_addr = if r == "r1" { 2 } else { 1 };
-        let cfg = format!(
-            "[[interface]]\nname = \"{near_if}\"\n\
-             ipv4 = [\"198.18.{near}.{near_addr}/24\"]\nipv6 = [\"2001:2:0:{near}::{near_addr}/64\"]\n\
-             [[interface]]\nname = \"{far_if}\"\n\
-             ipv4 = [\"198.18.2.{me}/24\"]\nipv6 = [\"2001:2:0:2::{me}/64\"]\n\n\
-             [node]\naddress = \"198.18.2.{me}:3322\"\nadvertise_ms = 300\n\
-             [node.routing]\nhello_interval_ms = 200\ndead_interval_ms = 800\n\
-             update_interval_ms = 1000\nroute_timeout_ms = 6000\ngc_interval_ms = 2000\n\
-             [[node.link]]\npeer = \"198.18.2.{peer}:3322\"\n"
+        self.router_with(
+            r,
+            &[("a", near, near_addr), ("b", 2, me)],
+            &format!("198.18.2.{me}:3322"),
+            &[&format!("198.18.2.{peer}:3322")],
         );
+    }
+
+    /// Starts `anode router` in `r` owning `ifaces` (name, net N, host part H: 198.18.N.H/24
+    /// and 2001:2:0:N::H/64), with a node at `node` linked to `peers` over UDP.
+    fn router_with(&mut self, r: &str, ifaces: &[(&str, u8, u8)], node: &str, peers: &[&str]) {
+        let mut cfg = String::new();
+        for (name, net, h) in ifaces {
+            cfg += &format!(
+                "[[interface]]\nname = \"{name}\"\n\
+                 ipv4 = [\"198.18.{net}.{h}/24\"]\nipv6 = [\"2001:2:0:{net}::{h}/64\"]\n"
+            );
+        }
+        cfg += &format!(
+            "\n[node]\naddress = \"{node}\"\nadvertise_ms = 300\n\
+             [node.routing]\nhello_interval_ms = 200\ndead_interval_ms = 800\n\
+             update_interval_ms = 1000\nroute_timeout_ms = 6000\ngc_interval_ms = 2000\n"
+        );
+        for p in peers {
+            cfg += &format!("[[node.link]]\npeer = \"{p}\"\n");
+        }
         let path = self.dir.join(format!("{r}.toml"));
         std::fs::write(&path, cfg).unwrap();
         let log = std::fs::File::create(self.dir.join(format!("{r}.log"))).unwrap();
@@ -212,7 +262,11 @@ impl Line {
     }
 
     fn logs(&self) -> String {
-        format!("r1:\n{}\nr2:\n{}", self.log("r1"), self.log("r2"))
+        self.hosts
+            .iter()
+            .filter(|h| h.starts_with('r'))
+            .map(|r| format!("{r}:\n{}\n", self.log(r)))
+            .collect()
     }
 
     /// Waits at most `secs` for `ok`; panics with `what` and the logs otherwise.
@@ -247,7 +301,7 @@ impl Line {
     }
 
     fn delete(&self) {
-        for h in HOSTS {
+        for h in &self.hosts {
             let _ = Command::new("ip")
                 .args(["netns", "del", &self.ns(h)])
                 .output();
@@ -319,4 +373,88 @@ fn learned_routes_carry_ping_and_follow_the_link() {
         l.ping("-4")
     });
     eprintln!("{}", l.logs());
+}
+
+#[test]
+fn failover_to_the_other_path() {
+    if !can_run("failover_to_the_other_path") {
+        return;
+    }
+    let mut l = Line::build("dvf", &TRIANGLE);
+    let (n1, n2, n3) = ("198.18.2.1:3322", "198.18.2.2:3322", "198.18.4.3:3322");
+    l.router_with(
+        "r1",
+        &[("a", 1, 2), ("b", 2, 1), ("c", 4, 1)],
+        n1,
+        &[n2, "198.18.4.3:3322"],
+    );
+    l.router_with(
+        "r2",
+        &[("a", 3, 1), ("b", 2, 2), ("d", 5, 2)],
+        n2,
+        &[n1, "198.18.5.3:3322"],
+    );
+    l.router_with(
+        "r3",
+        &[("c", 4, 3), ("d", 5, 3)],
+        n3,
+        &["198.18.4.1:3322", "198.18.5.2:3322"],
+    );
+    let direct = [
+        ("r1", "198.18.3.0/24 via 198.18.2.2 metric 1"),
+        ("r2", "198.18.1.0/24 via 198.18.2.1 metric 1"),
+    ];
+    let around = [
+        ("r1", "198.18.3.0/24 via 198.18.4.3 metric 2"),
+        ("r1", "2001:2:0:3::/64 via 2001:2:0:4::3 metric 2"),
+        ("r2", "198.18.1.0/24 via 198.18.5.3 metric 2"),
+    ];
+    l.wait(20, "direct learned routes on r1 and r2", |l| {
+        direct.iter().all(|(r, want)| l.log(r).contains(want))
+    });
+    l.wait(15, "IPv4 ping h1 -> h2 over the direct link", |l| {
+        l.ping("-4")
+    });
+
+    // The direct link goes down: both ends reroute through r3.
+    sh(&["ip", "-n", &l.ns("r1"), "link", "set", "dev", "b", "down"]);
+    l.wait(15, "routes around through r3", |l| {
+        around.iter().all(|(r, want)| l.log(r).contains(want))
+    });
+    l.wait(15, "IPv4 ping h1 -> h2 through r3", |l| l.ping("-4"));
+    l.wait(15, "IPv6 ping h1 -> h2 through r3", |l| l.ping("-6"));
+    // traceroute shows the path: r1, then r3, then h2 (r2's hop answers from its r3 side).
+    let out = l.exec(
+        "h1",
+        &[
+            "traceroute",
+            "-n",
+            "-w",
+            "1",
+            "-q",
+            "1",
+            "-m",
+            "5",
+            "198.18.3.2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let hops: Vec<&str> = text.lines().skip(1).collect();
+    assert!(
+        hops.len() >= 4
+            && hops[0].contains("198.18.1.2")
+            && hops[1].contains("198.18.4.3")
+            && hops[3].contains("198.18.3.2"),
+        "h1 -> r1 -> r3 -> r2 -> h2: {text}\n{}",
+        l.logs()
+    );
+
+    // Back up: the direct routes return.
+    sh(&["ip", "-n", &l.ns("r1"), "link", "set", "dev", "b", "up"]);
+    l.wait(20, "direct routes again on r1", |l| {
+        l.log("r1").matches(direct[0].1).count() >= 2
+    });
+    l.wait(15, "IPv4 ping h1 -> h2 over the direct link again", |l| {
+        l.ping("-4")
+    });
 }

@@ -4,6 +4,11 @@
 //! TCP, traceroute / TTL expiry. Every command is bounded in time; a Drop guard tears the
 //! namespaces and the router down even when an assertion fails.
 //!
+//! The router runs with its default kernel fast path (eBPF on TC ingress forwarding plain IP
+//! from anode's tables); the exit report must show the fast path forwarded the bulk traffic
+//! while ARP/NDP, pings to the router and TTL expiry came to user space. `router_ping_user_space`
+//! repeats the ping test with `--fast-path off`.
+//!
 //! Needs root. Not root: fails under CI (env CI set), else prints SKIPPED and passes.
 
 use std::io::{Read, Write};
@@ -58,10 +63,16 @@ struct Topo {
 
 impl Topo {
     fn up(p: &str) -> Topo {
+        Self::up_with(p, "")
+    }
+
+    /// With extra `anode router` arguments.
+    fn up_with(p: &str, router_args: &str) -> Topo {
         let t = Topo { p: p.to_string() };
         let out = Command::new(root().join("scripts/netns-router.sh"))
             .args(["up", p, "anode"])
             .env("ANODE_BIN", env!("CARGO_BIN_EXE_anode"))
+            .env("ANODE_ROUTER_ARGS", router_args)
             .output()
             .unwrap();
         assert!(
@@ -114,6 +125,46 @@ impl Topo {
     }
 }
 
+impl Topo {
+    /// Stops the router (and the hosts) and returns its log with the exit report.
+    fn stop(&self) -> String {
+        let _ = Command::new(root().join("scripts/netns-router.sh"))
+            .args(["down", &self.p])
+            .output();
+        self.log()
+    }
+}
+
+/// The number in the exit-report line starting with `prefix` (e.g. "fast path: forwarded").
+fn report_num(log: &str, prefix: &str) -> u64 {
+    let line = log
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in the router log:\n{log}"));
+    line[prefix.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|w| !w.is_empty())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {prefix:?}: {line}"))
+}
+
+/// IPv4 + IPv6 packets the kernel fast path forwarded, from its exit-report line
+/// "kernel fast path: forwarded A IPv4 + B IPv6 packets, ...".
+fn fast_forwarded(log: &str) -> u64 {
+    let v4 = report_num(log, "kernel fast path: forwarded");
+    let line = log
+        .lines()
+        .find(|l| l.contains("kernel fast path: forwarded"))
+        .unwrap_or_default();
+    let v6 = line
+        .split_once("IPv4 + ")
+        .and_then(|(_, r)| r.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no IPv6 count in {line:?}"));
+    v4 + v6
+}
+
 impl Drop for Topo {
     fn drop(&mut self) {
         let _ = Command::new(root().join("scripts/netns-router.sh"))
@@ -129,6 +180,36 @@ fn router_ping_v4_v6() {
         return;
     }
     let t = Topo::up("arp");
+    pings(&t);
+    let log = t.stop();
+    assert!(log.contains("kernel fast path (tc ingress)"), "{log}");
+    // 5 + 5 echo requests and their replies crossed the router (the first of each family
+    // may have waited in user space for ARP/ND), plus 2 + 2 large ones.
+    let fast = fast_forwarded(&log);
+    assert!(fast >= 16, "the fast path forwarded the pings: {log}");
+}
+
+#[test]
+fn router_ping_user_space() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("router_ping_user_space") {
+        return;
+    }
+    let t = Topo::up_with("arq", "--fast-path off");
+    pings(&t);
+    let log = t.stop();
+    assert!(
+        !log.contains("kernel fast path"),
+        "no fast path with --fast-path off: {log}"
+    );
+    // 24 packets crossed (10 + 10 echo requests and replies, 2 + 2 large ones); the first
+    // of each family waited for ARP/ND and was released from the neighbor queue.
+    let fwd = report_num(&log, "forwarded") + report_num(&log, "queued_released");
+    assert!(fwd >= 24, "user space forwarded every ping: {log}");
+}
+
+/// Pings through the router (both families, small and full-size) and to its addresses.
+fn pings(t: &Topo) {
     let out = t.ok(
         "s",
         10,
@@ -273,6 +354,15 @@ fn router_iperf3_tcp_udp() {
             break;
         }
     }
+    // The bulk went through the kernel fast path; user space saw only what it must.
+    let log = t.stop();
+    let fast = fast_forwarded(&log);
+    let user = report_num(&log, "forwarded");
+    assert!(fast >= 10_000, "fast path forwarded {fast}: {log}");
+    assert!(
+        user * 100 < fast,
+        "user space forwarded {user} of {fast}: {log}"
+    );
 }
 
 #[test]
