@@ -1,7 +1,10 @@
 //! `anode router --config FILE`: anode as an IPv4/IPv6 router on real interfaces.
 //!
 //! The interfaces named in the file are opened through AF_PACKET (`anode-ether`) and the
-//! sans-IO `anode_ip::IpRouter` forwards between them on one data-path thread. With a
+//! sans-IO `anode_ip::IpRouter` forwards between them on one data-path thread. In front of
+//! it, by default, an eBPF program on TC ingress forwards plain IP packets from the
+//! router's own tables in the kernel and passes everything else on to it (`--fast-path`,
+//! `router/fastpath.rs`). With a
 //! `[node]` section, a local anode node also runs: ANEP over UDP port 3322 addressed to the
 //! router and ANEP directly over Ethernet (EtherType 0x88B5) are diverted to it by the
 //! router's filters; its packets leave as UDP from the router's addresses or as Ethernet
