@@ -22,12 +22,13 @@
 
 mod common;
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::fmt::Write as _;
 use std::process::Command;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
-use anode_ether::fastpath::{FastPath, Hook, verdict};
+use anode_ether::fastpath::{FastPath, FastPathStats, Hook, verdict};
 use anode_ip::{IfaceId, Verdict};
 use libfuzzer_sys::fuzz_target;
 
@@ -43,6 +44,52 @@ struct Setup {
     now: Instant,
     /// Longest frame `BPF_PROG_TEST_RUN` takes.
     max_len: usize,
+    /// The program's counters after the last run.
+    stats: Cell<FastPathStats>,
+}
+
+/// Coverage libFuzzer does not see by itself, the eBPF program's: which of its counters
+/// (pass reasons, forwarded v4/v6) a run moved, per ingress interface. libFuzzer takes the
+/// bytes of the section `__libfuzzer_extra_counters` as extra coverage counters (and clears
+/// them before each input), so inputs reaching a new decision of the program are kept.
+#[used]
+#[unsafe(link_section = "__libfuzzer_extra_counters")]
+static PROGRAM_COVERAGE: [AtomicU8; 32] = [const { AtomicU8::new(0) }; 32];
+
+/// The counters of `s`, in a fixed order.
+fn counters(s: &FastPathStats) -> [u64; 14] {
+    [
+        s.forwarded_v4,
+        s.forwarded_v6,
+        s.not_ip,
+        s.not_for_our_mac,
+        s.bad_header,
+        s.options_or_fragment,
+        s.martian,
+        s.punted,
+        s.filter,
+        s.ttl,
+        s.no_route,
+        s.too_big,
+        s.no_neighbor,
+        s.error,
+    ]
+}
+
+/// Marks the counters the last run on interface `ingress` moved.
+fn note_program_coverage(s: &Setup, ingress: usize) {
+    let now =
+        s.fp.stats()
+            .unwrap_or_else(|e| panic!("reading the program's counters: {e}"));
+    let before = counters(&s.stats.get());
+    for (i, (a, b)) in counters(&now).iter().zip(before.iter()).enumerate() {
+        if a != b
+            && let Some(c) = PROGRAM_COVERAGE.get(ingress * 16 + i)
+        {
+            c.store(1, Ordering::Relaxed);
+        }
+    }
+    s.stats.set(now);
 }
 
 thread_local! {
@@ -81,6 +128,7 @@ fn check(s: &Setup, frame: &[u8]) {
                 hex(frame)
             ),
         };
+        note_program_coverage(s, ingress);
         match v {
             verdict::TC_ACT_REDIRECT => {
                 let out_iface = out
@@ -189,11 +237,13 @@ fn setup() -> Setup {
         "fastpath fuzz: program loaded on veth ifindexes {idx:?} in a private network \
          namespace (on the main thread: {main_thread}); test runs take frames up to {lo} bytes"
     );
+    let stats = Cell::new(fp.stats().unwrap_or_else(|e| panic!("stats: {e}")));
     Setup {
         fp,
         idx,
         now,
         max_len: lo,
+        stats,
     }
 }
 
