@@ -674,6 +674,20 @@ impl FastPath {
         frame: &[u8],
         ingress_ifindex: u32,
     ) -> Result<(u32, Vec<u8>), FastPathError> {
+        self.time_run(frame, ingress_ifindex, 1)
+            .map(|(v, out, _)| (v, out))
+    }
+
+    /// [`FastPath::test_run`] `repeat` times on the same packet (each run sees the rewrites
+    /// of the one before: a forwarded IPv4 frame loses one TTL per run), returning the last
+    /// verdict, the frame, and the kernel's mean time per run (benches/fastpath.rs).
+    #[doc(hidden)]
+    pub fn time_run(
+        &self,
+        frame: &[u8],
+        ingress_ifindex: u32,
+        repeat: u32,
+    ) -> Result<(u32, Vec<u8>, std::time::Duration), FastPathError> {
         let fail = |reason: String| FastPathError::TestRun { reason };
         let ebpf = self
             .ebpf
@@ -706,7 +720,9 @@ impl FastPath {
                 c
             }
         };
-        sys::test_run(raw, frame, &ctx).map_err(|e| fail(e.to_string()))
+        let (v, out, ns) =
+            sys::test_run_repeat(raw, frame, &ctx, repeat).map_err(|e| fail(e.to_string()))?;
+        Ok((v, out, std::time::Duration::from_nanos(u64::from(ns))))
     }
 }
 

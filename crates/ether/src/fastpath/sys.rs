@@ -31,10 +31,16 @@ struct TestRunAttr {
     _pad: u32,
 }
 
-/// Runs the program `prog` once on `data` with the context `ctx` (its leading bytes; the
-/// kernel treats the rest as zero). Returns the program's return value and the packet after
-/// the run.
-pub fn test_run(prog: RawFd, data: &[u8], ctx: &[u8]) -> io::Result<(u32, Vec<u8>)> {
+/// Runs the program `prog` `repeat` times on `data` with the context `ctx` (its leading
+/// bytes; the kernel treats the rest as zero). The runs share the packet (each sees the
+/// rewrites of the one before). Returns the last return value, the packet after the runs,
+/// and the kernel's mean run time in ns.
+pub fn test_run_repeat(
+    prog: RawFd,
+    data: &[u8],
+    ctx: &[u8],
+    repeat: u32,
+) -> io::Result<(u32, Vec<u8>, u32)> {
     let mut out = vec![0u8; data.len() + 512];
     let mut attr = TestRunAttr {
         prog_fd: u32::try_from(prog).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?,
@@ -44,7 +50,7 @@ pub fn test_run(prog: RawFd, data: &[u8], ctx: &[u8]) -> io::Result<(u32, Vec<u8
             .map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
         data_in: data.as_ptr() as u64,
         data_out: out.as_mut_ptr() as u64,
-        repeat: 1,
+        repeat: repeat.max(1),
         ctx_size_in: u32::try_from(ctx.len())
             .map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?,
         ctx_in: if ctx.is_empty() {
@@ -70,7 +76,7 @@ pub fn test_run(prog: RawFd, data: &[u8], ctx: &[u8]) -> io::Result<(u32, Vec<u8
         return Err(io::Error::last_os_error());
     }
     out.truncate(attr.data_size_out as usize);
-    Ok((attr.retval, out))
+    Ok((attr.retval, out, attr.duration))
 }
 
 /// The name of the interface `ifindex` (in the calling thread's network namespace).
