@@ -10,6 +10,8 @@
 //! the program runs on a copy of the frame inside the kernel, ingress "lo".
 //!
 //! `sudo cargo bench -p anode-ether --bench fastpath -- --warm-up-time 1 --measurement-time 4`
+//! (env `ROUTES=N`, 0..=256: extra routes per family; the cost hardly depends on it: 153 ns
+//! with none against 160 ns with 256 per family for IPv4, one run).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -54,7 +56,12 @@ fn table() -> FastTable {
             gateway: None,
         },
     ];
-    for i in 0..256 {
+    let extra: usize = std::env::var("ROUTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+        .min(256);
+    for i in 0..extra {
         routes.push(FastRoute {
             prefix: c(&format!("198.19.{i}.0/24")),
             iface: IfaceId(1),
