@@ -72,6 +72,11 @@ struct route_val {
 	__u8 gw_family; // 0: no gateway (the destination is the next hop), 4 or 6
 	__u8 pad[3];
 	__u8 gw[16]; // IPv4 as ::ffff:a.b.c.d
+	// The outgoing interface's MAC and MTU (copied from `ifaces`, so forwarding needs no
+	// second interface lookup).
+	__u8 mac[6];
+	__u16 pad2;
+	__u32 mtu;
 };
 
 struct neigh_key {
@@ -267,10 +272,7 @@ INLINE int next_hop(const struct route_val *rt, __u8 dst_family, const __u8 *dst
 	if (!rt || rt->ifindex == 0)
 		return ST_NO_ROUTE;
 	__u32 oif = rt->ifindex;
-	struct iface_val *o = bpf_map_lookup_elem(&ifaces, &oif);
-	if (!o)
-		return ST_NO_ROUTE;
-	if (total > o->mtu)
+	if (total > rt->mtu)
 		return ST_TOO_BIG;
 	struct neigh_key nk = {};
 	nk.ifindex = oif;
@@ -288,7 +290,7 @@ INLINE int next_hop(const struct route_val *rt, __u8 dst_family, const __u8 *dst
 		n->used = 1;
 	out->out_ifindex = oif;
 	__builtin_memcpy(out->dst_mac, n->mac, 6);
-	__builtin_memcpy(out->src_mac, o->mac, 6);
+	__builtin_memcpy(out->src_mac, rt->mac, 6);
 	return PASS_OK;
 }
 

@@ -67,6 +67,10 @@ pub struct RouteVal {
     pub gw_family: u8,
     pub pad: [u8; 3],
     pub gw: [u8; 16],
+    /// The outgoing interface's MAC and MTU (the program needs no second interface lookup).
+    pub mac: [u8; 6],
+    pub pad2: u16,
+    pub mtu: u32,
 }
 
 /// `struct neigh_key`.
@@ -129,7 +133,7 @@ pub struct StatsC {
 
 // The C layouts (clang, BPF target): checked here so a change on one side only fails loudly.
 const _: () = assert!(size_of::<IfaceVal>() == 16);
-const _: () = assert!(size_of::<RouteVal>() == 24);
+const _: () = assert!(size_of::<RouteVal>() == 36);
 const _: () = assert!(size_of::<NeighKeyC>() == 24);
 const _: () = assert!(size_of::<NeighVal>() == 8);
 const _: () = assert!(size_of::<DemuxKeyC>() == 36);
@@ -212,11 +216,17 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             Some(g) => addr16(g),
             None => (0, [0; 16]),
         };
+        // A route out of an interface the fast path does not own (or does not know) is
+        // kept with ifindex 0: the program passes such packets on.
+        let out = idx(r.iface).and_then(|i| d.ifaces.get(&i).map(|v| (i, *v)));
         let v = RouteVal {
-            ifindex: idx(r.iface).unwrap_or(0),
+            ifindex: out.map_or(0, |(i, _)| i),
             gw_family,
             pad: [0; 3],
             gw,
+            mac: out.map_or([0; 6], |(_, v)| v.mac),
+            pad2: 0,
+            mtu: out.map_or(0, |(_, v)| v.mtu),
         };
         match r.prefix.network() {
             IpCidr::V4(c) => {
