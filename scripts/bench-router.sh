@@ -20,7 +20,8 @@
 #        thread, 64 and 1472 B, onto a veth whose peer drops each frame on arrival (foreign
 #        destination MAC), alternating, REPS=3 times each: only the transmit mechanism differs.
 #   env: ANODE_BIN, PKTGEN_BIN, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
-#        SIZES="64 1472", MODES="kernel anode anode:fast-path=off", PINGS=20
+#        SIZES="64 1472", MODES="kernel anode anode:fast-path=off", PINGS=20,
+#        REPS=1 (run the whole mode list this many times, alternating, to see the spread)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 txmodes=0
@@ -30,6 +31,7 @@ steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
 modes=${MODES:-kernel anode anode:fast-path=off}
 pings=${PINGS:-20}
+reps=${REPS:-1}
 gen=${GEN:-pktgen}
 threads=${THREADS:-2}
 txmode=${TXMODE:-sendmmsg}
@@ -114,6 +116,7 @@ drops() {
 }
 
 results=()
+for rep in $(seq "$reps"); do
 for spec in $modes; do
     mode=${spec%%:*}
     args=""
@@ -142,7 +145,7 @@ for spec in $modes; do
             read -r s r < <(trial "$mid" "$size")
             if [ "$s" -gt 0 ] && [ $((1000 * (s - r))) -le "$s" ]; then lo=$mid; else hi=$mid; fi
         done
-        results+=("$spec $size $offered $full_pps $loss $lo $rtt $((v1 - v0)) $((u1 - u0))")
+        results+=("$spec $size $offered $full_pps $loss $lo $rtt $((v1 - v0)) $((u1 - u0)) $rep")
         echo "bench-router: $spec size=$size offered=$offered delivered=$full_pps loss=$loss% (veth drops $((v1 - v0)), udp rcvbuf $((u1 - u0))) lossfree=$lo rtt=${rtt}ms" >&2
     done
     if [ "$mode" = anode ]; then
@@ -153,21 +156,24 @@ for spec in $modes; do
     fi
     scripts/netns-router.sh down "$p" >/dev/null
 done
+done
 
 echo
 echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
-echo "| router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
-echo "|---|---|---|---|---|---|---|"
+echo "| rep | router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
+echo "|---|---|---|---|---|---|---|---|"
 for r in "${results[@]}"; do
     set -- $r
-    echo "| $1 | $2 B | $3 | $4 | $5% ($8 / $9) | $6 | ${7//_/ } |"
+    echo "| ${10} | $1 | $2 B | $3 | $4 | $5% ($8 / $9) | $6 | ${7//_/ } |"
 done
 echo
-for size in $sizes; do
-    k=$(printf '%s\n' "${results[@]}" | awk -v s="$size" '$1=="kernel" && $2==s {print $4}')
-    for spec in $modes; do
-        [ "$spec" = kernel ] && continue
-        a=$(printf '%s\n' "${results[@]}" | awk -v s="$size" -v m="$spec" '$1==m && $2==s {print $4}')
-        awk -v k="$k" -v a="$a" -v s="$size" -v m="$spec" 'BEGIN { if (k > 0) printf "%s / kernel delivered pps at %s B: %.0f%%\n", m, s, 100 * a / k }'
+for rep in $(seq "$reps"); do
+    for size in $sizes; do
+        k=$(printf '%s\n' "${results[@]}" | awk -v s="$size" -v r="$rep" '$1=="kernel" && $2==s && $10==r {print $4}')
+        for spec in $modes; do
+            [ "$spec" = kernel ] && continue
+            a=$(printf '%s\n' "${results[@]}" | awk -v s="$size" -v m="$spec" -v r="$rep" '$1==m && $2==s && $10==r {print $4}')
+            awk -v k="$k" -v a="$a" -v s="$size" -v m="$spec" -v r="$rep" 'BEGIN { if (k > 0) printf "rep %s: %s / kernel delivered pps at %s B: %.0f%%\n", r, m, s, 100 * a / k }'
+        done
     done
 done
