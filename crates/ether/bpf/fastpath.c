@@ -8,10 +8,11 @@
 //   - untagged Ethernet II (EtherType 0x0800 / 0x86DD) to the receiving interface's own MAC;
 //   - IPv4: version 4, IHL 5 (no options), valid header checksum, 20 <= total length <= the
 //     frame, not a fragment; source not multicast / 255.255.255.255 / loopback / 0.0.0.0;
-//     destination not multicast / 255.255.255.255 / loopback / 0.0.0.0 and not in punt_v4;
+//     destination not multicast / 255.255.255.255 / loopback / 0.0.0.0 and not punted (a
+//     punt host route in routes_v4: own addresses, directed broadcasts);
 //   - IPv6: version 6, 40 + payload length <= the frame, next header not hop-by-hop (0);
 //     source not multicast / ::1 / :: / fe80::/10; destination not multicast / ::1 / :: /
-//     fe80::/10 and not in punt_v6;
+//     fe80::/10 and not punted (a punt host route in routes_v6);
 //   - the family is not punted as a whole (config.punt_all_v4 / punt_all_v6) and no demux
 //     filter in config matches the IP packet;
 //   - TTL / hop limit > 1, a route exists (longest prefix), its interface is known, the packet
@@ -50,9 +51,13 @@ static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)BPF_
 #define KEY_BYTES 16
 #define MAX_KEY_OFFSET 1500
 
+// Interfaces are indexed by ifindex in an array (one inlined load instead of a hash
+// probe); ifindexes from IFINDEX_MAX up are not on the fast path (their frames pass on).
+#define IFINDEX_MAX 4096
+
 struct iface_val {
 	__u8 mac[6];
-	__u16 pad;
+	__u16 valid; // 1: an interface of the router's (0: unused slot)
 	__u32 mtu;
 	__u32 id; // the router's IfaceId
 };
@@ -70,7 +75,8 @@ struct lpm_v6_key {
 struct route_val {
 	__u32 ifindex;  // outgoing interface (0: one the fast path does not own: pass)
 	__u8 gw_family; // 0: no gateway (the destination is the next hop), 4 or 6
-	__u8 pad[3];
+	__u8 punt;      // 1: a host route for one of the router's own or broadcast addresses
+	__u8 pad[2];
 	__u8 gw[16]; // IPv4 as ::ffff:a.b.c.d
 	// The outgoing interface's MAC and MTU (copied from `ifaces`, so forwarding needs no
 	// second interface lookup).
@@ -139,8 +145,8 @@ struct stats {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IFINDEX_MAX);
 	__type(key, __u32);
 	__type(value, struct iface_val);
 } ifaces SEC(".maps");
@@ -167,20 +173,6 @@ struct {
 	__type(key, struct neigh_key);
 	__type(value, struct neigh_val);
 } neigh SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} punt_v4 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct in6_addr);
-	__type(value, __u8);
-} punt_v6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -326,15 +318,18 @@ INLINE int decide_v4(const struct config *cfg, __u8 *l3, void *data_end, __u32 a
 	if ((d[0] & 0xf0) == 0xe0 || ip->daddr == 0xffffffff || d[0] == 127 || ip->daddr == 0)
 		return ST_MARTIAN;
 	__u32 daddr = ip->daddr;
-	if (cfg->punt_all_v4 || bpf_map_lookup_elem(&punt_v4, &daddr))
+	if (cfg->punt_all_v4)
+		return ST_PUNTED;
+	// One longest-prefix lookup answers both "is it ours?" (punt host routes) and the route.
+	struct lpm_v4_key k = {.prefixlen = 32};
+	__builtin_memcpy(k.addr, d, 4);
+	struct route_val *rt = bpf_map_lookup_elem(&routes_v4, &k);
+	if (rt && rt->punt)
 		return ST_PUNTED;
 	if (cfg->nfilters && demux_match(cfg, ETH_P_IP, l3, data_end, total))
 		return ST_FILTER;
 	if (ip->ttl <= 1)
 		return ST_TTL;
-	struct lpm_v4_key k = {.prefixlen = 32};
-	__builtin_memcpy(k.addr, d, 4);
-	struct route_val *rt = bpf_map_lookup_elem(&routes_v4, &k);
 	__u32 dst16[4];
 	dst16[0] = 0;
 	dst16[1] = 0;
@@ -375,15 +370,17 @@ INLINE int decide_v6(const struct config *cfg, __u8 *l3, void *data_end, __u32 a
 		return ST_MARTIAN;
 	struct in6_addr daddr;
 	__builtin_memcpy(&daddr, &ip->daddr, 16);
-	if (cfg->punt_all_v6 || bpf_map_lookup_elem(&punt_v6, &daddr))
+	if (cfg->punt_all_v6)
+		return ST_PUNTED;
+	struct lpm_v6_key k = {.prefixlen = 128};
+	__builtin_memcpy(k.addr, &daddr, 16);
+	struct route_val *rt = bpf_map_lookup_elem(&routes_v6, &k);
+	if (rt && rt->punt)
 		return ST_PUNTED;
 	if (cfg->nfilters && demux_match(cfg, ETH_P_IPV6, l3, data_end, total))
 		return ST_FILTER;
 	if (ip->hop_limit <= 1)
 		return ST_TTL;
-	struct lpm_v6_key k = {.prefixlen = 128};
-	__builtin_memcpy(k.addr, &daddr, 16);
-	struct route_val *rt = bpf_map_lookup_elem(&routes_v6, &k);
 	out->frame_len = ETH_HLEN + total;
 	out->v4 = 0;
 	return next_hop(rt, 6, (const __u8 *)&daddr, total, out);
@@ -400,7 +397,7 @@ INLINE int decide(void *data, void *data_end, __u32 in_ifindex, struct fwd *out)
 	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
 		return ST_NOT_IP;
 	struct iface_val *in = bpf_map_lookup_elem(&ifaces, &in_ifindex);
-	if (!in || !mac_eq(eth->h_dest, in->mac))
+	if (!in || !in->valid || !mac_eq(eth->h_dest, in->mac))
 		return ST_NOT_OUR_MAC;
 	__u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);

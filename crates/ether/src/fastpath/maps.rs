@@ -20,13 +20,14 @@ pub const KEY_BYTES: usize = 16;
 /// `MAX_KEY_OFFSET` in the C program.
 pub const MAX_KEY_OFFSET: usize = 1500;
 
-/// `max_entries` of the maps (as declared in the C program).
-pub const IFACES_MAX: usize = 256;
+/// `IFINDEX_MAX` in the C program: the `ifaces` array's size; interfaces with a larger
+/// ifindex are not on the fast path.
+pub const IFINDEX_MAX: u32 = 4096;
 /// Routes per family.
 pub const ROUTES_MAX: usize = 65536;
 /// Neighbor entries.
 pub const NEIGH_MAX: usize = 16384;
-/// Punted addresses per family.
+/// Punted addresses per family (host routes marked `punt` in the LPM tries).
 pub const PUNT_MAX: usize = 4096;
 
 /// Index of each counter in `struct stats` (`enum stat` in the C program).
@@ -54,7 +55,8 @@ pub mod stat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IfaceVal {
     pub mac: [u8; 6],
-    pub pad: u16,
+    /// 1 for an interface of the router's; 0 in an unused array slot.
+    pub valid: u16,
     pub mtu: u32,
     pub id: u32,
 }
@@ -65,7 +67,9 @@ pub struct IfaceVal {
 pub struct RouteVal {
     pub ifindex: u32,
     pub gw_family: u8,
-    pub pad: [u8; 3],
+    /// 1: a host route for one of the router's own or broadcast addresses (passed on).
+    pub punt: u8,
+    pub pad: [u8; 2],
     pub gw: [u8; 16],
     /// The outgoing interface's MAC and MTU (the program needs no second interface lookup).
     pub mac: [u8; 6],
@@ -201,11 +205,17 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
                 i,
                 IfaceVal {
                     mac: f.mac.0,
-                    pad: 0,
+                    valid: 1,
                     mtu: u32::try_from(f.mtu).unwrap_or(u32::MAX),
                     id: f.id.0,
                 },
             );
+            if i >= IFINDEX_MAX {
+                d.notes.push(format!(
+                    "interface {} has ifindex {i} (the fast path indexes up to {IFINDEX_MAX}): frames arriving on it go to the router",
+                    f.id.0
+                ));
+            }
         }
     }
     let mut punt_all_v4 = t.punt_all_v4;
@@ -222,7 +232,8 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
         let v = RouteVal {
             ifindex: out.map_or(0, |(i, _)| i),
             gw_family,
-            pad: [0; 3],
+            punt: 0,
+            pad: [0; 2],
             gw,
             mac: out.map_or([0; 6], |(_, v)| v.mac),
             pad2: 0,
@@ -239,6 +250,38 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             }
         }
     }
+    d.punt_v4 = t.punt_v4.iter().map(|a| a.octets()).collect();
+    d.punt_v6 = t.punt_v6.iter().map(|a| a.octets()).collect();
+    if d.punt_v4.len() > PUNT_MAX {
+        d.notes.push(format!(
+            "{} own/broadcast IPv4 addresses exceed the fast path's {PUNT_MAX}: all IPv4 goes to the router",
+            d.punt_v4.len()
+        ));
+        d.punt_v4.clear();
+        punt_all_v4 = true;
+    }
+    if d.punt_v6.len() > PUNT_MAX {
+        d.notes.push(format!(
+            "{} own IPv6 addresses exceed the fast path's {PUNT_MAX}: all IPv6 goes to the router",
+            d.punt_v6.len()
+        ));
+        d.punt_v6.clear();
+        punt_all_v6 = true;
+    }
+
+    // Punted addresses become host routes marked `punt`: the program's one LPM lookup then
+    // tells both whether a destination is the router's and where else it goes.
+    let punt = RouteVal {
+        punt: 1,
+        ..RouteVal::default()
+    };
+    for a in &d.punt_v4 {
+        d.routes_v4.insert((32, *a), punt);
+    }
+    for a in &d.punt_v6 {
+        d.routes_v6.insert((128, *a), punt);
+    }
+
     if d.routes_v4.len() > ROUTES_MAX {
         d.notes.push(format!(
             "{} IPv4 routes exceed the fast path's {ROUTES_MAX}: all IPv4 goes to the router",
@@ -275,25 +318,6 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             },
             (*key, mac.0),
         );
-    }
-
-    d.punt_v4 = t.punt_v4.iter().map(|a| a.octets()).collect();
-    d.punt_v6 = t.punt_v6.iter().map(|a| a.octets()).collect();
-    if d.punt_v4.len() > PUNT_MAX {
-        d.notes.push(format!(
-            "{} own/broadcast IPv4 addresses exceed the fast path's {PUNT_MAX}: all IPv4 goes to the router",
-            d.punt_v4.len()
-        ));
-        d.punt_v4.clear();
-        punt_all_v4 = true;
-    }
-    if d.punt_v6.len() > PUNT_MAX {
-        d.notes.push(format!(
-            "{} own IPv6 addresses exceed the fast path's {PUNT_MAX}: all IPv6 goes to the router",
-            d.punt_v6.len()
-        ));
-        d.punt_v6.clear();
-        punt_all_v6 = true;
     }
 
     // Demux filters. A packet the fast path forwards is at most the largest MTU long, so a
