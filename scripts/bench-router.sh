@@ -13,13 +13,16 @@
 # Traffic: GEN=pktgen (default): `anode-pktgen` (crates/ether) writes pre-built UDP frames
 # straight onto s0 through AF_PACKET from THREADS sender threads (TXMODE sendmmsg or txring),
 # so the sender spends nothing in its own IP/UDP stack; GEN=blast: the C `blast` UDP-socket
-# sender of ../shared/baselines. The receiver is always the C `recv` in d (counts datagrams).
+# sender of ../shared/baselines. The receiver in d counts datagrams: RECV=c (default) the C
+# `recv` of ../shared/baselines (blocking recvmmsg: it sleeps when its queue is empty, and the
+# CPU delivering each packet pays for waking it), RECV=poll `anode-sink` (crates/ether), which
+# polls with non-blocking recvmmsg and is never woken (it spins one CPU).
 # Needs root. Tears everything down on exit, even on failure.
 # usage: bench-router.sh [SECS=3]
 #        bench-router.sh txmodes [SECS=3]: the generator alone, sendmmsg vs PACKET_TX_RING, one
 #        thread, 64 and 1472 B, onto a veth whose peer drops each frame on arrival (foreign
 #        destination MAC), alternating, REPS=3 times each: only the transmit mechanism differs.
-#   env: ANODE_BIN, PKTGEN_BIN, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
+#   env: ANODE_BIN, PKTGEN_BIN, SINK_BIN, RECV=c|poll, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5,
 #        SIZES="64 1472", MODES="kernel anode anode:fast-path=off", PINGS=20,
 #        REPS=1 (run the whole mode list this many times, alternating, to see the spread)
 set -euo pipefail
@@ -76,6 +79,14 @@ if [ -z "${ANODE_BIN:-}" ]; then
     ANODE_BIN=${CARGO_TARGET_DIR:-target}/release/anode
 fi
 export ANODE_BIN
+recv_bin=$tmp/recv
+if [ "${RECV:-c}" = poll ]; then
+    if [ -z "${SINK_BIN:-}" ]; then
+        cargo build -q --release -p anode-ether --bin anode-sink
+        SINK_BIN=${CARGO_TARGET_DIR:-target}/release/anode-sink
+    fi
+    recv_bin=$SINK_BIN
+fi
 if [ "$gen" = pktgen ] && [ -z "${PKTGEN_BIN:-}" ]; then
     cargo build -q --release -p anode-ether --bin anode-pktgen
     PKTGEN_BIN=${CARGO_TARGET_DIR:-target}/release/anode-pktgen
@@ -84,7 +95,7 @@ fi
 # trial RATE SIZE -> "sent rcvd"
 trial() {
     local rate=$1 size=$2
-    ns ${p}d "$tmp/recv" 198.18.2.2:9000 $((secs + 4)) 1 >"$tmp/recv.out" &
+    ns ${p}d "$recv_bin" 198.18.2.2:9000 $((secs + 4)) 1 >"$tmp/recv.out" &
     local rp=$!
     for _ in $(seq 50); do grep -q ready "$tmp/recv.out" 2>/dev/null && break; sleep 0.05; done
     local b
@@ -159,7 +170,7 @@ done
 done
 
 echo
-echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
+echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), receiver: ${RECV:-c}, $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
 echo "| rep | router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for r in "${results[@]}"; do
