@@ -67,7 +67,7 @@ use std::time::{Duration, Instant};
 use anode_core::{Event, LinkConfig, LinkId, Node, NodeConfig};
 use anode_ether::{DataPath, EtherLink, Hooks, Receive, RingConfig, RingVersion};
 use anode_ip::learn::PrefixAd;
-use anode_ip::wire::{Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
+use anode_ip::wire::{EtherType, Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
 use anode_ip::{
     ANEP_UDP_PORT, ETHERTYPE_ANEP, Filter, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter,
     RouteOrigin, RouterConfig,
@@ -503,7 +503,8 @@ pub fn run(a: Args) -> CmdResult {
     let mut links = Vec::new();
     let mut own = PrefixAd::default();
     let receive = if fastpath::wanted(a.fast_path) {
-        Receive::ip_and(&[ETHERTYPE_ANEP])
+        // Tagged frames the kernel did not untag arrive under their TPID (802.1Q, 802.1ad).
+        Receive::ip_and(&[ETHERTYPE_ANEP, EtherType::VLAN, EtherType::QINQ])
     } else {
         Receive::All
     };
