@@ -16,18 +16,19 @@
 //!
 //! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::time::Instant;
 
 use anode_ether::fastpath::{FastPath, FastPathStats, Hook, verdict};
-use anode_ip::wire::{Ipv4Cidr, Ipv6Cidr};
 use anode_ip::{
-    DemuxKey, Filter, IfaceId, InterfaceConfig, IpCidr, IpRouter, MacAddr, RouteOrigin,
-    RouterConfig, Verdict,
+    Filter, IfaceId, InterfaceConfig, IpCidr, IpRouter, MacAddr, RouteOrigin, RouterConfig, Verdict,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+
+mod support;
+use support::*;
 
 fn can_run(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -84,161 +85,7 @@ fn in_netns<T: Send + 'static>(f: impl FnOnce([u32; 2]) -> T + Send + 'static) -
     .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
-// ---- the router under test ----
-
-const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
-const HOST0: [u8; 6] = [2, 0, 0, 0, 9, 1];
-const GW1: [u8; 6] = [2, 0, 0, 0, 9, 2];
-const FILTER_PORT: u16 = 7777;
-
-fn v4(s: &str) -> Ipv4Addr {
-    s.parse().unwrap()
-}
-fn v6(s: &str) -> Ipv6Addr {
-    s.parse().unwrap()
-}
-
-/// Two interfaces, a static route each way per family, resolved neighbors, demux filters for
-/// UDP port 7777 (both families).
-fn router(now: Instant) -> IpRouter {
-    let mut r = IpRouter::new(RouterConfig::default());
-    for (i, (mac, a4, a6)) in [
-        (MAC0, "198.18.1.1/24", "2001:2:0:1::1/64"),
-        (MAC1, "198.18.2.1/24", "2001:2:0:2::1/64"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        r.add_interface(InterfaceConfig {
-            name: format!("r{i}"),
-            mac: MacAddr(mac),
-            mtu: 1500,
-            ipv4: vec![a4.parse::<Ipv4Cidr>().unwrap()],
-            ipv6: vec![a6.parse::<Ipv6Cidr>().unwrap()],
-        })
-        .unwrap();
-    }
-    r.add_route(
-        "198.19.0.0/16".parse::<IpCidr>().unwrap(),
-        IpAddr::V4(v4("198.18.2.2")),
-        1,
-        RouteOrigin::Static,
-    )
-    .unwrap();
-    r.add_route(
-        "2001:2:0:9::/64".parse::<IpCidr>().unwrap(),
-        IpAddr::V6(v6("2001:2:0:2::2")),
-        1,
-        RouteOrigin::Static,
-    )
-    .unwrap();
-    // Neighbors: ARP replies and neighbor solicitations (with a source link-layer option)
-    // through handle_frame, as they would arrive.
-    for (iface, my_mac, my_ip, mac, ip) in [
-        (0, MAC0, "198.18.1.1", HOST0, "198.18.1.5"),
-        (1, MAC1, "198.18.2.1", GW1, "198.18.2.2"),
-    ] {
-        let mut f = arp_reply(my_mac, v4(my_ip), mac, v4(ip));
-        let v = r.handle_frame(now, IfaceId(iface), &mut f);
-        assert_eq!(v, Verdict::Consumed);
-    }
-    for (iface, my_mac, my_ip, mac, ip) in [
-        (0, MAC0, "2001:2:0:1::1", HOST0, "2001:2:0:1::5"),
-        (1, MAC1, "2001:2:0:2::1", GW1, "2001:2:0:2::2"),
-    ] {
-        let mut f = neighbor_solicit(my_mac, v6(my_ip), mac, v6(ip));
-        let v = r.handle_frame(now, IfaceId(iface), &mut f);
-        assert_eq!(v, Verdict::Consumed);
-    }
-    while r.poll_transmit().is_some() {}
-    r.add_filter(Filter::Demux {
-        ethertype: Some(0x0800),
-        keys: vec![
-            DemuxKey::exact(9, &[17]),
-            DemuxKey::exact(22, &FILTER_PORT.to_be_bytes()),
-        ],
-    });
-    r.add_filter(Filter::Demux {
-        ethertype: Some(0x86dd),
-        keys: vec![
-            DemuxKey::exact(6, &[17]),
-            DemuxKey::exact(42, &FILTER_PORT.to_be_bytes()),
-        ],
-    });
-    let t = r.fast_table();
-    assert_eq!(t.neighbors.len(), 4, "{:?}", t.neighbors);
-    r
-}
-
-// ---- frame builders ----
-
-fn csum(data: &[u8]) -> u16 {
-    let mut acc: u32 = 0;
-    for c in data.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            u16::from_be_bytes([c[0], 0])
-        };
-        acc += u32::from(w);
-    }
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    !(acc as u16)
-}
-
-fn eth(dst: [u8; 6], src: [u8; 6], ty: u16) -> Vec<u8> {
-    let mut f = Vec::with_capacity(1600);
-    f.extend_from_slice(&dst);
-    f.extend_from_slice(&src);
-    f.extend_from_slice(&ty.to_be_bytes());
-    f
-}
-
-fn arp_reply(my_mac: [u8; 6], my_ip: Ipv4Addr, mac: [u8; 6], ip: Ipv4Addr) -> Vec<u8> {
-    let mut f = eth(my_mac, mac, 0x0806);
-    f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
-    f.extend_from_slice(&mac);
-    f.extend_from_slice(&ip.octets());
-    f.extend_from_slice(&my_mac);
-    f.extend_from_slice(&my_ip.octets());
-    f
-}
-
-fn neighbor_solicit(my_mac: [u8; 6], my_ip: Ipv6Addr, mac: [u8; 6], ip: Ipv6Addr) -> Vec<u8> {
-    let mut icmp = vec![135, 0, 0, 0, 0, 0, 0, 0];
-    icmp.extend_from_slice(&my_ip.octets());
-    icmp.extend_from_slice(&[1, 1]);
-    icmp.extend_from_slice(&mac);
-    let c = icmp6_csum(ip, my_ip, &icmp);
-    icmp[2..4].copy_from_slice(&c.to_be_bytes());
-    let mut f = eth(my_mac, mac, 0x86dd);
-    f.extend_from_slice(&ipv6_header(icmp.len() as u16, 58, 255, ip, my_ip));
-    f.extend_from_slice(&icmp);
-    f
-}
-
-fn icmp6_csum(src: Ipv6Addr, dst: Ipv6Addr, body: &[u8]) -> u16 {
-    let mut p = Vec::new();
-    p.extend_from_slice(&src.octets());
-    p.extend_from_slice(&dst.octets());
-    p.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0, 58]);
-    p.extend_from_slice(body);
-    csum(&p)
-}
-
-fn ipv6_header(payload: u16, next: u8, hops: u8, src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
-    let mut h = vec![0x60, 0, 0, 0];
-    h.extend_from_slice(&payload.to_be_bytes());
-    h.push(next);
-    h.push(hops);
-    h.extend_from_slice(&src.octets());
-    h.extend_from_slice(&dst.octets());
-    h
-}
+// The router under test and the frame builders: tests/support (shared with the fuzz target).
 
 /// An IPv4 packet: `opts` option bytes (a multiple of 4), the given payload.
 fn ipv4_packet(
@@ -321,7 +168,7 @@ fn forwards_ipv4_and_ipv6_like_the_router() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let mut r = router(now);
+        let mut r = router(now, false);
         let fp = loaded(Hook::Tc, idx, &r);
 
         // IPv4 through the gateway, with 6 bytes of link padding.
@@ -396,7 +243,7 @@ fn passes_everything_else_unchanged() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let r = router(now);
+        let r = router(now, false);
         let mut fp = loaded(Hook::Tc, idx, &r);
         let mut cases: Vec<(&str, Vec<u8>, Field)> = Vec::new();
         let ok = udp4("198.19.7.7", 64, 53);
@@ -560,7 +407,7 @@ fn used_neighbors_and_incremental_sync() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let mut r = router(now);
+        let mut r = router(now, false);
         let mut fp = loaded(Hook::Tc, idx, &r);
         // Nothing changed: nothing written.
         let rep = fp.sync(&r.fast_table()).unwrap();
@@ -606,7 +453,7 @@ fn xdp_program_decides_the_same() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let r = router(now);
+        let r = router(now, false);
         let fp = loaded(Hook::Xdp, idx, &r);
         let tc = loaded(Hook::Tc, idx, &r);
         for (hook, p) in [("xdp", &fp), ("tc", &tc)] {
@@ -875,7 +722,7 @@ fn differential_against_the_router() {
     }
     in_netns(|idx| {
         let now = Instant::now();
-        let mut r = router(now);
+        let mut r = router(now, false);
         // An IPv4 default route, so special IPv4 destinations have a route and only the
         // address checks stop them (IPv6 keeps no default: its unroutable ones are no_route).
         r.add_route(

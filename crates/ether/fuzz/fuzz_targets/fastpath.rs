@@ -20,6 +20,8 @@
 //! nothing is left behind to clean up.
 #![no_main]
 
+// The router under test and its frame builders, shared with crates/ether/tests/fastpath.rs.
+#[path = "../../tests/support/mod.rs"]
 mod common;
 
 use std::cell::{Cell, OnceCell};
@@ -107,7 +109,7 @@ fn check(s: &Setup, frame: &[u8]) {
     }
     for (ingress, &ifindex) in s.idx.iter().enumerate() {
         // A fresh router each time: the program's tables are the fresh router's.
-        let mut r = common::router(s.now);
+        let mut r = common::router(s.now, true);
         let mut g = frame.to_vec();
         let rv = r.handle_frame(s.now, IfaceId(ingress as u32), &mut g);
         let (v, out) = match s.fp.test_run(frame, ifindex) {
@@ -204,10 +206,10 @@ fn setup() -> Setup {
     sh("ip link add afz0 type veth peer name afz1 && ip link set afz0 up && ip link set afz1 up");
     let idx = [ifindex("afz0"), ifindex("afz1")];
     let now = Instant::now();
-    let r = common::router(now);
+    let r = common::router(now, true);
     let table = r.fast_table();
     assert_eq!(
-        common::router(now).fast_table(),
+        common::router(now, true).fast_table(),
         table,
         "the router is the same each time it is built"
     );
