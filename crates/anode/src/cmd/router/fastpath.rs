@@ -90,7 +90,7 @@ pub fn start(
         }
         Err(e) if mode.is_none() => {
             eprintln!(
-                "anode router: kernel fast path unavailable ({e}); forwarding every packet in user space (--fast-path off says so quietly)"
+                "anode router: kernel fast path unavailable ({e}); forwarding every packet in user space (--fast-path off chooses that without this message)"
             );
             Ok(None)
         }
