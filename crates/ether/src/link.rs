@@ -21,6 +21,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use anode_ip::MacAddr;
+use anode_ip::wire::EtherType;
 
 use crate::ring::{RingConfig, RxRing};
 use crate::sys;
@@ -63,7 +64,7 @@ pub enum Receive {
 impl Receive {
     /// IPv4, IPv6 and ARP, plus `extra` EtherTypes (e.g. ANEP directly over Ethernet).
     pub fn ip_and(extra: &[u16]) -> Receive {
-        let mut v = vec![0x0800, 0x86dd, 0x0806];
+        let mut v = vec![EtherType::IPV4, EtherType::IPV6, EtherType::ARP];
         for e in extra {
             if !v.contains(e) {
                 v.push(*e);
@@ -168,7 +169,7 @@ impl EtherLink {
         for (k, proto) in protocols.iter().enumerate() {
             let fd = sys::packet_socket().map_err(|e| sock("socket(AF_PACKET)", e))?;
             let mut cfg = ring;
-            if !matches!(*proto, sys::ETH_P_ALL | 0x0800 | 0x86dd) {
+            if !matches!(*proto, sys::ETH_P_ALL | EtherType::IPV4 | EtherType::IPV6) {
                 cfg.block_nr = (cfg.block_nr / 16).max(2);
             }
             let ring = RxRing::new(&fd, cfg).map_err(|e| sock("PACKET_RX_RING", e))?;

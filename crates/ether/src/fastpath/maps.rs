@@ -5,7 +5,7 @@
 //!
 //! Pure: no syscalls here, so it is unit-tested without root.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use anode_ip::router::NeighKey;
@@ -183,10 +183,6 @@ pub struct Desired {
     pub routes_v6: BTreeMap<(u32, [u8; 16]), RouteVal>,
     /// Key -> (the router's key, MAC).
     pub neigh: BTreeMap<NeighKeyC, (NeighKey, [u8; 6])>,
-    /// Punted IPv4 destinations (network byte order bytes).
-    pub punt_v4: BTreeSet<[u8; 4]>,
-    /// Punted IPv6 destinations.
-    pub punt_v6: BTreeSet<[u8; 16]>,
     /// The config entry.
     pub config: ConfigC,
     /// What did not fit and what was done about it.
@@ -250,36 +246,33 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             }
         }
     }
-    d.punt_v4 = t.punt_v4.iter().map(|a| a.octets()).collect();
-    d.punt_v6 = t.punt_v6.iter().map(|a| a.octets()).collect();
-    if d.punt_v4.len() > PUNT_MAX {
-        d.notes.push(format!(
-            "{} own/broadcast IPv4 addresses exceed the fast path's {PUNT_MAX}: all IPv4 goes to the router",
-            d.punt_v4.len()
-        ));
-        d.punt_v4.clear();
-        punt_all_v4 = true;
-    }
-    if d.punt_v6.len() > PUNT_MAX {
-        d.notes.push(format!(
-            "{} own IPv6 addresses exceed the fast path's {PUNT_MAX}: all IPv6 goes to the router",
-            d.punt_v6.len()
-        ));
-        d.punt_v6.clear();
-        punt_all_v6 = true;
-    }
-
     // Punted addresses become host routes marked `punt`: the program's one LPM lookup then
     // tells both whether a destination is the router's and where else it goes.
     let punt = RouteVal {
         punt: 1,
         ..RouteVal::default()
     };
-    for a in &d.punt_v4 {
-        d.routes_v4.insert((32, *a), punt);
+    if t.punt_v4.len() > PUNT_MAX {
+        d.notes.push(format!(
+            "{} own/broadcast IPv4 addresses exceed the fast path's {PUNT_MAX}: all IPv4 goes to the router",
+            t.punt_v4.len()
+        ));
+        punt_all_v4 = true;
+    } else {
+        for a in &t.punt_v4 {
+            d.routes_v4.insert((32, a.octets()), punt);
+        }
     }
-    for a in &d.punt_v6 {
-        d.routes_v6.insert((128, *a), punt);
+    if t.punt_v6.len() > PUNT_MAX {
+        d.notes.push(format!(
+            "{} own IPv6 addresses exceed the fast path's {PUNT_MAX}: all IPv6 goes to the router",
+            t.punt_v6.len()
+        ));
+        punt_all_v6 = true;
+    } else {
+        for a in &t.punt_v6 {
+            d.routes_v6.insert((128, a.octets()), punt);
+        }
     }
 
     if d.routes_v4.len() > ROUTES_MAX {
@@ -508,7 +501,9 @@ mod tests {
         assert_eq!((k.ifindex, k.family), (9, 4));
         assert_eq!(rk.0, IfaceId(1));
         assert_eq!(*mac, [2, 0, 0, 0, 9, 9]);
-        assert!(d.punt_v4.contains(&[198, 18, 1, 2]));
+        // The router's own address is a host route marked punt.
+        let own = d.routes_v4[&(32, [198, 18, 1, 2])];
+        assert_eq!((own.punt, own.ifindex), (1, 0));
         assert_eq!(d.config.nfilters, 0);
         assert!(d.notes.is_empty());
     }

@@ -825,10 +825,6 @@ fn old_keys_only(old: &Desired) -> Desired {
             .iter()
             .map(|(k, (rk, _))| (*k, (*rk, [0xff; 6])))
             .collect(),
-        // Punted addresses: the map holds at least these until step 4 removed them, and a
-        // removal of one already gone is fine.
-        punt_v4: old.punt_v4.clone(),
-        punt_v6: old.punt_v6.clone(),
         config: ConfigC::default(),
         notes: Vec::new(),
     }
