@@ -24,7 +24,9 @@
 // interface's as source), and the frame is redirected to the outgoing interface.
 //
 // Every frame is counted once in stats (forwarded, or the reason it was passed on).
-// Parsing is by explicit data_end checks; nothing is read outside the packet.
+// Parsing is by explicit data_end checks; nothing is read outside the packet. Of a
+// non-linear skb only the headers and the bytes the demux keys read are pulled into the
+// linear part (config.key_end); the payload stays in its page fragments (no copy).
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -118,6 +120,10 @@ struct config {
 	__u8 punt_all_v6;
 	__u8 nfilters; // <= MAX_FILTERS
 	__u8 pad;
+	// The furthest byte (from the IP header) any key of the filters reads, 0 with none: the
+	// TC program makes that much of a non-linear skb directly readable, and no more.
+	__u16 key_end;
+	__u16 pad2;
 	struct demux_filter filters[MAX_FILTERS];
 };
 
@@ -136,7 +142,8 @@ enum stat {
 	ST_NO_ROUTE,     // no route, or its interface is not one the fast path owns
 	ST_TOO_BIG,      // bigger than the outgoing MTU
 	ST_NO_NEIGHBOR,  // next hop not resolved
-	ST_ERROR,        // a helper failed (pull, trim): passed untouched
+	ST_ERROR,        // a helper failed (pull, trim) or a key's bytes were not pulled: passed
+	ST_PULLED,       // not a verdict: a non-linear skb whose headers were pulled (counted besides one)
 	ST_COUNT = 16,
 };
 
@@ -207,9 +214,15 @@ INLINE int mac_eq(const __u8 *a, const __u8 *b)
 	       a[5] == b[5];
 }
 
-// True if a demux filter of `cfg` matches the IP packet at l3 (total bytes, all within
-// data_end): every key's bytes (masked) equal its value, a key reaching past the packet does
-// not match, and the filter's EtherType is unset or equal.
+#define DEMUX_NONE 0
+#define DEMUX_MATCH 1
+#define DEMUX_UNREADABLE 2
+
+// Whether a demux filter of `cfg` matches the IP packet at l3 (`total` bytes): DEMUX_MATCH if
+// every key's bytes (masked) equal its value and the filter's EtherType is unset or equal (a
+// key reaching past the packet does not match), DEMUX_NONE if no filter does, and
+// DEMUX_UNREADABLE if a key's bytes are in the packet but not before data_end (a non-linear
+// skb not pulled far enough; the caller passes the frame on rather than guess).
 INLINE int demux_match(const struct config *cfg, __u16 ethertype, const __u8 *l3, const void *data_end,
 		       __u32 total)
 {
@@ -237,10 +250,8 @@ INLINE int demux_match(const struct config *cfg, __u16 ethertype, const __u8 *l3
 			for (__u32 i = 0; i < KEY_BYTES; i++) {
 				if (i >= len)
 					break;
-				if ((const void *)(p + i + 1) > data_end) {
-					ok = 0;
-					break;
-				}
+				if ((const void *)(p + i + 1) > data_end)
+					return DEMUX_UNREADABLE;
 				if ((p[i] & key->mask[i]) != key->value[i]) {
 					ok = 0;
 					break;
@@ -252,9 +263,19 @@ INLINE int demux_match(const struct config *cfg, __u16 ethertype, const __u8 *l3
 			}
 		}
 		if (all)
-			return 1;
+			return DEMUX_MATCH;
 	}
-	return 0;
+	return DEMUX_NONE;
+}
+
+// The pass reason for a demux result, or PASS_OK to go on.
+INLINE int demux_verdict(int m)
+{
+	if (m == DEMUX_MATCH)
+		return ST_FILTER;
+	if (m == DEMUX_UNREADABLE)
+		return ST_ERROR;
+	return PASS_OK;
 }
 
 // Next hop, route and neighbor: fills `out` or returns the pass reason.
@@ -326,8 +347,11 @@ INLINE int decide_v4(const struct config *cfg, __u8 *l3, void *data_end, __u32 a
 	struct route_val *rt = bpf_map_lookup_elem(&routes_v4, &k);
 	if (rt && rt->punt)
 		return ST_PUNTED;
-	if (cfg->nfilters && demux_match(cfg, ETH_P_IP, l3, data_end, total))
-		return ST_FILTER;
+	if (cfg->nfilters) {
+		int m = demux_verdict(demux_match(cfg, ETH_P_IP, l3, data_end, total));
+		if (m != PASS_OK)
+			return m;
+	}
 	if (ip->ttl <= 1)
 		return ST_TTL;
 	__u32 dst16[4];
@@ -377,8 +401,11 @@ INLINE int decide_v6(const struct config *cfg, __u8 *l3, void *data_end, __u32 a
 	struct route_val *rt = bpf_map_lookup_elem(&routes_v6, &k);
 	if (rt && rt->punt)
 		return ST_PUNTED;
-	if (cfg->nfilters && demux_match(cfg, ETH_P_IPV6, l3, data_end, total))
-		return ST_FILTER;
+	if (cfg->nfilters) {
+		int m = demux_verdict(demux_match(cfg, ETH_P_IPV6, l3, data_end, total));
+		if (m != PASS_OK)
+			return m;
+	}
 	if (ip->hop_limit <= 1)
 		return ST_TTL;
 	out->frame_len = ETH_HLEN + total;
@@ -386,12 +413,15 @@ INLINE int decide_v6(const struct config *cfg, __u8 *l3, void *data_end, __u32 a
 	return next_hop(rt, 6, (const __u8 *)&daddr, total, out);
 }
 
-// The whole decision for the frame [data, data_end) that arrived on in_ifindex: PASS_OK
-// (forward as `out` says) or the stat index of the reason to pass it on.
-INLINE int decide(void *data, void *data_end, __u32 in_ifindex, struct fwd *out)
+// The whole decision for the frame of `len` bytes that arrived on in_ifindex, of which
+// [data, data_end) is directly readable (all of it, or at least the Ethernet and IP headers
+// and every byte a demux key reads): PASS_OK (forward as `out` says) or the stat index of
+// the reason to pass it on.
+INLINE int decide(const struct config *cfg, void *data, void *data_end, __u32 len, __u32 in_ifindex,
+		  struct fwd *out)
 {
 	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > data_end)
+	if ((void *)(eth + 1) > data_end || len < ETH_HLEN)
 		return ST_NOT_IP;
 	__u16 proto = __builtin_bswap16(eth->h_proto);
 	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
@@ -399,12 +429,8 @@ INLINE int decide(void *data, void *data_end, __u32 in_ifindex, struct fwd *out)
 	struct iface_val *in = bpf_map_lookup_elem(&ifaces, &in_ifindex);
 	if (!in || !in->valid || !mac_eq(eth->h_dest, in->mac))
 		return ST_NOT_OUR_MAC;
-	__u32 zero = 0;
-	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
-	if (!cfg)
-		return ST_ERROR;
 	__u8 *l3 = (__u8 *)(eth + 1);
-	__u32 avail = (__u32)((long)data_end - (long)l3);
+	__u32 avail = len - ETH_HLEN;
 	if (proto == ETH_P_IP)
 		return decide_v4(cfg, l3, data_end, avail, out);
 	return decide_v6(cfg, l3, data_end, avail, out);
@@ -464,6 +490,10 @@ INLINE void count_fwd(int v4, __u32 bytes)
 	s->c[ST_FWD_BYTES] += bytes;
 }
 
+// The bytes a decision reads directly besides the demux keys: Ethernet and the IPv6 header
+// (an IPv4 header the fast path forwards is 20 bytes; one with options is passed on).
+#define HEADERS (ETH_HLEN + 40)
+
 SEC("classifier") // TC (aya names the section "classifier")
 int anode_fastpath_tc(struct __sk_buff *skb)
 {
@@ -473,29 +503,43 @@ int anode_fastpath_tc(struct __sk_buff *skb)
 	// frame that had one is not untagged Ethernet II.
 	if (skb->vlan_present)
 		goto pass_not_ip;
-	// A non-linear skb: make the whole packet directly readable (the bytes do not change).
-	if ((long)data_end - (long)data < (long)skb->len) {
+	__u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg) {
+		count(ST_ERROR);
+		return TC_ACT_OK;
+	}
+	__u32 len = skb->len;
+	// A non-linear skb (payload in page fragments, as AF_PACKET, GRO and many NIC drivers
+	// build them): make the headers and the bytes the demux keys read directly readable and
+	// leave the payload where it is, so forwarding copies no payload. The bytes do not change.
+	__u32 need = HEADERS;
+	if (cfg->nfilters && ETH_HLEN + (__u32)cfg->key_end > need)
+		need = ETH_HLEN + (__u32)cfg->key_end;
+	if (need > len)
+		need = len;
+	if ((long)data_end - (long)data < (long)need) {
 		struct ethhdr *eth = data;
-		if ((void *)(eth + 1) > data_end)
-			goto pass_not_ip;
-		__u16 proto = __builtin_bswap16(eth->h_proto);
-		if (proto != ETH_P_IP && proto != ETH_P_IPV6)
-			goto pass_not_ip;
-		// (len 0 would only make the linear part writable)
-		if (bpf_skb_pull_data(skb, skb->len)) {
+		if ((void *)(eth + 1) <= data_end) {
+			__u16 proto = __builtin_bswap16(eth->h_proto);
+			if (proto != ETH_P_IP && proto != ETH_P_IPV6)
+				goto pass_not_ip;
+		}
+		if (bpf_skb_pull_data(skb, need)) {
 			count(ST_ERROR);
 			return TC_ACT_OK;
 		}
+		count(ST_PULLED);
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 	}
 	struct fwd out = {};
-	int r = decide(data, data_end, skb->ifindex, &out);
+	int r = decide(cfg, data, data_end, len, skb->ifindex, &out);
 	if (r != PASS_OK) {
 		count(r);
 		return TC_ACT_OK;
 	}
-	if (skb->len > out.frame_len) {
+	if (len > out.frame_len) {
 		if (bpf_skb_change_tail(skb, out.frame_len, 0)) {
 			count(ST_ERROR);
 			return TC_ACT_OK;
@@ -519,13 +563,20 @@ int anode_fastpath_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg) {
+		count(ST_ERROR);
+		return XDP_PASS;
+	}
+	// Loaded without BPF_F_XDP_HAS_FRAGS: the whole frame is in [data, data_end).
+	long have = (long)data_end - (long)data;
 	struct fwd out = {};
-	int r = decide(data, data_end, ctx->ingress_ifindex, &out);
+	int r = decide(cfg, data, data_end, (__u32)have, ctx->ingress_ifindex, &out);
 	if (r != PASS_OK) {
 		count(r);
 		return XDP_PASS;
 	}
-	long have = (long)data_end - (long)data;
 	if (have > (long)out.frame_len) {
 		if (bpf_xdp_adjust_tail(ctx, (int)((long)out.frame_len - have))) {
 			count(ST_ERROR);

@@ -22,7 +22,8 @@ use std::time::Instant;
 
 use anode_ether::fastpath::{FastPath, FastPathStats, Hook, verdict};
 use anode_ip::{
-    Filter, IfaceId, InterfaceConfig, IpCidr, IpRouter, MacAddr, RouteOrigin, RouterConfig, Verdict,
+    DemuxKey, Filter, IfaceId, InterfaceConfig, IpCidr, IpRouter, MacAddr, RouteOrigin,
+    RouterConfig, Verdict,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -899,14 +900,26 @@ impl Drop for Namespaces {
     }
 }
 
-/// Sends one raw frame on `dev` of namespace `ns` (from a thread that enters it).
-fn send_raw(ns: &str, dev: &str, frame: &[u8]) {
-    let (ns, dev, frame) = (ns.to_string(), dev.to_string(), frame.to_vec());
+/// Runs `f` on a thread that has entered the named network namespace.
+fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/var/run/netns/{ns}");
     std::thread::spawn(move || {
         use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(format!("/var/run/netns/{ns}")).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
         // SAFETY: setns on an open namespace file changes only this thread's namespace.
-        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+/// Sends one raw frame on `dev` of namespace `ns` through AF_PACKET (a frame of a page or
+/// more becomes a non-linear skb: only the Ethernet header in the linear part).
+fn send_raw(ns: &str, dev: &str, frame: &[u8]) {
+    let (dev, frame) = (dev.to_string(), frame.to_vec());
+    in_ns(ns, move || {
         // SAFETY: plain socket(2); checked below.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
         assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
@@ -934,9 +947,7 @@ fn send_raw(ns: &str, dev: &str, frame: &[u8]) {
         );
         // SAFETY: `fd` is ours and not used after this.
         unsafe { libc::close(fd) };
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    });
 }
 
 fn mac_of(ns: &str, dev: &str) -> [u8; 6] {
@@ -958,106 +969,148 @@ fn fmt_mac(m: [u8; 6]) -> String {
         .join(":")
 }
 
-/// sender ns --veth-- router ns --veth-- receiver ns, with the router namespace's kernel
-/// forwarding off and no addresses on its interfaces: pings get through only if the attached
-/// program forwards them (IPv4 and IPv6); a TTL-1 ping is passed on (and dies in the stack).
+/// sender ns `s` --veth-- router ns `r` --veth-- receiver ns `d`, every link with MTU `mtu`;
+/// the router namespace has kernel forwarding off and no addresses on its interfaces, so
+/// traffic crosses only if the attached program forwards it. `router` holds the tables the
+/// program is synced from, with the end hosts' neighbors learned the way the router learns
+/// them. The namespaces are deleted on drop.
+struct Line {
+    s: String,
+    r: String,
+    d: String,
+    mac_s0: [u8; 6],
+    mac_r0: [u8; 6],
+    router: IpRouter,
+    _guard: Namespaces,
+}
+
+impl Line {
+    fn new(tag: &str, mtu: usize) -> Line {
+        let id = std::process::id();
+        let (s, r, d) = (
+            format!("{tag}s{id}"),
+            format!("{tag}r{id}"),
+            format!("{tag}d{id}"),
+        );
+        let guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
+        for n in [&s, &r, &d] {
+            sh(&format!("ip netns add {n}"));
+        }
+        sh(&format!(
+            "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
+             ip -n {r} link add r1 type veth peer name d0 netns {d} && \
+             ip -n {s} link set s0 mtu {mtu} up && ip -n {r} link set r0 mtu {mtu} up && \
+             ip -n {r} link set r1 mtu {mtu} up && ip -n {d} link set d0 mtu {mtu} up && \
+             ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0"
+        ));
+        let (mac_s0, mac_r0, mac_r1, mac_d0) = (
+            mac_of(&s, "s0"),
+            mac_of(&r, "r0"),
+            mac_of(&r, "r1"),
+            mac_of(&d, "d0"),
+        );
+        sh(&format!(
+            "ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
+             ip -n {s} neigh add 198.18.1.2 lladdr {r0} dev s0 && \
+             ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
+             ip -n {s} -6 route add default via 2001:2:0:1::2 && \
+             ip -n {s} -6 neigh add 2001:2:0:1::2 lladdr {r0} dev s0 && \
+             ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
+             ip -n {d} neigh add 198.18.2.1 lladdr {r1} dev d0 && \
+             ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
+             ip -n {d} -6 route add default via 2001:2:0:2::1 && \
+             ip -n {d} -6 neigh add 2001:2:0:2::1 lladdr {r1} dev d0",
+            r0 = fmt_mac(mac_r0),
+            r1 = fmt_mac(mac_r1),
+        ));
+
+        let now = Instant::now();
+        let mut router = IpRouter::new(RouterConfig::default());
+        for (name, mac, a4, a6) in [
+            ("r0", mac_r0, "198.18.1.2/24", "2001:2:0:1::2/64"),
+            ("r1", mac_r1, "198.18.2.1/24", "2001:2:0:2::1/64"),
+        ] {
+            router
+                .add_interface(InterfaceConfig {
+                    name: name.into(),
+                    mac: MacAddr(mac),
+                    mtu,
+                    ipv4: vec![a4.parse().unwrap()],
+                    ipv6: vec![a6.parse().unwrap()],
+                })
+                .unwrap();
+        }
+        let mut learn = |iface: u32, mut f: Vec<u8>| {
+            assert_eq!(
+                router.handle_frame(now, IfaceId(iface), &mut f),
+                Verdict::Consumed
+            );
+        };
+        learn(
+            0,
+            arp_reply(mac_r0, v4("198.18.1.2"), mac_s0, v4("198.18.1.1")),
+        );
+        learn(
+            1,
+            arp_reply(mac_r1, v4("198.18.2.1"), mac_d0, v4("198.18.2.2")),
+        );
+        learn(
+            0,
+            neighbor_solicit(mac_r0, v6("2001:2:0:1::2"), mac_s0, v6("2001:2:0:1::1")),
+        );
+        learn(
+            1,
+            neighbor_solicit(mac_r1, v6("2001:2:0:2::1"), mac_d0, v6("2001:2:0:2::2")),
+        );
+        Line {
+            s,
+            r,
+            d,
+            mac_s0,
+            mac_r0,
+            router,
+            _guard: guard,
+        }
+    }
+
+    /// Runs `f` in the router namespace with the TC program attached to r0 and r1 and synced
+    /// from `self.router`'s table.
+    fn with_fast_path<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut FastPath) -> T + Send + 'static,
+    ) -> T {
+        let table = self.router.fast_table();
+        in_ns(&self.r, move || {
+            let mut fp = FastPath::load(Hook::Tc, &[ifindex("r0"), ifindex("r1")])
+                .unwrap_or_else(|e| panic!("{e}"));
+            fp.sync(&table).unwrap();
+            f(&mut fp)
+        })
+    }
+}
+
+/// Real pings (IPv4 both ways, IPv6) across a [`Line`]: they get through only through the
+/// program; a TTL-1 ping and an 802.1Q-tagged frame are passed on (and die in the router
+/// namespace's stack).
 #[test]
 fn forwards_real_pings_with_kernel_forwarding_off() {
     if !can_run("forwards_real_pings_with_kernel_forwarding_off") {
         return;
     }
-    let id = std::process::id();
-    let (s, r, d) = (format!("fps{id}"), format!("fpr{id}"), format!("fpd{id}"));
-    let _guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
-    for n in [&s, &r, &d] {
-        sh(&format!("ip netns add {n}"));
-    }
-    sh(&format!(
-        "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
-         ip -n {r} link add r1 type veth peer name d0 netns {d} && \
-         ip -n {s} link set s0 up && ip -n {r} link set r0 up && \
-         ip -n {r} link set r1 up && ip -n {d} link set d0 up && \
-         ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0"
-    ));
-    let (mac_s0, mac_r0, mac_r1, mac_d0) = (
-        mac_of(&s, "s0"),
-        mac_of(&r, "r0"),
-        mac_of(&r, "r1"),
-        mac_of(&d, "d0"),
-    );
-    sh(&format!(
-        "ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
-         ip -n {s} neigh add 198.18.1.2 lladdr {r0} dev s0 && \
-         ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
-         ip -n {s} -6 route add default via 2001:2:0:1::2 && \
-         ip -n {s} -6 neigh add 2001:2:0:1::2 lladdr {r0} dev s0 && \
-         ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
-         ip -n {d} neigh add 198.18.2.1 lladdr {r1} dev d0 && \
-         ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
-         ip -n {d} -6 route add default via 2001:2:0:2::1 && \
-         ip -n {d} -6 neigh add 2001:2:0:2::1 lladdr {r1} dev d0",
-        r0 = fmt_mac(mac_r0),
-        r1 = fmt_mac(mac_r1),
-    ));
-
-    // The router's tables, with the neighbors learned the way the router learns them.
-    let now = Instant::now();
-    let mut router = IpRouter::new(RouterConfig::default());
-    for (name, mac, a4, a6) in [
-        ("r0", mac_r0, "198.18.1.2/24", "2001:2:0:1::2/64"),
-        ("r1", mac_r1, "198.18.2.1/24", "2001:2:0:2::1/64"),
-    ] {
-        router
-            .add_interface(InterfaceConfig {
-                name: name.into(),
-                mac: MacAddr(mac),
-                mtu: 1500,
-                ipv4: vec![a4.parse().unwrap()],
-                ipv6: vec![a6.parse().unwrap()],
-            })
-            .unwrap();
-    }
-    let mut learn = |iface: u32, mut f: Vec<u8>| {
-        assert_eq!(
-            router.handle_frame(now, IfaceId(iface), &mut f),
-            Verdict::Consumed
-        );
-    };
-    learn(
-        0,
-        arp_reply(mac_r0, v4("198.18.1.2"), mac_s0, v4("198.18.1.1")),
-    );
-    learn(
-        1,
-        arp_reply(mac_r1, v4("198.18.2.1"), mac_d0, v4("198.18.2.2")),
-    );
-    learn(
-        0,
-        neighbor_solicit(mac_r0, v6("2001:2:0:1::2"), mac_s0, v6("2001:2:0:1::1")),
-    );
-    learn(
-        1,
-        neighbor_solicit(mac_r1, v6("2001:2:0:2::1"), mac_d0, v6("2001:2:0:2::2")),
-    );
+    let mut line = Line::new("fp", 1500);
     // A host the program could forward to, were it not for the 802.1Q tag it arrives with.
-    learn(
-        1,
-        arp_reply(mac_r1, v4("198.18.2.1"), mac_d0, v4("198.18.2.130")),
+    let mac_r1 = MacAddr(mac_of(&line.r, "r1"));
+    let mac_d0 = mac_of(&line.d, "d0");
+    let mut f = arp_reply(mac_r1.0, v4("198.18.2.1"), mac_d0, v4("198.18.2.130"));
+    assert_eq!(
+        line.router.handle_frame(Instant::now(), IfaceId(1), &mut f),
+        Verdict::Consumed
     );
-    let table = router.fast_table();
-    assert_eq!(table.neighbors.len(), 5);
+    assert_eq!(line.router.fast_table().neighbors.len(), 5);
 
-    let rpath = format!("/var/run/netns/{r}");
-    let (s2, d2) = (s.clone(), d.clone());
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(&rpath).unwrap();
-        // SAFETY: setns on an open namespace file changes only this thread's namespace.
-        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-        let mut fp = FastPath::load(Hook::Tc, &[ifindex("r0"), ifindex("r1")])
-            .unwrap_or_else(|e| panic!("{e}"));
-        fp.sync(&table).unwrap();
+    let (s2, d2) = (line.s.clone(), line.d.clone());
+    let (mac_s0, mac_r0) = (line.mac_s0, line.mac_r0);
+    line.with_fast_path(move |fp| {
         sh(&format!(
             "ip netns exec {s2} ping -c 3 -i 0.2 -W 2 -q 198.18.2.2"
         ));
@@ -1121,7 +1174,133 @@ fn forwards_real_pings_with_kernel_forwarding_off() {
             "every neighbor but the tagged one's: {used:?}"
         );
         eprintln!("{:?}", st.report());
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    });
+}
+
+/// A UDP socket bound in namespace `ns` on `addr`, receiving on its own thread until it has
+/// `n` datagrams or 2 s pass; the handle yields what it got.
+fn udp_receiver(
+    ns: &str,
+    addr: std::net::SocketAddr,
+    n: usize,
+) -> std::thread::JoinHandle<Vec<Vec<u8>>> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let ns = ns.to_string();
+    let h = std::thread::spawn(move || {
+        in_ns(&ns, move || {
+            let sock = std::net::UdpSocket::bind(addr).unwrap();
+            sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            ready_tx.send(()).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 65536];
+            while got.len() < n {
+                match sock.recv(&mut buf) {
+                    Ok(k) => got.push(buf[..k].to_vec()),
+                    Err(_) => break,
+                }
+            }
+            got
+        })
+    });
+    ready_rx
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("receiver bound");
+    h
+}
+
+/// A UDP datagram of `len` payload bytes (a pattern) to port 9 of d, as a frame from s0 to
+/// r0: IPv4 (checksum 0, allowed) or IPv6 (checksum computed).
+fn jumbo_udp(line: &Line, v6dst: bool, len: usize) -> (Vec<u8>, Vec<u8>) {
+    let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+    let mut u = vec![0x30, 0x39, 0, 9];
+    u.extend_from_slice(&((8 + len) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(&payload);
+    let mut f = if v6dst {
+        let (src, dst) = (v6("2001:2:0:1::1"), v6("2001:2:0:2::2"));
+        let c = pseudo6_csum(src, dst, 17, &u);
+        u[6..8].copy_from_slice(&c.to_be_bytes());
+        let mut ip = ipv6_header(u.len() as u16, 17, 64, src, dst);
+        ip.extend_from_slice(&u);
+        frame6(line.mac_r0, ip)
+    } else {
+        frame4(
+            line.mac_r0,
+            ipv4_packet(v4("198.18.1.1"), v4("198.18.2.2"), 64, 17, 0, &[], &u),
+        )
+    };
+    f[6..12].copy_from_slice(&line.mac_s0);
+    (f, payload)
+}
+
+/// Jumbo frames (MTU 9000) sent through AF_PACKET arrive as non-linear skbs (only the
+/// Ethernet header in the linear part): the program pulls just the headers (counted as
+/// `pulled`), forwards them whole (the receiver gets every byte), and for a demux filter
+/// whose key lies deep in the payload it pulls as far as the key and passes the matching
+/// packet on.
+#[test]
+fn forwards_non_linear_jumbo_frames() {
+    if !can_run("forwards_non_linear_jumbo_frames") {
+        return;
+    }
+    let mut line = Line::new("jf", 9000);
+    let (f4, p4) = jumbo_udp(&line, false, 8000);
+    let (f6, p6) = jumbo_udp(&line, true, 6000);
+    let (s, d) = (line.s.clone(), line.d.clone());
+
+    let (s2, d2, f4b, f6b) = (s.clone(), d.clone(), f4.clone(), f6.clone());
+    let (p4b, p6b) = (p4.clone(), p6.clone());
+    line.with_fast_path(move |fp| {
+        let rx4 = udp_receiver(&d2, "198.18.2.2:9".parse().unwrap(), 1);
+        let rx6 = udp_receiver(&d2, "[2001:2:0:2::2]:9".parse().unwrap(), 1);
+        send_raw(&s2, "s0", &f4b);
+        send_raw(&s2, "s0", &f6b);
+        assert_eq!(rx4.join().unwrap(), vec![p4b], "IPv4 jumbo datagram");
+        assert_eq!(rx6.join().unwrap(), vec![p6b], "IPv6 jumbo datagram");
+        let st = fp.stats().unwrap();
+        assert_eq!(
+            (st.forwarded_v4, st.forwarded_v6, st.error),
+            (1, 1, 0),
+            "{:?}",
+            st.report()
+        );
+        assert_eq!(st.pulled, 2, "both arrived non-linear: {:?}", st.report());
+    });
+
+    // IPv4 filters keyed on payload bytes 1300 and 1400 bytes into the packet (offsets from
+    // the IP header): the program pulls a non-linear skb up to the furthest key byte (were
+    // it short, the frame would count as `error`), passes the IPv4 datagram the second
+    // filter matches on (with no router and no kernel forwarding it is lost there), and
+    // forwards IPv6, which no filter is for.
+    let key_at = |off: usize, p: &[u8]| DemuxKey::exact(off, &p[off - 28..off - 28 + 4]);
+    line.router.add_filter(Filter::Demux {
+        ethertype: Some(0x0800),
+        keys: vec![key_at(1400, &p4)],
+    });
+    let other: Vec<u8> = p4.iter().map(|b| b ^ 0xff).collect();
+    line.router.add_filter(Filter::Demux {
+        ethertype: Some(0x0800),
+        keys: vec![key_at(1300, &other)],
+    });
+    line.with_fast_path(move |fp| {
+        let rx = udp_receiver(&d, "198.18.2.2:9".parse().unwrap(), 1);
+        send_raw(&s, "s0", &f4);
+        assert!(
+            rx.join().unwrap().is_empty(),
+            "the filtered datagram is passed on"
+        );
+        let st = fp.stats().unwrap();
+        assert_eq!(
+            (st.filter, st.forwarded_v4, st.error),
+            (1, 0, 0),
+            "{:?}",
+            st.report()
+        );
+        let rx = udp_receiver(&d, "[2001:2:0:2::2]:9".parse().unwrap(), 1);
+        send_raw(&s, "s0", &f6);
+        assert_eq!(rx.join().unwrap(), vec![p6], "IPv6 is not filtered");
+        let st = fp.stats().unwrap();
+        assert_eq!((st.forwarded_v6, st.pulled), (1, 2), "{:?}", st.report());
+    });
 }

@@ -47,6 +47,8 @@ pub mod stat {
     pub const TOO_BIG: usize = 12;
     pub const NO_NEIGHBOR: usize = 13;
     pub const ERROR: usize = 14;
+    /// Not a verdict: counted besides one for a non-linear skb whose headers were pulled.
+    pub const PULLED: usize = 15;
     pub const COUNT: usize = 16;
 }
 
@@ -125,6 +127,10 @@ pub struct ConfigC {
     pub punt_all_v6: u8,
     pub nfilters: u8,
     pub pad: u8,
+    /// The furthest byte from the IP header any key of `filters` reads (0 with none): how
+    /// much of a non-linear skb the TC program pulls into the linear part beyond the headers.
+    pub key_end: u16,
+    pub pad2: u16,
     pub filters: [DemuxFilterC; MAX_FILTERS],
 }
 
@@ -142,7 +148,7 @@ const _: () = assert!(size_of::<NeighKeyC>() == 24);
 const _: () = assert!(size_of::<NeighVal>() == 8);
 const _: () = assert!(size_of::<DemuxKeyC>() == 36);
 const _: () = assert!(size_of::<DemuxFilterC>() == 148);
-const _: () = assert!(size_of::<ConfigC>() == 4 + 148 * MAX_FILTERS);
+const _: () = assert!(size_of::<ConfigC>() == 8 + 148 * MAX_FILTERS);
 const _: () = assert!(size_of::<StatsC>() == 8 * stat::COUNT);
 
 // SAFETY: all of these are `repr(C)`, `Copy`, made only of integers and integer arrays, with
@@ -353,6 +359,15 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
         }
     }
     d.config.nfilters = n as u8;
+    d.config.key_end = d
+        .config
+        .filters
+        .iter()
+        .take(n)
+        .flat_map(|f| f.keys.iter().take(usize::from(f.nkeys)))
+        .map(|k| k.offset + u16::from(k.len))
+        .max()
+        .unwrap_or(0);
     d.config.punt_all_v4 = u8::from(punt_all_v4);
     d.config.punt_all_v6 = u8::from(punt_all_v6);
     d
@@ -504,7 +519,7 @@ mod tests {
         // The router's own address is a host route marked punt.
         let own = d.routes_v4[&(32, [198, 18, 1, 2])];
         assert_eq!((own.punt, own.ifindex), (1, 0));
-        assert_eq!(d.config.nfilters, 0);
+        assert_eq!((d.config.nfilters, d.config.key_end), (0, 0));
         assert!(d.notes.is_empty());
     }
 
@@ -540,6 +555,8 @@ mod tests {
         assert_eq!(f.keys[0].value[0], 0x0f);
         assert_eq!(f.keys[0].mask[1], 0xff);
         assert_eq!(d.config.punt_all_v4, 0);
+        // The TC program pulls a non-linear skb up to the furthest key byte (12 + 20).
+        assert_eq!(d.config.key_end, 32);
 
         // Five keys do not fit: the family goes to the router as a whole.
         t.demux.push(FastDemux {

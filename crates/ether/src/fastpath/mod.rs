@@ -235,8 +235,13 @@ pub struct FastPathStats {
     pub too_big: u64,
     /// Passed on: next hop not resolved.
     pub no_neighbor: u64,
-    /// Passed on: a kernel helper failed (linearising or trimming the packet).
+    /// Passed on: a kernel helper failed (pulling the headers, trimming), or a demux key's
+    /// bytes were not in the pulled part (cannot happen with tables from [`FastPath::sync`]).
     pub error: u64,
+    /// Not a verdict (counted besides one): non-linear skbs (payload in page fragments) whose
+    /// headers and demux-key bytes the TC program pulled into the linear part; the payload
+    /// itself is never copied.
+    pub pulled: u64,
 }
 
 impl FastPathStats {
@@ -258,6 +263,7 @@ impl FastPathStats {
             too_big: g(stat::TOO_BIG),
             no_neighbor: g(stat::NO_NEIGHBOR),
             error: g(stat::ERROR),
+            pulled: g(stat::PULLED),
         }
     }
 
@@ -280,8 +286,8 @@ impl FastPathStats {
     /// One-line human summaries, for exit reports.
     pub fn report(&self) -> Vec<String> {
         let mut v = vec![format!(
-            "kernel fast path: forwarded {} IPv4 + {} IPv6 packets, {} bytes",
-            self.forwarded_v4, self.forwarded_v6, self.forwarded_bytes
+            "kernel fast path: forwarded {} IPv4 + {} IPv6 packets, {} bytes ({} non-linear frames had their headers pulled)",
+            self.forwarded_v4, self.forwarded_v6, self.forwarded_bytes, self.pulled
         )];
         let reasons = [
             ("not IP or tagged", self.not_ip),

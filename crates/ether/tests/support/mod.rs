@@ -152,11 +152,16 @@ pub fn neighbor_solicit(my_mac: [u8; 6], my_ip: Ipv6Addr, mac: [u8; 6], ip: Ipv6
 }
 
 pub fn icmp6_csum(src: Ipv6Addr, dst: Ipv6Addr, body: &[u8]) -> u16 {
+    pseudo6_csum(src, dst, 58, body)
+}
+
+/// The checksum of an upper-layer `body` (its checksum field zero) with the IPv6 pseudo-header.
+pub fn pseudo6_csum(src: Ipv6Addr, dst: Ipv6Addr, next: u8, body: &[u8]) -> u16 {
     let mut p = Vec::new();
     p.extend_from_slice(&src.octets());
     p.extend_from_slice(&dst.octets());
     p.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0, 58]);
+    p.extend_from_slice(&[0, 0, 0, next]);
     p.extend_from_slice(body);
     csum(&p)
 }
