@@ -13,6 +13,8 @@
 # MODE kernel: the kernel of <p>r forwards (the baseline), addresses on r0/r1 in the kernel.
 # ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode).
 # ANODE_ROUTER_EXTRA names a TOML file appended to the router's config (modules, filters).
+# MTU_S / MTU_D set the MTU of the s--r / r--d link (both ends; default 1500), e.g. jumbo
+# frames on one side and a smaller MTU on the other for fragmentation and path MTU tests.
 # The router's output goes to $STATE/router.log; its pid to $STATE/router.pid, where
 # STATE=${TMPDIR:-/tmp}/anode-netns-<p>.
 set -euo pipefail
@@ -63,7 +65,11 @@ up)
     else
         for l in r0 r1; do ns "${p}r" sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1"; done
     fi
-    for l in "s s0" "r r0" "r r1" "d d0"; do set -- $l; ip -n "${p}$1" link set "$2" up; done
+    mtu_s=${MTU_S:-1500}; mtu_d=${MTU_D:-1500}
+    for l in "s s0 $mtu_s" "r r0 $mtu_s" "r r1 $mtu_d" "d d0 $mtu_d"; do
+        set -- $l
+        ip -n "${p}$1" link set "$2" mtu "$3" up
+    done
     ip -n "${p}s" route add default via 198.18.1.2
     ip -n "${p}d" route add default via 198.18.2.1
     ip -n "${p}s" -6 route add default via 2001:2:0:1::2

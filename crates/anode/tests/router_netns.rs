@@ -7,7 +7,9 @@
 //! The router runs with its default kernel fast path (eBPF on TC ingress forwarding plain IP
 //! from anode's tables); the exit report must show the fast path forwarded the bulk traffic
 //! while ARP/NDP, pings to the router and TTL expiry came to user space. `router_ping_user_space`
-//! repeats the ping test with `--fast-path off`.
+//! repeats the ping test with `--fast-path off`. `router_jumbo_frames_and_path_mtu` runs
+//! jumbo frames (MTU 9000) through it, into a 1500-byte link: fragmentation, "fragmentation
+//! needed" and IPv6 "packet too big" from user space, jumbo TCP on the fast path.
 //!
 //! Needs root. Not root: fails under CI (env CI set), else prints SKIPPED and passes.
 
@@ -68,11 +70,18 @@ impl Topo {
 
     /// With extra `anode router` arguments.
     fn up_with(p: &str, router_args: &str) -> Topo {
+        Self::up_env(p, router_args, &[])
+    }
+
+    /// With extra `anode router` arguments and environment for netns-router.sh (MTU_S,
+    /// MTU_D).
+    fn up_env(p: &str, router_args: &str, env: &[(&str, &str)]) -> Topo {
         let t = Topo { p: p.to_string() };
         let out = Command::new(root().join("scripts/netns-router.sh"))
             .args(["up", p, "anode"])
             .env("ANODE_BIN", env!("CARGO_BIN_EXE_anode"))
             .env("ANODE_ROUTER_ARGS", router_args)
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         assert!(
@@ -422,4 +431,148 @@ fn router_ttl_and_traceroute() {
         s.contains("198.18.1.2") && s.contains("Time to live exceeded"),
         "{s}"
     );
+}
+
+/// The counter `name` from the router's exit report ("  name   N").
+fn counter(log: &str, name: &str) -> u64 {
+    log.lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .collect::<Vec<_>>()
+                .get(..2)
+                .map(|w| (w[0], w[1]))
+        })
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or_else(|| panic!("no counter {name} in the router log:\n{log}"))
+}
+
+#[test]
+fn router_jumbo_frames_and_path_mtu() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("router_jumbo_frames_and_path_mtu") {
+        return;
+    }
+    // s --(MTU 9000)-- r --(MTU 1500)-- d. Jumbo packets the fast path cannot send out of r1
+    // reach the user-space router whole (its ring slots are sized for r0's MTU).
+    let t = Topo::up_env("arm", "", &[("MTU_S", "9000")]);
+    // DF clear: the router fragments them (first, before s learns the path MTU); d's
+    // 8008-byte replies arrive at r as fragments and go back as they are.
+    let out = t.ok(
+        "s",
+        10,
+        &[
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "-s",
+            "8000",
+            "-M",
+            "dont",
+            "198.18.2.2",
+        ],
+    );
+    assert!(out.contains("3 received"), "{out}");
+    // DF set: "fragmentation needed" with the next hop's MTU.
+    let o = t.run(
+        "s",
+        10,
+        &[
+            "ping",
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "-s",
+            "8000",
+            "-M",
+            "do",
+            "198.18.2.2",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("From 198.18.1.2") && out.contains("mtu = 1500"),
+        "{out}"
+    );
+    // IPv6 routers never fragment: "packet too big", then s fragments at the source.
+    let o = t.run(
+        "s",
+        10,
+        &[
+            "ping",
+            "-6",
+            "-c",
+            "3",
+            "-i",
+            "0.3",
+            "-W",
+            "2",
+            "-s",
+            "8000",
+            "2001:2:0:2::2",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Packet too big: mtu=1500"), "{out}");
+    assert!(out.contains("2 received"), "{out}");
+    let log = t.stop();
+    assert!(counter(&log, "fragmented") >= 3, "{log}");
+    assert!(counter(&log, "fragments_out") >= 18, "{log}");
+    assert!(counter(&log, "drop.frag_needed") >= 1, "{log}");
+    assert!(counter(&log, "drop.packet_too_big") >= 1, "{log}");
+    assert_eq!(
+        log.matches("(0 truncated)").count(),
+        2,
+        "no jumbo frame was cut short in either link's ring: {log}"
+    );
+
+    // Jumbo on both sides: TCP with 9000-byte packets through the fast path.
+    let t = Topo::up_env("arn", "", &[("MTU_S", "9000"), ("MTU_D", "9000")]);
+    let out = t.ok(
+        "s",
+        10,
+        &[
+            "ping",
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "-s",
+            "8972",
+            "-M",
+            "do",
+            "198.18.2.2",
+        ],
+    );
+    assert!(out.contains("2 received"), "{out}");
+    t.ok(
+        "d",
+        10,
+        &["iperf3", "-s", "-1", "-D", "-B", "198.18.2.2", "-p", "5201"],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let out = t.ok(
+        "s",
+        20,
+        &["iperf3", "-J", "-c", "198.18.2.2", "-p", "5201", "-t", "2"],
+    );
+    let bytes = json_num(&out, "bytes");
+    eprintln!("iperf3 tcp at MTU 9000: {bytes} bytes in 2 s");
+    assert!(bytes > 1_000_000.0, "{out}");
+    let log = t.stop();
+    let fast = fast_forwarded(&log);
+    assert!(
+        fast >= 1_000,
+        "the fast path forwarded the jumbo TCP: {log}"
+    );
+    assert!(counter(&log, "forwarded") * 100 < fast, "{log}");
 }

@@ -33,7 +33,8 @@ pub struct LinkStats {
     pub rx_blocks: u64,
     /// Frames received.
     pub rx_frames: u64,
-    /// Frames longer than the ring's frame size (dropped).
+    /// Frames longer than the ring's frame size (dropped; the slots are sized for the
+    /// interface's MTU when the link is opened, so only after a later MTU increase).
     pub rx_truncated: u64,
     /// Frames sent.
     pub tx_frames: u64,
@@ -160,6 +161,8 @@ impl EtherLink {
                 name: name.into(),
                 what: "MTU",
             })?;
+        // Slots that hold a whole frame of this interface (jumbo MTUs included).
+        let ring = ring.for_mtu(mtu);
         let protocols: Vec<u16> = match rx {
             Receive::All => vec![sys::ETH_P_ALL],
             Receive::Protocols(p) if p.is_empty() => vec![sys::ETH_P_ALL],

@@ -51,7 +51,7 @@ impl std::str::FromStr for RingVersion {
 }
 
 /// Ring geometry.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingConfig {
     /// Layout.
     pub version: RingVersion,
@@ -59,15 +59,23 @@ pub struct RingConfig {
     pub block_size: u32,
     /// Number of blocks.
     pub block_nr: u32,
+    /// Bytes per frame slot (V2) / the frame size the kernel is told (V3): a power of two,
+    /// at least [`FRAME_SIZE`]; [`RingConfig::for_mtu`] sizes it for an interface.
+    pub frame_size: u32,
     /// V3 only: block retire timeout in milliseconds, the most a lone frame waits in a block.
     pub retire_ms: u32,
     /// V2 only: the most frames taken in one batch.
     pub batch: u32,
 }
 
-/// Bytes per frame slot (V2) / the frame size the kernel is told (V3): a 1514-byte frame plus
-/// the headers fits.
+/// The smallest frame slot: a 1514-byte frame (MTU 1500), two VLAN tags and the ring's own
+/// headers fit.
 pub const FRAME_SIZE: u32 = 2048;
+
+/// Room in a slot besides the frame: the tpacket2/3 header and `sockaddr_ll` before the
+/// frame (at most 96 bytes: the kernel puts the MAC header at `TPACKET_ALIGN(hdrlen + 16) -
+/// 14`), rounded up.
+const SLOT_OVERHEAD: usize = 128;
 
 impl Default for RingConfig {
     fn default() -> Self {
@@ -75,8 +83,36 @@ impl Default for RingConfig {
             version: RingVersion::V2,
             block_size: 1 << 16,
             block_nr: 512,
+            frame_size: FRAME_SIZE,
             retire_ms: 1,
             batch: 256,
+        }
+    }
+}
+
+impl RingConfig {
+    /// This geometry with slots that hold a whole frame of an interface with MTU `mtu`
+    /// (Ethernet header and two VLAN tags included), so jumbo frames reach the router
+    /// whole instead of truncated: the slot size is the next power of two of what the
+    /// frame needs, at least [`FRAME_SIZE`] and at least the configured one; blocks grow to
+    /// hold at least one slot, and the number of blocks shrinks to keep the ring's bytes
+    /// (its memory) the same, down to 2 blocks.
+    pub fn for_mtu(self, mtu: usize) -> RingConfig {
+        let need = mtu.saturating_add(14 + 8 + SLOT_OVERHEAD);
+        let frame = u32::try_from(need.next_power_of_two())
+            .unwrap_or(1 << 31)
+            .max(FRAME_SIZE)
+            .max(self.frame_size);
+        let bytes = u64::from(self.block_size) * u64::from(self.block_nr);
+        let block_size = self.block_size.max(frame);
+        let block_nr = u32::try_from(bytes / u64::from(block_size.max(1)))
+            .unwrap_or(u32::MAX)
+            .max(2);
+        RingConfig {
+            frame_size: frame,
+            block_size,
+            block_nr,
+            ..self
         }
     }
 }
@@ -110,14 +146,14 @@ pub struct RxRing {
 impl RxRing {
     /// Sets up the ring on `fd` (before bind) and maps it.
     pub fn new(fd: &OwnedFd, cfg: RingConfig) -> io::Result<RxRing> {
-        let frame_nr = cfg.block_size / FRAME_SIZE * cfg.block_nr;
+        let frame_nr = cfg.block_size / cfg.frame_size.max(1) * cfg.block_nr;
         match cfg.version {
             RingVersion::V3 => {
                 sys::setsockopt(fd, libc::SOL_PACKET, sys::PACKET_VERSION, &sys::TPACKET_V3)?;
                 let req = sys::TpacketReq3 {
                     block_size: cfg.block_size,
                     block_nr: cfg.block_nr,
-                    frame_size: FRAME_SIZE,
+                    frame_size: cfg.frame_size,
                     frame_nr,
                     retire_blk_tov: cfg.retire_ms,
                     sizeof_priv: 0,
@@ -130,7 +166,7 @@ impl RxRing {
                 let req = sys::TpacketReq {
                     block_size: cfg.block_size,
                     block_nr: cfg.block_nr,
-                    frame_size: FRAME_SIZE,
+                    frame_size: cfg.frame_size,
                     frame_nr,
                 };
                 sys::setsockopt(fd, libc::SOL_PACKET, sys::PACKET_RX_RING, &req)?;
@@ -154,15 +190,20 @@ impl RxRing {
     }
 
     fn slot_ptr(&self, i: u32) -> *mut u8 {
-        // SAFETY: `i < slots = block_nr * (block_size / FRAME_SIZE)`; slots are laid out
-        // back to back (block_size is a multiple of FRAME_SIZE), so the slot's
-        // FRAME_SIZE bytes are inside the mapping.
-        unsafe { self.map.ptr.add(i as usize * FRAME_SIZE as usize) }
+        // The kernel puts block_size / frame_size slots at the start of each block.
+        let per_block = (self.cfg.block_size / self.cfg.frame_size.max(1)).max(1);
+        let off = (i / per_block) as usize * self.cfg.block_size as usize
+            + (i % per_block) as usize * self.cfg.frame_size as usize;
+        // SAFETY: `i < slots = block_nr * per_block` (the kernel accepted that frame_nr), so
+        // `i / per_block < block_nr` and the slot's frame_size bytes end within its block,
+        // inside the mapping of block_size * block_nr bytes.
+        unsafe { self.map.ptr.add(off) }
     }
 
     fn word(&self, p: *mut u8) -> &AtomicU32 {
         // SAFETY: callers pass a 4-byte aligned status word of a block or slot inside the
-        // mapping (blocks are page-aligned, slots 2048-aligned), shared with the kernel, so
+        // mapping (blocks are page-aligned, slots at multiples of frame_size, which the kernel
+        // requires to be a multiple of 16), shared with the kernel, so
         // it is accessed atomically.
         unsafe { &*(p as *const AtomicU32) }
     }
@@ -179,7 +220,7 @@ impl RxRing {
     }
 
     fn next_slots(&mut self, out: &mut Vec<RxFrame>) -> bool {
-        let fs = FRAME_SIZE as usize;
+        let fs = self.cfg.frame_size as usize;
         let max = self.cfg.batch.clamp(1, self.slots);
         let mut i = self.cur;
         let mut n = 0u32;
@@ -200,7 +241,7 @@ impl RxRing {
             };
             if mac + snap <= fs {
                 out.push(RxFrame {
-                    // SAFETY: `mac + snap <= FRAME_SIZE`: the frame is inside the slot.
+                    // SAFETY: `mac + snap <= frame_size`: the frame is inside the slot.
                     ptr: unsafe { h.add(mac) },
                     len: snap,
                     wire_len: wire,
@@ -287,5 +328,38 @@ impl RxRing {
                 self.taken = 0;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_fit_the_mtu_and_the_ring_keeps_its_size() {
+        let d = RingConfig::default();
+        assert_eq!(
+            d.for_mtu(1500),
+            d,
+            "MTU 1500 fits the default 2048-byte slots"
+        );
+        let j = d.for_mtu(9000);
+        assert_eq!(j.frame_size, 16384);
+        assert_eq!(j.block_size, 1 << 16);
+        assert_eq!(j.block_nr, 512, "blocks already hold four 16 KiB slots");
+        // 9000 + Ethernet + two tags + the ring's headers fits the slot.
+        assert!(9000 + 14 + 8 + SLOT_OVERHEAD <= j.frame_size as usize);
+        // A slot larger than a block: the block grows, the ring's bytes stay the same.
+        let big = d.for_mtu(65535);
+        assert_eq!(big.frame_size, 131072);
+        assert_eq!(big.block_size, 131072);
+        assert_eq!(big.block_nr, 256);
+        assert_eq!(
+            u64::from(big.block_size) * u64::from(big.block_nr),
+            u64::from(d.block_size) * u64::from(d.block_nr)
+        );
+        // Never fewer than two blocks.
+        let tiny = RingConfig { block_nr: 1, ..d }.for_mtu(65535);
+        assert_eq!(tiny.block_nr, 2);
     }
 }

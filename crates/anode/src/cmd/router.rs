@@ -493,12 +493,23 @@ pub fn run(a: Args) -> CmdResult {
         rc.icmp_burst = b;
     }
     let mut router = IpRouter::new(rc);
+    // SAFETY: sysconf has no preconditions.
+    let page = u32::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    if a.block_size == 0 || !a.block_size.is_multiple_of(page) {
+        return Err(format!(
+            "--block-size {}: must be a positive multiple of the page size ({page}), e.g. {}",
+            a.block_size,
+            1 << 16
+        ));
+    }
     let ring = RingConfig {
         version: a.ring,
         retire_ms: a.retire_ms.max(1),
         batch: a.batch.max(1),
         block_size: a.block_size,
         block_nr: a.block_nr.max(1),
+        // Each link sizes its slots for its MTU (RingConfig::for_mtu).
+        ..RingConfig::default()
     };
     let mut links = Vec::new();
     let mut own = PrefixAd::default();
