@@ -62,9 +62,14 @@ pub struct FrameSpec {
 /// Why a frame could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum GenError {
-    /// The payload does not fit one Ethernet frame of the ring's slot size.
-    #[error("UDP payload of {0} bytes does not fit a 1500-byte MTU frame (at most 1472)")]
+    /// The payload does not fit one jumbo Ethernet frame (MTU 9000).
+    #[error("UDP payload of {0} bytes does not fit a 9000-byte MTU frame (at most 8972)")]
     TooBig(usize),
+    /// The frame does not fit a slot of the transmit ring.
+    #[error(
+        "a {0}-byte frame does not fit a PACKET_TX_RING slot (at most 1514 bytes: use --mode sendmmsg)"
+    )]
+    TooBigForRing(usize),
     /// A system call failed.
     #[error("{what}: {source}")]
     Sys {
@@ -75,9 +80,14 @@ pub enum GenError {
     },
 }
 
+/// The largest UDP payload: a 9000-byte MTU (jumbo) frame. The interface's MTU must allow
+/// it (the kernel refuses longer frames with `EMSGSIZE`). Frames of a page or more become
+/// non-linear skbs (only the Ethernet header in the linear part).
+pub const MAX_PAYLOAD: usize = 9000 - 20 - 8;
+
 /// Builds the frame of `spec`: Ethernet, IPv4 (DF set, TTL 64) and UDP with checksums.
 pub fn build_frame(spec: &FrameSpec) -> Result<Vec<u8>, GenError> {
-    if spec.payload > 1472 {
+    if spec.payload > MAX_PAYLOAD {
         return Err(GenError::TooBig(spec.payload));
     }
     let mut f = vec![0u8; 14 + 20 + 8 + spec.payload];
@@ -161,6 +171,9 @@ impl Sender {
         let ring = match mode {
             TxMode::Sendmmsg => None,
             TxMode::TxRing => {
+                if frame.len() > 1514 {
+                    return Err(GenError::TooBigForRing(frame.len()));
+                }
                 sys::setsockopt(&fd, libc::SOL_PACKET, sys::PACKET_VERSION, &sys::TPACKET_V2)
                     .map_err(sys_err("PACKET_VERSION"))?;
                 let req = libc::tpacket_req {
@@ -174,7 +187,7 @@ impl Sender {
                 let m = sys::Mmap::ring(&fd, SLOT * SLOTS).map_err(sys_err("mmap"))?;
                 for i in 0..SLOTS {
                     // SAFETY: slot i lies inside the SLOT * SLOTS mapping; the frame fits a
-                    // slot (build_frame caps it at 1514 bytes < SLOT - TX_DATA); the kernel
+                    // slot (checked above: at most 1514 bytes < SLOT - TX_DATA); the kernel
                     // owns no slot yet (all are TP_STATUS_AVAILABLE).
                     unsafe {
                         let s = m.ptr.add(i * SLOT);
