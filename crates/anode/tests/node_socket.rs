@@ -61,6 +61,7 @@ fn socket_directory_is_created_private() {
         Command::new(BIN)
             .args(["node", "--config"])
             .arg(&cfgp)
+            .env("XDG_STATE_HOME", state_home())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap(),

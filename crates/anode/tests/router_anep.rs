@@ -107,6 +107,8 @@ impl Segment {
             .arg(env!("CARGO_BIN_EXE_anode"))
             .args(["router", "--config"])
             .arg(&path)
+            // The router node's default capsule cache goes under the test's directory.
+            .env("XDG_STATE_HOME", &self.dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

@@ -10,6 +10,10 @@
 //! repeats the ping test with `--fast-path off`. `router_jumbo_frames_and_path_mtu` runs
 //! jumbo frames (MTU 9000) through it, into a 1500-byte link: fragmentation, "fragmentation
 //! needed" and IPv6 "packet too big" from user space, jumbo TCP on the fast path.
+//! `router_node_runs_capsules_and_plan` gives the router a `[node]` with its EEs and a
+//! control socket, between `anode node`s on the end hosts: capsules and PLAN programs
+//! carried in UDP/IP run on the router (code demand-loaded hop by hop), and `anode stop`
+//! stops the router through its node's control socket.
 //!
 //! Needs root. Not root: fails under CI (env CI set), else prints SKIPPED and passes.
 
@@ -20,6 +24,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::Duration;
+
+mod node_util;
+use node_util::{NodeProc, TestDir, wait_until};
 
 /// One topology at a time: the tests share two CPUs and measure throughput.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -575,4 +582,151 @@ fn router_jumbo_frames_and_path_mtu() {
         "the fast path forwarded the jumbo TCP: {log}"
     );
     assert!(counter(&log, "forwarded") * 100 < fast, "{log}");
+}
+
+/// Fast timers for the nodes of `router_node_runs_capsules_and_plan`.
+const NODE_TIMERS: &str = "hello_interval_ms = 200\ndead_interval_ms = 800\n\
+    update_interval_ms = 500\nroute_timeout_ms = 3000\ngc_interval_ms = 2000\n";
+
+/// `anode ARGS` with a time bound; its stdout, after asserting success.
+fn anode_ok(args: &[&str]) -> String {
+    let o = node_util::run(args, Duration::from_secs(30));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "anode {args:?} failed: {out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+#[test]
+fn router_node_runs_capsules_and_plan() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("router_node_runs_capsules_and_plan") {
+        return;
+    }
+    let dir = TestDir::new("router-ees");
+    let sock = |n: &str| dir.0.join(format!("{n}.sock")).display().to_string();
+    let extra = dir.file(
+        "router-node.toml",
+        &format!(
+            "[node]\naddress = \"198.18.1.2:3322\"\ncapsule_cache = \"{}\"\ncontrol = \"{}\"\n\
+             [node.routing]\n{NODE_TIMERS}\
+             [[node.link]]\npeer = \"198.18.1.1:3322\"\n[[node.link]]\npeer = \"198.18.2.2:3322\"\n",
+            dir.0.join("code-r").display(),
+            sock("r"),
+        ),
+    );
+    let t = Topo::up_env(
+        "are",
+        "",
+        &[("ANODE_ROUTER_EXTRA", extra.to_str().unwrap())],
+    );
+    let (r, s_sock) = (sock("r"), sock("s"));
+    assert!(
+        std::path::Path::new(&r).exists(),
+        "the router's node serves its control socket: {}",
+        t.log()
+    );
+    // End hosts: `anode node` over the kernel's UDP, each linked to the router's address on
+    // its own segment.
+    let host = |h: &str, me: &str, peer: &str| {
+        let cfg = format!(
+            "[node]\naddress = \"{me}:3322\"\n[routing]\n{NODE_TIMERS}\
+             [[link]]\npeer = \"{peer}:3322\"\n[control]\nsocket = \"{}\"\n\
+             [capsule]\ncache_dir = \"{}\"\n",
+            sock(h),
+            dir.0.join(format!("code-{h}")).display()
+        );
+        NodeProc::start_in(Some(&format!("are{h}")), &dir, h, me, &cfg)
+    };
+    let s = host("s", "198.18.1.1", "198.18.1.2");
+    let _d = host("d", "198.18.2.2", "198.18.2.1");
+    let converged = wait_until(Duration::from_secs(15), || s.has_route("198.18.2.2:3322"));
+    assert!(
+        converged,
+        "s learns d through the router's node: {}",
+        t.log()
+    );
+
+    // Capsules: the first ping loads its code at the router, then at d.
+    let out = anode_ok(&[
+        "ping",
+        "--socket",
+        &s_sock,
+        "198.18.2.2:3322",
+        "--count",
+        "3",
+    ]);
+    assert!(out.contains("3 sent, 3 received"), "{out}");
+    let out = anode_ok(&["traceroute", "--socket", &s_sock, "198.18.2.2:3322"]);
+    let hops: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(
+        hops.len() >= 3
+            && hops[0].contains("198.18.1.1:3322")
+            && hops[1].contains("198.18.1.2:3322")
+            && hops[2].contains("198.18.2.2:3322"),
+        "the router's node is the middle hop: {out}"
+    );
+    // The router's code cache holds the demand-loaded ping code; its capsule domain ran it.
+    let code = anode_ok(&["code", "list", "--socket", &r]);
+    assert!(code.lines().any(|l| l.contains("wasm")), "{code}");
+    // PLAN: routed passively through the router (noeval) and evaluated there (eval).
+    let prog = |f: &str| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../plan/programs/ping")
+            .join(f)
+            .display()
+            .to_string()
+    };
+    for f in ["noeval.plan", "eval.plan"] {
+        let out = anode_ok(&[
+            "plan",
+            "inject",
+            &prog(f),
+            "--socket",
+            &s_sock,
+            "--entry",
+            "ping(198.18.1.1:3322, 198.18.2.2:3322)",
+            "--rb",
+            "16",
+        ]);
+        assert!(out.contains("Success"), "{f}: {out}");
+    }
+    let domains = anode_ok(&["domains", "--socket", &r]);
+    let runs = |principal: &str| {
+        domains
+            .lines()
+            .find(|l| l.contains(principal))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        runs("capsule/") > 0,
+        "capsules ran at the router: {domains}"
+    );
+    assert!(
+        runs("plan/198.18.1.1:3322") > 0,
+        "the eval ping was evaluated at the router: {domains}"
+    );
+    // `anode stop` through the node's control socket stops the router itself.
+    anode_ok(&["stop", "--socket", &r]);
+    let pid = std::fs::read_to_string(std::env::temp_dir().join("anode-netns-are/router.pid"))
+        .unwrap_or_default();
+    let stopped = wait_until(Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+    });
+    assert!(
+        stopped,
+        "the router exits on a shutdown request: {}",
+        t.log()
+    );
+    let log = t.log();
+    assert!(log.contains("anode router counters:"), "{log}");
+    assert!(!std::path::Path::new(&r).exists(), "the socket is removed");
 }

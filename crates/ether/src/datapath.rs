@@ -37,7 +37,8 @@ pub trait Hooks: Send {
         l3_offset: usize,
     );
 
-    /// Called once per round; returns the next deadline the hooks need.
+    /// Called once per round, and at once after a [`Waker::wake`]; returns the next deadline
+    /// the hooks need.
     fn poll(&mut self, _now: Instant, _router: &mut IpRouter) -> Option<Instant> {
         None
     }
@@ -62,6 +63,21 @@ impl Hooks for NoHooks {
         _: &[u8],
         _: usize,
     ) {
+    }
+}
+
+/// Wakes the data-path thread from another thread, so that it runs a round (and
+/// [`Hooks::poll`]) at once instead of at its next deadline: for work the hooks take from
+/// other threads, such as control requests for the router's node. An eventfd in the loop's
+/// poll set; cheap to clone; a wake costs one `write` and wakes the loop once however often
+/// it is called before the loop runs.
+#[derive(Debug, Clone)]
+pub struct Waker(Arc<std::os::fd::OwnedFd>);
+
+impl Waker {
+    /// Makes the data path run a round soon.
+    pub fn wake(&self) {
+        sys::eventfd_notify(&self.0);
     }
 }
 
@@ -253,6 +269,8 @@ pub struct DataPath {
     fast: Option<Box<dyn FastPathSync>>,
     /// Lines about the fast path (why it was dropped) for the exit report.
     fast_notes: Vec<String>,
+    /// The eventfd behind [`DataPath::waker`], once asked for.
+    waker: Option<Waker>,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -274,7 +292,18 @@ impl DataPath {
             rt_priority: None,
             fast: None,
             fast_notes: Vec::new(),
+            waker: None,
         }
+    }
+
+    /// A [`Waker`] for this data path (the same one on every call).
+    pub fn waker(&mut self) -> std::io::Result<Waker> {
+        if let Some(w) = &self.waker {
+            return Ok(w.clone());
+        }
+        let w = Waker(Arc::new(sys::eventfd()?));
+        self.waker = Some(w.clone());
+        Ok(w)
     }
 
     /// Puts `fast` in front of this data path: the loop syncs its tables from the router
@@ -404,6 +433,15 @@ impl DataPath {
                 revents: 0,
             })
             .collect();
+        // The waker's eventfd comes last in the poll set, after the link sockets.
+        let wake_fd = self.waker.as_ref().map(|w| w.0.clone());
+        if let Some(fd) = &wake_fd {
+            pfds.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
         let mut csum_fixed = 0u64;
         let mut fast_gen: Option<u64> = None;
         let mut touch_at = Instant::now() + TOUCH_INTERVAL;
@@ -515,6 +553,13 @@ impl DataPath {
                 if r > 0 {
                     self.clear_errors(&mut pfds, &sources);
                 }
+            }
+            if let (Some(fd), Some(p)) = (&wake_fd, pfds.get_mut(sources.len())) {
+                // Reset before the next round's hooks poll, so a wake during it is not lost.
+                if p.revents & libc::POLLIN != 0 {
+                    sys::eventfd_drain(fd);
+                }
+                p.revents = 0;
             }
         }
         for l in self.links.iter_mut() {

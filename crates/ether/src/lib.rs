@@ -99,6 +99,6 @@ pub mod pktgen;
 mod ring;
 mod sys;
 
-pub use datapath::{DataPath, FastPathSync, Hooks, NoHooks, Stopped};
+pub use datapath::{DataPath, FastPathSync, Hooks, NoHooks, Stopped, Waker};
 pub use link::{EtherLink, LinkError, LinkStats, Receive};
 pub use ring::{FRAME_SIZE, RingConfig, RingVersion};

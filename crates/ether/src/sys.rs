@@ -142,6 +142,28 @@ pub fn packet_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A non-blocking eventfd: readable once written, until read.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain eventfd(2) call; a non-negative return is a fresh descriptor we own.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just returned by eventfd(2) and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes an eventfd readable (never blocks: a full counter is readable already).
+pub fn eventfd_notify(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes the 8 bytes of a live u64, as eventfd requires.
+    let _ = unsafe { libc::write(fd.as_raw_fd(), (&raw const one).cast(), 8) };
+}
+
+/// Resets an eventfd's counter (it is no longer readable).
+pub fn eventfd_drain(fd: &OwnedFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64, as eventfd requires.
+    let _ = unsafe { libc::read(fd.as_raw_fd(), (&raw mut v).cast(), 8) };
+}
+
 /// setsockopt(2) with a plain-old-data value.
 pub fn setsockopt<T: Copy>(
     fd: &OwnedFd,

@@ -5,10 +5,13 @@
 //! it, by default, an eBPF program on TC ingress forwards plain IP packets from the
 //! router's own tables in the kernel and passes everything else on to it (`--fast-path`,
 //! `router/fastpath.rs`). With a
-//! `[node]` section, a local anode node also runs: ANEP over UDP port 3322 addressed to the
-//! router and ANEP directly over Ethernet (EtherType 0x88B5) are diverted to it by the
-//! router's filters; its packets leave as UDP from the router's addresses or as Ethernet
-//! frames to the peer's MAC. Counters are printed on SIGINT/SIGTERM (`--json` for JSON).
+//! `[node]` section, a local anode node also runs (`router/node.rs`): ANEP over UDP port
+//! 3322 addressed to the router and ANEP directly over Ethernet (EtherType 0x88B5) are
+//! diverted to it by the router's filters; its packets leave as UDP from the router's
+//! addresses or as Ethernet frames to the peer's MAC. The node runs the capsule and PLAN
+//! EEs under the NodeOS like `anode node`, so capsules and PLAN programs carried inside IP
+//! run on the router, and with `control` it serves a control socket for the CLI. Counters
+//! are printed on SIGINT/SIGTERM or `anode stop --socket` (`--json` for JSON).
 //!
 //! ```toml
 //! [router]                 # optional
@@ -27,6 +30,11 @@
 //!
 //! [node]                   # optional: a local anode node behind the filters
 //! address = "198.18.1.2:3322"
+//! control = "/run/anode/router.sock"  # optional: its control socket (anode ping --socket ...)
+//! ees = true               # the capsule and PLAN EEs (default true)
+//! capsule_cache = "code"   # capsule code cache (default: as anode node's, by port)
+//! [node.nodeos]            # optional: the keys of a node file's [nodeos]
+//! memory_bytes = 67108864
 //! [[node.link]]            # a peer over UDP ...
 //! peer = "198.18.1.1:3322"
 //! [[node.link]]            # ... or directly over Ethernet (one link per peer MAC)
@@ -60,19 +68,16 @@
 //! the kernel would answer ARP and ping too) and IPv6 should be disabled on them in the
 //! kernel (`sysctl net.ipv6.conf.IF.disable_ipv6=1`); kernel forwarding should be off.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anode_core::{Event, LinkConfig, LinkId, Node, NodeConfig};
 use anode_ether::{DataPath, EtherLink, Hooks, Receive, RingConfig, RingVersion};
 use anode_ip::learn::PrefixAd;
-use anode_ip::wire::{EtherType, Ipv4Cidr, Ipv4Packet, Ipv6Cidr, Ipv6Packet, MacAddr, UdpPacket};
+use anode_ip::wire::{EtherType, Ipv4Cidr, Ipv6Cidr, MacAddr};
 use anode_ip::{
-    ANEP_UDP_PORT, ETHERTYPE_ANEP, Filter, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter,
-    RouteOrigin, RouterConfig,
+    ETHERTYPE_ANEP, FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter, RouteOrigin, RouterConfig,
 };
-use anode_wire::NodeAddr;
 use serde::Deserialize;
 
 use super::CmdResult;
@@ -80,10 +85,11 @@ use crate::signals;
 
 mod fastpath;
 mod modules;
+mod node;
 mod prefixes;
 
 use modules::{IpFilterSection, IpModules, ModuleSection, ModulesSection};
-use prefixes::PrefixExchange;
+use node::{NodeHooks, NodeSection};
 
 /// Arguments of `anode router`.
 #[derive(Debug, clap::Args)]
@@ -172,249 +178,6 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeSection {
-    address: NodeAddr,
-    #[serde(default, rename = "link")]
-    links: Vec<NodeLinkSection>,
-    #[serde(default, rename = "send")]
-    sends: Vec<NodeSendSection>,
-    #[serde(default = "default_advertise_ms")]
-    advertise_ms: u64,
-    #[serde(default)]
-    advertise_static: bool,
-    routing: Option<anode_core::RoutingConfig>,
-}
-
-fn default_advertise_ms() -> u64 {
-    1000
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeSendSection {
-    to: NodeAddr,
-    port: u16,
-    payload: String,
-    #[serde(default = "default_every_ms")]
-    every_ms: u64,
-    #[serde(default = "default_count")]
-    count: u32,
-}
-
-fn default_every_ms() -> u64 {
-    200
-}
-
-fn default_count() -> u32 {
-    50
-}
-
-/// A datagram the node sends on a schedule.
-struct Send {
-    cfg: NodeSendSection,
-    next: Instant,
-    left: u32,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NodeLinkSection {
-    peer: NodeAddr,
-    interface: Option<String>,
-    mac: Option<String>,
-}
-
-/// How a node link reaches its peer.
-#[derive(Debug, Clone, Copy)]
-enum Carrier {
-    Udp(SocketAddr),
-    Ether(IfaceId, MacAddr),
-}
-
-/// The local node behind the router's filters.
-struct NodeHooks {
-    node: Node,
-    carriers: Vec<Carrier>,
-    udp_filter: FilterId,
-    ether_filter: FilterId,
-    unmatched: u64,
-    sends: Vec<Send>,
-    route_changes: u64,
-    prefixes: Option<PrefixExchange>,
-}
-
-impl NodeHooks {
-    fn link_for_udp(&self, from: SocketAddr) -> Option<LinkId> {
-        self.node.link_by_peer(&NodeAddr::from(from))
-    }
-
-    fn link_for_mac(&self, iface: IfaceId, mac: MacAddr) -> Option<LinkId> {
-        self.carriers
-            .iter()
-            .position(|c| matches!(c, Carrier::Ether(i, m) if *i == iface && *m == mac))
-            .map(|i| LinkId(i as u32))
-    }
-
-    fn flush(&mut self, now: Instant, router: &mut IpRouter) {
-        while let Some(t) = self.node.poll_transmit() {
-            let r = match self.carriers.get(t.link.0 as usize) {
-                Some(Carrier::Udp(dst)) => router.send_udp(now, None, ANEP_UDP_PORT, *dst, &t.buf),
-                Some(Carrier::Ether(iface, mac)) => {
-                    router.send_ether(*iface, *mac, ETHERTYPE_ANEP, &t.buf)
-                }
-                None => continue,
-            };
-            if let Err(e) = r {
-                tracing::debug!("node transmit on {} dropped: {}", t.link, e.as_str());
-            }
-        }
-        while let Some(ev) = self.node.poll_event() {
-            match &ev {
-                Event::NeighborUp { link, addr } => {
-                    eprintln!("anode router: node neighbor up {addr} on {link}");
-                }
-                Event::NeighborDown { link, addr } => {
-                    eprintln!("anode router: node neighbor down {addr} on {link}");
-                }
-                Event::Delivered(d) if PrefixExchange::is_ad_port(d.port) => {
-                    if let Some(p) = self.prefixes.as_mut() {
-                        p.receive(now, d.src, d.payload());
-                    }
-                }
-                Event::Delivered(d) => eprintln!(
-                    "anode router: node delivered {} bytes from {} to port {}: {}",
-                    d.payload().len(),
-                    d.src,
-                    d.port,
-                    String::from_utf8_lossy(d.payload())
-                ),
-                Event::Log { .. } => tracing::info!("node: {ev:?}"),
-            }
-        }
-        let changes = self.node.route_changes();
-        if changes != self.route_changes {
-            self.route_changes = changes;
-            if let Some(p) = self.prefixes.as_mut() {
-                p.routes_changed(now);
-            }
-            let routes: Vec<String> = self
-                .node
-                .routes()
-                .iter()
-                .map(|r| match &r.next_hop {
-                    Some(nh) => format!("{} via {:?} metric {}", r.dest, nh, r.metric),
-                    None => format!("{} local", r.dest),
-                })
-                .collect();
-            eprintln!("anode router: node routes: {}", routes.join("; "));
-        }
-    }
-
-    fn send_due(&mut self, now: Instant) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        for s in self.sends.iter_mut().filter(|s| s.left > 0) {
-            if s.next <= now {
-                s.left -= 1;
-                s.next = now + Duration::from_millis(s.cfg.every_ms.max(1));
-                if let Err(e) = self.node.send_datagram(
-                    now,
-                    s.cfg.to,
-                    s.cfg.port,
-                    0,
-                    None,
-                    s.cfg.payload.as_bytes(),
-                ) {
-                    tracing::debug!("node datagram to {} dropped: {e:?}", s.cfg.to);
-                }
-            }
-            if s.left > 0 {
-                next = Some(next.map_or(s.next, |n| n.min(s.next)));
-            }
-        }
-        next
-    }
-}
-
-fn udp_source(frame: &[u8], l3: usize) -> Option<(SocketAddr, std::ops::Range<usize>)> {
-    let pkt = frame.get(l3..)?;
-    let (src, l4) = match pkt.first()? >> 4 {
-        4 => {
-            let p = Ipv4Packet::new_checked(pkt).ok()?;
-            (
-                IpAddr::V4(p.src()),
-                l3 + p.header_len()..l3 + usize::from(p.total_len()),
-            )
-        }
-        6 => {
-            let p = Ipv6Packet::new_checked(pkt).ok()?;
-            let u = p.upper_layer().ok()?;
-            (
-                IpAddr::V6(p.src()),
-                l3 + u.offset..l3 + 40 + usize::from(p.payload_len()),
-            )
-        }
-        _ => return None,
-    };
-    let u = UdpPacket::new_checked(frame.get(l4.clone())?).ok()?;
-    let start = l4.start + 8;
-    Some((
-        SocketAddr::new(src, u.src_port()),
-        start..l4.start + usize::from(u.len()),
-    ))
-}
-
-impl Hooks for NodeHooks {
-    fn divert(
-        &mut self,
-        now: Instant,
-        router: &mut IpRouter,
-        iface: IfaceId,
-        filter: FilterId,
-        frame: &[u8],
-        l3_offset: usize,
-    ) {
-        let (link, body) = if filter == self.udp_filter {
-            match udp_source(frame, l3_offset) {
-                Some((from, range)) => (self.link_for_udp(from), frame.get(range)),
-                None => (None, None),
-            }
-        } else if filter == self.ether_filter {
-            let src = MacAddr(
-                frame
-                    .get(6..12)
-                    .and_then(|s| s.try_into().ok())
-                    .unwrap_or([0; 6]),
-            );
-            (self.link_for_mac(iface, src), frame.get(l3_offset..))
-        } else {
-            (None, None)
-        };
-        match (link, body) {
-            (Some(l), Some(b)) => self.node.handle_packet(now, l, b.to_vec()),
-            _ => self.unmatched += 1,
-        }
-        self.flush(now, router);
-    }
-
-    fn poll(&mut self, now: Instant, router: &mut IpRouter) -> Option<Instant> {
-        if self.node.poll_timeout().is_some_and(|t| t <= now) {
-            self.node.handle_timeout(now);
-        }
-        let send = self.send_due(now);
-        let ads = self
-            .prefixes
-            .as_mut()
-            .map(|p| p.poll(now, &mut self.node, router));
-        self.flush(now, router);
-        [self.node.poll_timeout(), send, ads]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-}
-
 /// Everything behind the router's filters: the local node and the service modules.
 struct RouterHooks {
     node: Option<NodeHooks>,
@@ -461,7 +224,7 @@ impl Hooks for RouterHooks {
         if let Some(n) = &self.node {
             v.push(format!(
                 "node: {} diverted frames matched no node link",
-                n.unmatched
+                n.unmatched()
             ));
         }
         v
@@ -567,7 +330,7 @@ pub fn run(a: Args) -> CmdResult {
         router
             .add_route(prefix, r.via, r.metric, RouteOrigin::Static)
             .map_err(|e| e.to_string())?;
-        if cfg.node.as_ref().is_some_and(|n| n.advertise_static) {
+        if cfg.node.as_ref().is_some_and(NodeSection::advertise_static) {
             own.prefixes.push((prefix.network(), r.metric));
         }
     }
@@ -579,82 +342,20 @@ pub fn run(a: Args) -> CmdResult {
         &cfg.ip_filters,
         &mut router,
     )?;
-    let node = match &cfg.node {
-        None => None,
+    let iface_names: Vec<String> = cfg.interfaces.iter().map(|i| i.name.clone()).collect();
+    let (node, control) = match &cfg.node {
+        None => (None, None),
         Some(n) => {
-            let mut nc = NodeConfig::new(n.address);
-            if let Some(r) = n.routing {
-                r.validate().map_err(|e| format!("[node.routing]: {e}"))?;
-                nc.routing = r;
-            }
-            let mut node = Node::new(nc, now).map_err(|e| e.to_string())?;
-            let prefixes = if n.advertise_ms == 0 {
-                None
-            } else {
-                own.to_bytes().map_err(|e| {
-                    format!(
-                        "{}: {e}: advertise fewer addresses and prefixes, or set \
-                         [node] advertise_ms = 0 to turn the prefix exchange off",
-                        a.config.display()
-                    )
-                })?;
-                Some(PrefixExchange::new(
-                    own.clone(),
-                    Duration::from_millis(n.advertise_ms),
-                    now,
-                ))
-            };
-            let mut carriers = Vec::new();
-            for l in &n.links {
-                let carrier = match (&l.interface, &l.mac) {
-                    (Some(ifname), Some(mac)) => {
-                        let idx = cfg
-                            .interfaces
-                            .iter()
-                            .position(|i| &i.name == ifname)
-                            .ok_or_else(|| {
-                                format!("node link {}: no interface {ifname}", l.peer)
-                            })?;
-                        Carrier::Ether(IfaceId(idx as u32), parse_mac(mac)?)
-                    }
-                    (None, None) => Carrier::Udp(l.peer.socket_addr()),
-                    _ => {
-                        return Err(format!(
-                            "node link {}: give both interface and mac (Ethernet) or neither (UDP)",
-                            l.peer
-                        ));
-                    }
-                };
-                let mut lc = LinkConfig::new(l.peer);
-                lc.name = match carrier {
-                    Carrier::Udp(_) => format!("udp:{}", l.peer),
-                    Carrier::Ether(i, m) => format!("ether:{i}:{m}"),
-                };
-                node.add_link(lc, now);
-                carriers.push(carrier);
-            }
-            let udp_filter = router.add_filter(Filter::LocalUdp {
-                port: n.address.port(),
-            });
-            let ether_filter = router.add_filter(Filter::EtherType(ETHERTYPE_ANEP));
-            Some(NodeHooks {
-                node,
-                carriers,
-                udp_filter,
-                ether_filter,
-                unmatched: 0,
-                sends: n
-                    .sends
-                    .iter()
-                    .map(|c| Send {
-                        cfg: c.clone(),
-                        next: now,
-                        left: c.count,
-                    })
-                    .collect(),
-                route_changes: 0,
-                prefixes,
-            })
+            let built = NodeHooks::build(node::NodeSetup {
+                file: &a.config,
+                text: &text,
+                section: n,
+                interfaces: &iface_names,
+                own: &own,
+                router: &mut router,
+                now,
+            })?;
+            (Some(built.hooks), built.control)
         }
     };
     let hooks: Box<dyn Hooks> = if node.is_none() && modules.is_none() {
@@ -677,6 +378,22 @@ pub fn run(a: Args) -> CmdResult {
         }
         dp.set_realtime(a.rt_priority);
     }
+    let server = match control {
+        None => None,
+        Some(pending) => {
+            let waker = dp
+                .waker()
+                .map_err(|e| format!("cannot create the data path's waker (eventfd): {e}"))?;
+            let path = pending.path().to_path_buf();
+            let server = pending.serve(waker)?;
+            eprintln!(
+                "anode router: node control socket {} (anode status --socket {})",
+                path.display(),
+                path.display()
+            );
+            Some(server)
+        }
+    };
     let stop = dp.stop_flag();
     let handle = dp
         .spawn()
@@ -689,8 +406,14 @@ pub fn run(a: Args) -> CmdResult {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    while !signals::stop_requested() && !handle.is_finished() {
+    while !signals::stop_requested()
+        && !handle.is_finished()
+        && !server.as_ref().is_some_and(|s| s.shutdown_requested())
+    {
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(s) = server {
+        s.stop();
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let st = handle

@@ -361,7 +361,7 @@ fn check_socket(
 /// The default capsule code cache of the node whose UDP port is `port`:
 /// `$XDG_STATE_HOME/anode/code-PORT`, else `$HOME/.local/state/anode/code-PORT`, else
 /// `/tmp/anode-state/code-PORT`.
-pub(super) fn default_code_cache(port: u16) -> PathBuf {
+pub fn default_code_cache(port: u16) -> PathBuf {
     let abs = |v: Option<std::ffi::OsString>| v.filter(|d| Path::new(d).is_absolute());
     let base = match (
         abs(std::env::var_os("XDG_STATE_HOME")),

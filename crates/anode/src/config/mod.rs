@@ -121,6 +121,24 @@ pub enum ConfigFileError {
     },
 }
 
+pub use check::default_code_cache;
+
+/// Checks a `[nodeos]` table written in another config file (the router's `[node.nodeos]`):
+/// the same keys and rules as a node file's, positions in `text` (the whole file at `path`).
+pub fn check_nodeos(
+    path: &Path,
+    text: &str,
+    raw: &nodeos::RawNodeOs,
+) -> Result<nodeos::NodeOsFile, ConfigFileError> {
+    nodeos::check(path, text, raw).map_err(|p| ConfigFileError::Invalid {
+        path: path.to_path_buf(),
+        line: p.pos.line,
+        col: p.pos.col,
+        what: p.what,
+        fix: p.fix,
+    })
+}
+
 /// Reads and checks the file at `path`.
 pub fn load(path: &Path) -> Result<NodeFile, ConfigFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {

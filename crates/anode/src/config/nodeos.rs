@@ -63,10 +63,10 @@ pub fn protocol_default() -> Policy {
     }
 }
 
-/// `[nodeos]` as written.
+/// `[nodeos]` as written (also the router's `[node.nodeos]`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawNodeOs {
+pub struct RawNodeOs {
     pub enabled: Option<bool>,
     pub policy: Option<Spanned<String>>,
     pub memory_bytes: Option<Spanned<u64>>,

@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_anode");
 
+/// `XDG_STATE_HOME` of every process these helpers start, so that nodes without a
+/// `[capsule] cache_dir` keep their default code caches under the system's temporary
+/// directory, not the user's home.
+pub fn state_home() -> PathBuf {
+    std::env::temp_dir().join("anode-test-state")
+}
+
 /// A scratch directory, removed on drop.
 pub struct TestDir(pub PathBuf);
 
@@ -123,10 +130,31 @@ pub struct NodeProc {
 impl NodeProc {
     /// Starts `anode node` with `config` (written to DIR/NAME.toml) and waits for its socket.
     pub fn start(dir: &TestDir, name: &str, addr: &str, config: &str) -> NodeProc {
+        Self::start_in(None, dir, name, addr, config)
+    }
+
+    /// [`NodeProc::start`] inside network namespace `netns` (`ip netns exec`, which execs
+    /// the node: the child is the node itself).
+    pub fn start_in(
+        netns: Option<&str>,
+        dir: &TestDir,
+        name: &str,
+        addr: &str,
+        config: &str,
+    ) -> NodeProc {
         let cfg = dir.file(&format!("{name}.toml"), config);
         let socket = dir.0.join(format!("{name}.sock"));
         let log = dir.0.join(format!("{name}.log"));
-        let child = Command::new(BIN)
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, BIN]);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        let child = cmd
+            .env("XDG_STATE_HOME", state_home())
             .args(["--log", "info", "node", "--config"])
             .arg(&cfg)
             .stdout(Stdio::null())
@@ -177,6 +205,7 @@ impl NodeProc {
 pub fn run(args: &[&str], limit: Duration) -> Output {
     let child = Command::new(BIN)
         .args(args)
+        .env("XDG_STATE_HOME", state_home())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
