@@ -318,9 +318,16 @@ mod tests {
         assert!(p.verify_checksum());
         let u = UdpPacket::new_checked(p.payload()).unwrap();
         assert!(u.verify_checksum(spec.src.into(), spec.dst.into()));
+        // Jumbo frames up to a 9000-byte MTU; one byte more is refused.
+        let jumbo = build_frame(&FrameSpec {
+            payload: MAX_PAYLOAD,
+            ..spec
+        })
+        .unwrap();
+        assert_eq!(jumbo.len(), 14 + 9000);
         assert!(
             build_frame(&FrameSpec {
-                payload: 1473,
+                payload: MAX_PAYLOAD + 1,
                 ..spec
             })
             .is_err()
