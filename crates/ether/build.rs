@@ -1,5 +1,6 @@
-//! Compiles the kernel fast path (`bpf/fastpath.c`) into an eBPF object in `OUT_DIR`, which
-//! `src/fastpath` embeds with `include_bytes!`. Needs clang with the BPF target (`clang-14`
+//! Compiles the kernel fast path (`bpf/fastpath.c`) and the AF_XDP redirect program
+//! (`bpf/xsk.c`) into eBPF objects in `OUT_DIR`, which `src/fastpath` and `src/xsk` embed
+//! with `include_bytes!`; both the same way. Needs clang with the BPF target (`clang-14`
 //! or `clang`; the environment variable `CLANG` names another) and the kernel UAPI headers
 //! (linux-libc-dev); `scripts/setup.sh` installs both.
 
@@ -8,10 +9,18 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let src = "bpf/fastpath.c";
-    println!("cargo:rerun-if-changed={src}");
     println!("cargo:rerun-if-env-changed=CLANG");
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("fastpath.o");
+    for name in ["fastpath", "xsk"] {
+        compile(name);
+    }
+}
+
+/// Compiles `bpf/NAME.c` into `OUT_DIR/NAME.o`.
+fn compile(name: &str) {
+    let src = format!("bpf/{name}.c");
+    println!("cargo:rerun-if-changed={src}");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join(format!("{name}.o"));
 
     let candidates: Vec<String> = match env::var("CLANG") {
         Ok(c) if !c.is_empty() => vec![c],
@@ -25,7 +34,7 @@ fn main() {
     });
     let Some(clang) = clang else {
         panic!(
-            "anode-ether needs clang to compile its eBPF fast path ({src}); tried {candidates:?}. \
+            "anode-ether needs clang to compile its eBPF programs ({src}); tried {candidates:?}. \
              Run scripts/setup.sh (it installs the apt package clang) or set CLANG=/path/to/clang."
         );
     };
@@ -36,7 +45,7 @@ fn main() {
     if let Some(dir) = multiarch_include() {
         cmd.arg(format!("-I{dir}"));
     }
-    cmd.arg("-c").arg(src).arg("-o").arg(&out);
+    cmd.arg("-c").arg(&src).arg("-o").arg(&out);
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("running {clang} for {src}: {e}"));

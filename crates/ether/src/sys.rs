@@ -197,6 +197,41 @@ pub fn ifindex(name: &str) -> io::Result<libc::c_int> {
     }
 }
 
+/// The MAC address and MTU of interface `name` in the calling thread's network namespace
+/// (ioctls on a socket of that namespace; sysfs shows the namespace it was mounted in, which
+/// is not the thread's own after a `setns`).
+pub fn if_mac_mtu(name: &str) -> io::Result<([u8; 6], usize)> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: plain socket(2) call with constant arguments; a non-negative return is a
+    // fresh descriptor we own.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; all-zero is valid (an empty name, a zero union).
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq with a NUL-terminated name (zeroed past it); the
+    // kernel writes the hardware address into its union.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) })?;
+    // SAFETY: SIOCGIFHWADDR filled the union's `ifru_hwaddr` member.
+    let hw = unsafe { req.ifr_ifru.ifru_hwaddr };
+    let mut mac = [0u8; 6];
+    for (d, s) in mac.iter_mut().zip(hw.sa_data.iter()) {
+        *d = *s as u8;
+    }
+    // SAFETY: as above; the kernel writes the MTU into the union.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFMTU, &mut req) })?;
+    // SAFETY: SIOCGIFMTU filled the union's `ifru_mtu` member.
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+    let mtu = usize::try_from(mtu).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    Ok((mac, mtu))
+}
+
 /// Binds a packet socket to one interface, receiving `protocol` (an EtherType, or
 /// [`ETH_P_ALL`] for every frame; `ETH_P_ALL` sockets are taps that see a frame before TC
 /// ingress, protocol sockets only after it).
