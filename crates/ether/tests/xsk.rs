@@ -1,0 +1,268 @@
+//! The AF_XDP forwarder (`anode_ether::xsk`) on real traffic: three namespaces in a line,
+//! s --veth-- r --veth-- d, with the forwarder running on a thread in r, whose kernel has no
+//! addresses on r0/r1 and forwarding off, so pings from s reach d (and come back) only
+//! through the forwarder: the XDP program redirects every frame to the AF_XDP sockets, the
+//! router answers ARP/NDP and echo to its own addresses, and forwards the rest from UMEM.
+//! Once with the UMEM shared by both sockets (forwarding in place) and once with one UMEM
+//! per socket (forwarding copies). The counters must show the frames went through AF_XDP.
+//!
+//! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use anode_ether::xsk::{BindMode, UmemPref, XskConfig, XskForwarder, XskStopped, router_for};
+
+fn can_run(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let has_ip = Command::new("sh")
+        .args(["-c", "command -v ip && command -v ping"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // SAFETY: plain socket(2); closed at once if it succeeded.
+    let xdp = unsafe {
+        let fd = libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
+        if fd >= 0 {
+            libc::close(fd);
+        }
+        fd >= 0
+    };
+    if euid == 0 && has_ip && xdp {
+        return true;
+    }
+    let why = if euid != 0 {
+        "needs root"
+    } else if !has_ip {
+        "needs ip and ping (scripts/setup.sh installs iproute2 and iputils-ping)"
+    } else {
+        "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
+    };
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: cannot run under CI: {why}");
+    }
+    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
+    false
+}
+
+fn sh(cmd: &str) -> String {
+    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Deletes the namespaces on drop (also when the test fails).
+struct Namespaces(Vec<String>);
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// The forwarder's thread; stopped and joined on drop (also when the test fails), before
+/// the namespaces go.
+struct Running {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<XskStopped>>,
+}
+
+impl Running {
+    fn finish(mut self) -> XskStopped {
+        self.stop.store(true, Ordering::Relaxed);
+        let h = self.handle.take().unwrap();
+        h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// s --veth-- r --veth-- d as in scripts/netns-router.sh (mode xsk): end hosts addressed and
+/// routed via the router, r without kernel addresses, forwarding or IPv6.
+fn line(tag: &str) -> (String, String, String, Namespaces) {
+    let id = std::process::id();
+    let (s, r, d) = (
+        format!("{tag}s{id}"),
+        format!("{tag}r{id}"),
+        format!("{tag}d{id}"),
+    );
+    let guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
+    for n in [&s, &r, &d] {
+        sh(&format!("ip netns add {n} && ip -n {n} link set lo up"));
+    }
+    sh(&format!(
+        "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
+         ip -n {r} link add r1 type veth peer name d0 netns {d} && \
+         ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 && \
+         ip netns exec {r} sysctl -qw net.ipv6.conf.r0.disable_ipv6=1 net.ipv6.conf.r1.disable_ipv6=1 && \
+         ip -n {s} link set s0 up && ip -n {r} link set r0 up && \
+         ip -n {r} link set r1 up && ip -n {d} link set d0 up && \
+         ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
+         ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
+         ip -n {s} -6 route add default via 2001:2:0:1::2 && \
+         ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
+         ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
+         ip -n {d} -6 route add default via 2001:2:0:2::1"
+    ));
+    (s, r, d, guard)
+}
+
+/// Opens the forwarder on r0/r1 in namespace `ns` (on its own thread, which stays there to
+/// run it) and returns once it is set up.
+fn start(ns: &str, umem: UmemPref) -> Running {
+    let path = format!("/var/run/netns/{ns}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: setns on an open namespace file changes only this thread's namespace.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let ifaces = vec![
+            (
+                "r0".to_string(),
+                vec![
+                    "198.18.1.2/24".parse().unwrap(),
+                    "2001:2:0:1::2/64".parse().unwrap(),
+                ],
+            ),
+            (
+                "r1".to_string(),
+                vec![
+                    "198.18.2.1/24".parse().unwrap(),
+                    "2001:2:0:2::1/64".parse().unwrap(),
+                ],
+            ),
+        ];
+        let cfg = XskConfig {
+            ifaces: vec!["r0".into(), "r1".into()],
+            umem,
+            chunks: 1024,
+            socket: anode_ether::xsk::SocketConfig {
+                ring_size: 256,
+                ..Default::default()
+            },
+            ..XskConfig::default()
+        };
+        let opened = router_for(&ifaces).and_then(|r| XskForwarder::open(r, &cfg));
+        match opened {
+            Ok(f) => {
+                tx.send(Ok((f.stop_flag(), f.info().clone()))).unwrap();
+                f.run()
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                tx.send(Err(msg.clone())).unwrap();
+                panic!("{msg}");
+            }
+        }
+    });
+    let (stop, info) = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the forwarder thread answers")
+        .unwrap_or_else(|e| panic!("opening the forwarder: {e}"));
+    eprintln!("{info}");
+    Running {
+        stop,
+        handle: Some(handle),
+    }
+}
+
+fn pings_through(tag: &str, umem: UmemPref) {
+    let (s, r, d, _namespaces) = line(tag);
+    let fwd = start(&r, umem);
+    // Through the router both ways, both families, and to the router itself.
+    sh(&format!(
+        "ip netns exec {s} ping -c 3 -i 0.2 -W 2 -q 198.18.2.2"
+    ));
+    sh(&format!(
+        "ip netns exec {s} ping -6 -c 3 -i 0.2 -W 2 -q 2001:2:0:2::2"
+    ));
+    sh(&format!(
+        "ip netns exec {d} ping -c 2 -i 0.2 -W 2 -q 198.18.1.1"
+    ));
+    sh(&format!("ip netns exec {s} ping -c 1 -W 2 -q 198.18.1.2"));
+    let st = fwd.finish();
+    for l in st.lines() {
+        eprintln!("{l}");
+    }
+    let c = st.router.counters();
+    eprintln!("{:?}", c.entries());
+
+    // veth has no zero-copy AF_XDP: the kernel granted copy mode.
+    assert!(
+        st.info.bind.iter().all(|b| *b == BindMode::Copy),
+        "{}",
+        st.info
+    );
+    assert_eq!(
+        st.info.shared_umem,
+        umem != UmemPref::Separate,
+        "{}",
+        st.info
+    );
+    // Echo requests and replies through the router: 3 + 3 from s, 2 + 2 from d; the first
+    // packet each way waited for ARP / NDP (queued, then released as a generated frame).
+    assert!(c.forwarded + c.queued_released >= 16, "{:?}", c.entries());
+    assert!(c.forwarded_v6 >= 5, "{:?}", c.entries());
+    assert!(c.echo_replies >= 1, "{:?}", c.entries());
+    assert!(c.arp_replies + c.arp_requests >= 2, "{:?}", c.entries());
+    let (r0, r1) = (&st.ports[0].1, &st.ports[1].1);
+    // Every frame the router saw came off an AF_XDP rx ring ...
+    assert_eq!(r0.rx_frames + r1.rx_frames, c.rx_frames);
+    // ... and every forwarded one left from an AF_XDP tx ring, in place or copied.
+    let (in_place, copied) = (r0.tx_in_place + r1.tx_in_place, r0.tx_copied + r1.tx_copied);
+    assert_eq!(in_place + copied, c.forwarded, "{:?}", st.lines());
+    if st.info.shared_umem {
+        assert_eq!(copied, 0);
+    } else {
+        assert_eq!(in_place, 0);
+    }
+    for (name, p) in &st.ports {
+        assert!(p.rx_frames >= 8 && p.tx_frames >= 8, "{name}: {p:?}");
+        assert_eq!(
+            (p.kernel.rx_dropped, p.kernel.rx_ring_full),
+            (0, 0),
+            "{name}: the kernel dropped nothing: {p:?}"
+        );
+        assert_eq!(p.tx_completed, p.tx_frames, "{name}: every frame sent");
+        assert_eq!(
+            (p.bad_rx, p.bad_completion, p.drop_tx_full, p.drop_no_chunk),
+            (0, 0, 0, 0),
+            "{name}: {p:?}"
+        );
+        assert!(p.kicks >= 1, "{name}: {p:?}");
+    }
+}
+
+#[test]
+fn xsk_forwards_pings_with_a_shared_umem() {
+    if !can_run("xsk_forwards_pings_with_a_shared_umem") {
+        return;
+    }
+    pings_through("xku", UmemPref::Shared);
+}
+
+#[test]
+fn xsk_forwards_pings_with_a_umem_per_socket() {
+    if !can_run("xsk_forwards_pings_with_a_umem_per_socket") {
+        return;
+    }
+    pings_through("xkp", UmemPref::Separate);
+}
