@@ -3,13 +3,17 @@
 #   <p>s --veth-- <p>r --veth-- <p>d   (scripts/netns-router.sh; 198.18.0.0/15 only)
 # For each router mode (MODES: kernel, anode, or anode:OPT=VAL,... for `anode router --OPT VAL`,
 # e.g. anode:ring=v3; `anode` is the default kernel fast path (eBPF on TC ingress),
-# anode:fast-path=off forwards every packet in user space) and UDP payload size (64, 1472 bytes):
+# anode:fast-path=off forwards every packet in user space through TPACKET_V2 rings; xsk runs
+# `anode-xskfwd` instead, the same user-space router over AF_XDP sockets (an XDP program on
+# r0/r1 redirects every frame to them; xsk:OPT=VAL,... for `anode-xskfwd --OPT VAL`, e.g.
+# xsk:umem=separate) and UDP payload size (64, 1472 bytes):
 #   - full offered load (blast at full speed for SECS): sent, delivered pps, loss, and where
 #     the loss happened: veth drops (a full backlog queue: s0->r0, r1->d0), UDP receive-buffer
 #     overflows at the receiver in d; anode's own ring-full drops (PACKET_STATISTICS) are
 #     printed from its counters at the end of its mode;
 #   - the maximum loss-free rate (loss <= 0.1%), by bisection over paced rates;
 #   - ping RTT through the router (avg of 20 pings).
+# The router's own counters (ring-full drops, AF_XDP socket counters) are printed after its mode.
 # Traffic: GEN=pktgen (default): `anode-pktgen` (crates/ether) writes pre-built UDP frames
 # straight onto s0 through AF_PACKET from THREADS sender threads (TXMODE sendmmsg or txring),
 # so the sender spends nothing in its own IP/UDP stack; GEN=blast: the C `blast` UDP-socket
@@ -30,8 +34,8 @@
 #        bench-router.sh txmodes [SECS=3]: the generator alone, sendmmsg vs PACKET_TX_RING, one
 #        thread, 64 and 1472 B, onto a veth whose peer drops each frame on arrival (foreign
 #        destination MAC), alternating, REPS=3 times each: only the transmit mechanism differs.
-#   env: ANODE_BIN, PKTGEN_BIN, SINK_BIN, RECV=c|poll, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5, PIN=0,
-#        SIZES="64 1472", MODES="kernel anode anode:fast-path=off", PINGS=20,
+#   env: ANODE_BIN, XSKFWD_BIN, PKTGEN_BIN, SINK_BIN, RECV=c|poll, GEN=pktgen|blast, THREADS=2, TXMODE=sendmmsg, BISECT_STEPS=5, PIN=0,
+#        SIZES="64 1472", MODES="kernel anode anode:fast-path=off xsk", PINGS=20,
 #        REPS=1 (run the whole mode list this many times, alternating, to see the spread),
 #        ASSERT=1 (exit 1 when the fast path misses a goal: >= 80 % of kernel at 64 B, >= 100 % at
 #        1472 B, summed over the reps)
@@ -42,7 +46,7 @@ if [ "${1:-}" = txmodes ]; then txmodes=1; shift; fi
 secs=${1:-3}
 steps=${BISECT_STEPS:-5}
 sizes=${SIZES:-64 1472}
-modes=${MODES:-kernel anode anode:fast-path=off}
+modes=${MODES:-kernel anode anode:fast-path=off xsk}
 pings=${PINGS:-20}
 reps=${REPS:-1}
 gen=${GEN:-pktgen}
@@ -89,11 +93,16 @@ fi
 base=../shared/baselines
 [ -d "$base" ] || { echo "bench-router: $base not found (the repo's parent holds shared/)" >&2; exit 1; }
 make -s -C "$base" O="$tmp" >/dev/null
-if [ -z "${ANODE_BIN:-}" ]; then
+has_mode() { for m in $modes; do [ "${m%%:*}" = "$1" ] && return 0; done; return 1; }
+if [ -z "${ANODE_BIN:-}" ] && has_mode anode; then
     cargo build -q --release -p anode
     ANODE_BIN=${CARGO_TARGET_DIR:-target}/release/anode
 fi
-export ANODE_BIN
+if [ -z "${XSKFWD_BIN:-}" ] && has_mode xsk; then
+    cargo build -q --release -p anode-ether --bin anode-xskfwd
+    XSKFWD_BIN=${CARGO_TARGET_DIR:-target}/release/anode-xskfwd
+fi
+export ANODE_BIN XSKFWD_BIN
 recv_bin=$tmp/recv
 if [ "${RECV:-c}" = poll ]; then
     if [ -z "${SINK_BIN:-}" ]; then
@@ -149,7 +158,7 @@ for spec in $modes; do
     if [ "$spec" != "$mode" ]; then
         for kv in $(echo "${spec#*:}" | tr ',' ' '); do args="$args --${kv%%=*} ${kv#*=}"; done
     fi
-    ANODE_ROUTER_ARGS=$args scripts/netns-router.sh up "$p" "$mode" >/dev/null
+    ANODE_ROUTER_ARGS=$args XSKFWD_ARGS=$args scripts/netns-router.sh up "$p" "$mode" >/dev/null
     rmac=$(ns ${p}r cat /sys/class/net/r0/address)
     # Warm up ARP/NDP and measure RTT.
     ns ${p}s ping -c 3 -i 0.2 -W 1 -q 198.18.2.2 >/dev/null || true
@@ -174,11 +183,11 @@ for spec in $modes; do
         results+=("$spec $size $offered $full_pps $loss $lo $rtt $((v1 - v0)) $((u1 - u0)) $rep")
         echo "bench-router: $spec size=$size offered=$offered delivered=$full_pps loss=$loss% (veth drops $((v1 - v0)), udp rcvbuf $((u1 - u0))) lossfree=$lo rtt=${rtt}ms" >&2
     done
-    if [ "$mode" = anode ]; then
+    if [ "$mode" = anode ] || [ "$mode" = xsk ]; then
         pid=$(cat "${TMPDIR:-/tmp}/anode-netns-$p/router.pid")
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        sed "s/^/bench-router: $spec: /" "${TMPDIR:-/tmp}/anode-netns-$p/router.log" | grep -E "forwarded |dropped |link |fast path" >&2 || true
+        sed "s/^/bench-router: $spec: /" "${TMPDIR:-/tmp}/anode-netns-$p/router.log" | grep -E "forwarded |dropped |link |fast path|AF_XDP|note:" >&2 || true
     fi
     scripts/netns-router.sh down "$p" >/dev/null
 done

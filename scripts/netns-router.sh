@@ -6,19 +6,24 @@
 # Addresses come from the benchmarking ranges 198.18.0.0/15 and 2001:2::/48 and exist only
 # inside these namespaces. End hosts route everything via the router.
 #
-# usage: netns-router.sh up   [PREFIX] [anode|kernel]   build the hosts; start the router
-#        netns-router.sh down [PREFIX]                  stop the router, delete the hosts
+# usage: netns-router.sh up   [PREFIX] [anode|kernel|xsk]   build the hosts; start the router
+#        netns-router.sh down [PREFIX]                      stop the router, delete the hosts
 # MODE anode (default): `anode router` runs in <p>r on r0/r1, kernel forwarding OFF, no kernel
 #   addresses on r0/r1 (anode owns them), kernel IPv6 disabled there.
+# MODE xsk: as anode, but the router is `anode-xskfwd` (crates/ether: the same IpRouter over
+#   AF_XDP sockets, an XDP program on r0/r1 redirecting every frame to them), with
+#   XSKFWD_ARGS appended (e.g. "--umem separate"); it stops by itself after XSKFWD_SECS
+#   (default 3600) should nobody stop it.
 # MODE kernel: the kernel of <p>r forwards (the baseline), addresses on r0/r1 in the kernel.
-# ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode).
+# ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode);
+# XSKFWD_BIN likewise for anode-xskfwd.
 # ANODE_ROUTER_EXTRA names a TOML file appended to the router's config (modules, filters).
 # MTU_S / MTU_D set the MTU of the s--r / r--d link (both ends; default 1500), e.g. jumbo
 # frames on one side and a smaller MTU on the other for fragmentation and path MTU tests.
 # The router's output goes to $STATE/router.log; its pid to $STATE/router.pid, where
 # STATE=${TMPDIR:-/tmp}/anode-netns-<p>.
 set -euo pipefail
-cmd=${1:?usage: $0 up|down [PREFIX] [anode|kernel]}
+cmd=${1:?usage: $0 up|down [PREFIX] [anode|kernel|xsk]}
 p=${2:-ar}
 mode=${3:-anode}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +44,7 @@ down() {
 case $cmd in
 up)
     if [ "$(id -u)" != 0 ]; then echo "$0: needs root (network namespaces)" >&2; exit 1; fi
+    case $mode in anode|kernel|xsk) ;; *) echo "$0: unknown mode $mode" >&2; exit 2 ;; esac
     down
     mkdir -p "$state"
     for n in "${p}s" "${p}r" "${p}d"; do ip netns add "$n"; ip -n "$n" link set lo up; done
@@ -74,6 +80,19 @@ up)
     ip -n "${p}d" route add default via 198.18.2.1
     ip -n "${p}s" -6 route add default via 2001:2:0:1::2
     ip -n "${p}d" -6 route add default via 2001:2:0:2::1
+    if [ "$mode" = xsk ]; then
+        bin=${XSKFWD_BIN:-}
+        if [ -z "$bin" ]; then
+            bin=$here/target/release/anode-xskfwd
+            [ -x "$bin" ] || bin=$here/target/debug/anode-xskfwd
+        fi
+        [ -x "$bin" ] || { echo "$0: no anode-xskfwd binary (build it, or set XSKFWD_BIN)" >&2; exit 1; }
+        # `ip netns exec` execs the forwarder, so $! is its own pid.
+        ip netns exec "${p}r" "$bin" --iface r0=198.18.1.2/24,2001:2:0:1::2/64 \
+            --iface r1=198.18.2.1/24,2001:2:0:2::1/64 --secs "${XSKFWD_SECS:-3600}" ${XSKFWD_ARGS:-} \
+            >"$state/router.log" 2>&1 &
+        echo $! >"$state/router.pid"
+    fi
     if [ "$mode" = anode ]; then
         bin=${ANODE_BIN:-}
         if [ -z "$bin" ]; then
@@ -99,6 +118,8 @@ TOML
         ip netns exec "${p}r" "$bin" router --config "$state/router.toml" ${ANODE_ROUTER_ARGS:-} \
             >"$state/router.log" 2>&1 &
         echo $! >"$state/router.pid"
+    fi
+    if [ "$mode" != kernel ]; then
         # Ready when the router answers ARP: ping its near address.
         for _ in $(seq 50); do
             if ns "${p}s" ping -c1 -W1 -q 198.18.1.2 >/dev/null 2>&1; then break; fi
@@ -112,5 +133,5 @@ down)
     down
     echo "netns-router: ${p} down"
     ;;
-*) echo "usage: $0 up|down [PREFIX] [anode|kernel]" >&2; exit 2 ;;
+*) echo "usage: $0 up|down [PREFIX] [anode|kernel|xsk]" >&2; exit 2 ;;
 esac
