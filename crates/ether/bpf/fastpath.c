@@ -503,6 +503,13 @@ int anode_fastpath_tc(struct __sk_buff *skb)
 	// frame that had one is not untagged Ethernet II.
 	if (skb->vlan_present)
 		goto pass_not_ip;
+	// Not IPv4/IPv6: passed on before any map lookup (the linear part holds at least the
+	// Ethernet header for any frame a driver builds; decide() checks again either way).
+	if (data + ETH_HLEN <= data_end) {
+		__u16 proto = __builtin_bswap16(((struct ethhdr *)data)->h_proto);
+		if (proto != ETH_P_IP && proto != ETH_P_IPV6)
+			goto pass_not_ip;
+	}
 	__u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg) {
@@ -519,12 +526,6 @@ int anode_fastpath_tc(struct __sk_buff *skb)
 	if (need > len)
 		need = len;
 	if ((long)data_end - (long)data < (long)need) {
-		struct ethhdr *eth = data;
-		if ((void *)(eth + 1) <= data_end) {
-			__u16 proto = __builtin_bswap16(eth->h_proto);
-			if (proto != ETH_P_IP && proto != ETH_P_IPV6)
-				goto pass_not_ip;
-		}
 		if (bpf_skb_pull_data(skb, need)) {
 			count(ST_ERROR);
 			return TC_ACT_OK;
