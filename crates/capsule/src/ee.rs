@@ -344,6 +344,16 @@ impl CapsuleEe {
         }
     }
 
+    /// Memory the code object `hash` holds in the memory cache: module bytes plus its
+    /// compiled cost (as [`CodeInfo`] gives them); 0 when it is not in memory. A map lookup,
+    /// unlike [`CapsuleEe::code_list`], which also lists the disk cache.
+    pub fn code_mem_bytes(&self, hash: &CodeHash) -> usize {
+        self.mem
+            .map
+            .get(hash)
+            .map_or(0, |c| c.obj.wasm.len() + c.obj.cost)
+    }
+
     /// Code objects in memory and on disk.
     pub fn code_list(&self) -> Vec<CodeInfo> {
         let on_disk: HashSet<CodeHash> = self

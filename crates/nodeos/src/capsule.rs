@@ -1,13 +1,14 @@
 //! [`MeteredCapsule`]: the capsule EE (`anode-capsule`) under a [`crate::guard::DomainGuard`],
 //! without changes to the capsule crate (feature `capsule`).
 //!
-//! - **Principal**: each protocol (code group) is one principal, `capsule/<hex of the code
-//!   object's SHA-256>`, read from the capsule header; packets that are not capsules belong to
-//!   the EE itself.
+//! - **Principal**: each protocol (code group) is one principal, keyed by the code object's
+//!   SHA-256 read from the capsule header (once per packet: the guard hands the key back with
+//!   the packet) and named `capsule/<hex of the hash>`; packets that are not capsules belong
+//!   to the EE itself.
 //! - **Memory**: soft-state bytes are measured around each call (the EE's soft-state total
 //!   before and after, attributed to the capsule's protocol; an expiry of another protocol's
 //!   entries during the call is attributed to the caller too, and release is clamped to what
-//!   it holds); code bytes are the code object's module and compiled sizes from `code_list`.
+//!   it holds); code bytes are the code object's module and compiled sizes in memory.
 //! - **CPU**: exact. The EE records a `RunReport` per run of guest code (`accept` per capsule,
 //!   `init` per instantiation; `CapsuleConfig::record_runs`, which [`MeteredCapsule::new`]
 //!   turns on): the fuel it used — a trapped run what it used up to the trap, a run out of
@@ -16,14 +17,14 @@
 //!   the protocol whose capsule caused it. A run out of fuel counts as hitting the run-time
 //!   limit; any other trap (memory limit, `unreachable`, a refused host call) as a fault.
 //!   The guard's run-time limit is the per-run fuel ([`MeteredEe::set_budget`] sets it).
-//! - **Code bytes**: module plus compiled size from `code_list`, looked up when a protocol is
-//!   first seen, when the EE's code set may have changed (compile, load, tier-up counters)
-//!   and every [`CODE_REFRESH`] packets (for evictions).
+//! - **Code bytes**: module plus compiled size of the code in the memory cache
+//!   (`CapsuleEe::code_mem_bytes`; code only on disk holds no memory), looked up when a
+//!   protocol is first seen, when the EE's code set may have changed (compile, load, tier-up
+//!   counters) and every [`CODE_REFRESH`] packets (for evictions).
 //! - **Termination**: the code object is evicted and its soft state cleared; the guard then
 //!   refuses the protocol's capsules.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,6 +33,7 @@ use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
 use anode_routing::LinkId;
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
+use rustc_hash::FxHashMap;
 
 use crate::guard::{MeteredEe, UsageReport};
 
@@ -42,11 +44,11 @@ pub const CODE_REFRESH: u64 = 1024;
 pub struct MeteredCapsule {
     ee: CapsuleEe,
     /// Code bytes charged per protocol seen.
-    code_bytes: HashMap<CodeHash, u64>,
+    code_bytes: FxHashMap<CodeHash, u64>,
     /// The EE's code counters when code sizes were last read.
     code_epoch: u64,
     packets: u64,
-    reports: Vec<UsageReport>,
+    reports: Vec<UsageReport<CodeHash>>,
 }
 
 impl std::fmt::Debug for MeteredCapsule {
@@ -93,7 +95,7 @@ impl MeteredCapsule {
         Ok(MeteredCapsule {
             code_epoch: code_epoch(&ee),
             ee,
-            code_bytes: HashMap::new(),
+            code_bytes: FxHashMap::default(),
             packets: 0,
             reports: Vec::new(),
         })
@@ -128,10 +130,28 @@ impl MeteredCapsule {
                 other => (false, other.drop_reason()),
             };
             self.reports.push(UsageReport {
-                principal: code.map(principal),
+                principal: code.copied(),
                 units: r.fuel_used,
                 exhausted,
                 fault,
+                ..UsageReport::default()
+            });
+        }
+    }
+
+    /// Runs one packet of protocol `code` (`None`: not a capsule) and records what it used.
+    fn run(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, code: Option<&CodeHash>) {
+        self.packets += 1;
+        let soft = self.ee.soft_state().bytes();
+        self.ee.handle_packet(ctx, pkt);
+        let soft_after = self.ee.soft_state().bytes();
+        self.refresh_code(code);
+        self.collect_runs(code);
+        if soft_after != soft {
+            self.reports.push(UsageReport {
+                principal: code.copied(),
+                soft_state_delta: i64::try_from(soft_after).unwrap_or(i64::MAX)
+                    - i64::try_from(soft).unwrap_or(i64::MAX),
                 ..UsageReport::default()
             });
         }
@@ -148,18 +168,14 @@ impl MeteredCapsule {
         if let Some(c) = code {
             self.code_bytes.entry(*c).or_insert(0);
         }
-        let list = self.ee.code_list();
         for (hash, held) in self.code_bytes.iter_mut() {
-            let now = list
-                .iter()
-                .find(|c| c.hash == *hash)
-                .map_or(0, |c| (c.wasm_len + c.cost) as u64);
+            let now = self.ee.code_mem_bytes(hash) as u64;
             if now != *held {
                 let delta = i64::try_from(now).unwrap_or(i64::MAX)
                     - i64::try_from(*held).unwrap_or(i64::MAX);
                 *held = now;
                 self.reports.push(UsageReport {
-                    principal: Some(principal(hash)),
+                    principal: Some(*hash),
                     code_delta: delta,
                     ..UsageReport::default()
                 });
@@ -179,22 +195,8 @@ impl ExecutionEnvironment for MeteredCapsule {
 
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         let code = code_of(&pkt);
-        self.packets += 1;
-        let soft = self.ee.soft_state().bytes();
-        self.ee.handle_packet(ctx, pkt);
-        let soft_after = self.ee.soft_state().bytes();
-        self.refresh_code(code.as_ref());
-        self.collect_runs(code.as_ref());
-        if soft_after != soft {
-            self.reports.push(UsageReport {
-                principal: code.as_ref().map(principal),
-                soft_state_delta: i64::try_from(soft_after).unwrap_or(i64::MAX)
-                    - i64::try_from(soft).unwrap_or(i64::MAX),
-                ..UsageReport::default()
-            });
-        }
+        self.run(ctx, pkt, code.as_ref());
     }
-
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
         // A code arrival may release parked capsules: their runs are reported here.
         self.ee.handle_control(ctx, link, msg);
@@ -217,8 +219,18 @@ impl ExecutionEnvironment for MeteredCapsule {
 }
 
 impl MeteredEe for MeteredCapsule {
-    fn principal_of(&self, pkt: &EePacket) -> Option<String> {
-        code_of(pkt).as_ref().map(principal)
+    type Key = CodeHash;
+
+    fn principal_of(&self, pkt: &EePacket) -> Option<CodeHash> {
+        code_of(pkt)
+    }
+
+    fn principal_name(key: &CodeHash) -> String {
+        principal(key)
+    }
+
+    fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&CodeHash>) {
+        self.run(ctx, pkt, key);
     }
 
     fn set_budget(&mut self, units: u64) {
@@ -227,31 +239,28 @@ impl MeteredEe for MeteredCapsule {
         }
     }
 
-    fn take_reports(&mut self) -> Vec<UsageReport> {
-        std::mem::take(&mut self.reports)
+    fn take_reports(&mut self, out: &mut Vec<UsageReport<CodeHash>>) {
+        out.append(&mut self.reports);
     }
 
     /// Clears the protocol's soft state (soft state may vanish at any time) and reports it.
-    fn on_memory_pressure(&mut self, p: &str) {
-        let hit = self.code_bytes.keys().find(|c| principal(c) == p).copied();
-        if let Some(code) = hit {
+    fn on_memory_pressure(&mut self, code: &CodeHash) {
+        if self.code_bytes.contains_key(code) {
             let before = self.ee.soft_state().bytes();
-            self.ee.soft_state().clear(&code);
+            self.ee.soft_state().clear(code);
             let freed = before.saturating_sub(self.ee.soft_state().bytes());
             self.reports.push(UsageReport {
-                principal: Some(p.to_string()),
+                principal: Some(*code),
                 soft_state_delta: -i64::try_from(freed).unwrap_or(i64::MAX),
                 ..UsageReport::default()
             });
         }
     }
 
-    fn on_terminated(&mut self, p: &str) {
-        let hit = self.code_bytes.keys().find(|c| principal(c) == p).copied();
-        if let Some(code) = hit {
-            self.ee.evict(&code);
-            self.ee.soft_state().clear(&code);
-            self.code_bytes.remove(&code);
+    fn on_terminated(&mut self, code: &CodeHash) {
+        if self.code_bytes.remove(code).is_some() {
+            self.ee.evict(code);
+            self.ee.soft_state().clear(code);
         }
     }
 }

@@ -37,13 +37,14 @@
 //! `max_banned` principals), so a hostile protocol cannot come straight back.
 
 use std::any::Any;
-use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::time::{Duration, Instant};
 
 use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
 use anode_routing::LinkId;
 use anode_wire::control::Control;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::chan::TokenBucket;
 use crate::{
@@ -54,11 +55,12 @@ use crate::{
 /// Smallest burst of a domain's output bucket, bytes.
 pub const MIN_OUT_BURST: u64 = 16 << 10;
 
-/// What the inner EE reports for one principal after a call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UsageReport {
+/// What the inner EE reports for one principal after a call; `K` is the EE's
+/// [`MeteredEe::Key`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageReport<K = String> {
     /// The principal (protocol / code group); `None` for the EE itself.
-    pub principal: Option<String>,
+    pub principal: Option<K>,
     /// Work units used (fuel, steps).
     pub units: u64,
     /// Whether the call hit its run-time limit.
@@ -71,20 +73,49 @@ pub struct UsageReport {
     pub code_delta: i64,
 }
 
+impl<K> Default for UsageReport<K> {
+    fn default() -> Self {
+        UsageReport {
+            principal: None,
+            units: 0,
+            exhausted: false,
+            fault: None,
+            soft_state_delta: 0,
+            code_delta: 0,
+        }
+    }
+}
+
 /// An EE that reports its work to the NodeOS.
+///
+/// Principals are named twice: by a [`MeteredEe::Key`] the guard works with per packet (a
+/// code hash, a source address: cheap to hash and compare, no allocation), and by the
+/// string [`MeteredEe::principal_name`] makes of it once, when the principal's domain is
+/// created (its NodeOS credentials and the name policies are configured under).
 pub trait MeteredEe: ExecutionEnvironment {
+    /// A principal as the EE identifies it.
+    type Key: Clone + Eq + Hash + Debug + Send + 'static;
     /// The principal a packet's work belongs to (`None`: the EE's own domain).
-    fn principal_of(&self, pkt: &EePacket) -> Option<String>;
+    fn principal_of(&self, pkt: &EePacket) -> Option<Self::Key>;
+    /// The principal's name: its NodeOS credentials (e.g. `capsule/<hex>`).
+    fn principal_name(key: &Self::Key) -> String;
+    /// Runs a packet whose principal the guard already read with
+    /// [`MeteredEe::principal_of`] (so the EE need not read it again).
+    fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&Self::Key>) {
+        let _ = key;
+        self.handle_packet(ctx, pkt);
+    }
     /// The run-time limit of the next call, in the EE's units.
     fn set_budget(&mut self, units: u64);
-    /// Usage since the last call, per principal.
-    fn take_reports(&mut self) -> Vec<UsageReport>;
+    /// Appends the usage since the last call, per principal, to `out` (a buffer the guard
+    /// reuses, so reporting allocates nothing per packet).
+    fn take_reports(&mut self, out: &mut Vec<UsageReport<Self::Key>>);
     /// `principal`'s pool is over its limit: free what you can (report it).
-    fn on_memory_pressure(&mut self, principal: &str) {
+    fn on_memory_pressure(&mut self, principal: &Self::Key) {
         let _ = principal;
     }
     /// `principal`'s domain ended: discard all of its state (without reporting it).
-    fn on_terminated(&mut self, principal: &str);
+    fn on_terminated(&mut self, principal: &Self::Key);
 }
 
 /// Settings of a guard.
@@ -137,23 +168,26 @@ impl Default for GuardConfig {
 }
 
 /// An EE under the NodeOS (see the module docs).
-pub struct DomainGuard<E> {
+pub struct DomainGuard<E: MeteredEe> {
     inner: E,
     os: NodeOs,
     cfg: GuardConfig,
     sched: DomainScheduler<EePacket>,
     ee_domain: DomainId,
-    by_principal: FxHashMap<String, DomainId>,
-    names: FxHashMap<DomainId, String>,
+    by_principal: FxHashMap<E::Key, DomainId>,
+    /// The principal of each live domain but the EE's own.
+    keys: FxHashMap<DomainId, E::Key>,
     streak: FxHashMap<DomainId, u32>,
     out: FxHashMap<DomainId, TokenBucket>,
-    banned: BTreeSet<String>,
+    banned: FxHashSet<E::Key>,
+    /// Reports being applied (reused).
+    scratch: Vec<UsageReport<E::Key>>,
     budget_ns: i64,
     last: Option<Instant>,
     name: String,
 }
 
-impl<E> std::fmt::Debug for DomainGuard<E> {
+impl<E: MeteredEe> std::fmt::Debug for DomainGuard<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DomainGuard")
             .field("name", &self.name)
@@ -179,10 +213,11 @@ impl<E: MeteredEe> DomainGuard<E> {
             cfg,
             ee_domain,
             by_principal: FxHashMap::default(),
-            names: FxHashMap::default(),
+            keys: FxHashMap::default(),
             streak: FxHashMap::default(),
             out: FxHashMap::default(),
-            banned: BTreeSet::new(),
+            banned: FxHashSet::default(),
+            scratch: Vec::new(),
             budget_ns,
             last: None,
             name,
@@ -215,14 +250,24 @@ impl<E: MeteredEe> DomainGuard<E> {
         self.ee_domain
     }
 
-    /// The domain of `principal`, if live.
+    /// The domain of the principal named `principal`, if live (a scan: for tools and tests).
     pub fn domain_of(&self, principal: &str) -> Option<DomainId> {
-        self.by_principal.get(principal).copied()
+        self.by_principal
+            .iter()
+            .find(|(k, _)| E::principal_name(k) == principal)
+            .map(|(_, d)| *d)
     }
 
-    /// Whether `principal` was terminated and is refused.
+    /// The domain of the principal `key`, if live.
+    pub fn domain_of_key(&self, key: &E::Key) -> Option<DomainId> {
+        self.by_principal.get(key).copied()
+    }
+
+    /// Whether the principal named `principal` was terminated and is refused (a scan).
     pub fn is_banned(&self, principal: &str) -> bool {
-        self.banned.contains(principal)
+        self.banned
+            .iter()
+            .any(|k| E::principal_name(k) == principal)
     }
 
     /// Packets queued.
@@ -243,17 +288,17 @@ impl<E: MeteredEe> DomainGuard<E> {
         }
     }
 
-    fn domain_for(&mut self, principal: Option<String>, now: Instant) -> Option<DomainId> {
-        let _ = now;
-        let Some(p) = principal else {
+    fn domain_for(&mut self, principal: Option<&E::Key>) -> Option<DomainId> {
+        let Some(key) = principal else {
             return Some(self.ee_domain);
         };
-        if let Some(d) = self.by_principal.get(&p) {
+        if let Some(d) = self.by_principal.get(key) {
             return Some(*d);
         }
-        if self.banned.contains(&p) {
+        if self.banned.contains(key) {
             return None;
         }
+        let p = E::principal_name(key);
         if self.os.policies_mut().get(&Principal(p.clone())).is_none() {
             let pol = self.cfg.protocol_policy.clone();
             self.os.policies_mut().insert(&p, pol);
@@ -269,24 +314,30 @@ impl<E: MeteredEe> DomainGuard<E> {
         self.sched.set_weight(d, w);
         self.out
             .insert(d, TokenBucket::new(bw, (bw / 10).max(MIN_OUT_BURST)));
-        self.by_principal.insert(p.clone(), d);
-        self.names.insert(d, p);
+        self.by_principal.insert(key.clone(), d);
+        self.keys.insert(d, key.clone());
         Some(d)
     }
 
     fn apply_reports(&mut self, now: Instant) {
         // Two rounds: the second applies what an `on_memory_pressure` of the first freed.
         for _ in 0..2 {
-            let reports = self.inner.take_reports();
-            if reports.is_empty() {
+            let mut reports = std::mem::take(&mut self.scratch);
+            self.inner.take_reports(&mut reports);
+            let done = reports.is_empty();
+            if !done {
+                self.apply(&mut reports, now);
+            }
+            reports.clear();
+            self.scratch = reports;
+            if done {
                 break;
             }
-            self.apply(reports, now);
         }
     }
 
-    fn apply(&mut self, reports: Vec<UsageReport>, now: Instant) {
-        for r in reports {
+    fn apply(&mut self, reports: &mut Vec<UsageReport<E::Key>>, now: Instant) {
+        for r in reports.drain(..) {
             // CPU for a principal without a live domain (terminated meanwhile, or never
             // seen) is the EE's own; its memory changes are not (its state was discarded).
             let known = match &r.principal {
@@ -361,11 +412,11 @@ impl<E: MeteredEe> DomainGuard<E> {
                     self.sched.remove(domain);
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
-                    if let Some(p) = self.names.remove(&domain) {
-                        self.by_principal.remove(&p);
-                        self.inner.on_terminated(&p);
+                    if let Some(k) = self.keys.remove(&domain) {
+                        self.by_principal.remove(&k);
+                        self.inner.on_terminated(&k);
                         if self.banned.len() < self.cfg.max_banned {
-                            self.banned.insert(p);
+                            self.banned.insert(k);
                         }
                     }
                     ctx.log(
@@ -375,8 +426,8 @@ impl<E: MeteredEe> DomainGuard<E> {
                 }
                 NodeOsEvent::MemoryPressure { domains, .. } => {
                     for d in domains {
-                        if let Some(p) = self.names.get(&d).cloned() {
-                            self.inner.on_memory_pressure(&p);
+                        if let Some(k) = self.keys.get(&d).cloned() {
+                            self.inner.on_memory_pressure(&k);
                         }
                     }
                     let now = ctx.now();
@@ -414,7 +465,8 @@ impl<E: MeteredEe> DomainGuard<E> {
             self.os.count_packet(d, len);
             self.inner.set_budget(units);
             let (_, tx0) = ctx.tx_totals();
-            self.inner.handle_packet(ctx, pkt);
+            let key = self.keys.get(&d).cloned();
+            self.inner.handle_keyed(ctx, pkt, key.as_ref());
             let sent = ctx.tx_totals().1.saturating_sub(tx0);
             if sent > 0
                 && let Some(b) = self.out.get_mut(&d)
@@ -449,7 +501,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         let now = ctx.now();
         self.refill(now);
         let principal = self.inner.principal_of(&pkt);
-        let Some(d) = self.domain_for(principal, now) else {
+        let Some(d) = self.domain_for(principal.as_ref()) else {
             ctx.count_drop(&self.name, "domain_refused");
             return;
         };

@@ -1,9 +1,10 @@
 //! [`MeteredPlan`]: the PLAN EE (`anode-plan`) under a [`crate::guard::DomainGuard`]
 //! (feature `plan`), without changes to the PLAN crate.
 //!
-//! - **Principal**: the node a PLAN packet comes from, `plan/<source address>` from its
-//!   transit header (PLAN has no code identity: a packet carries its program); a packet
-//!   without a readable transit header belongs to the EE itself.
+//! - **Principal**: the node a PLAN packet comes from, keyed by the source address in its
+//!   transit header and named `plan/<source address>` (PLAN has no code identity: a packet
+//!   carries its program); a packet without a readable transit header belongs to the EE
+//!   itself.
 //! - **CPU**: exact — the interpreter's step count before and after each call
 //!   (`PlanStats::steps`); a call whose evaluation ran out of steps (`budget_exhausted`) counts
 //!   as hitting the run-time limit.
@@ -21,6 +22,7 @@ use std::time::Instant;
 use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
 use anode_plan::ee::PlanEe;
 use anode_routing::LinkId;
+use anode_wire::NodeAddr;
 use anode_wire::control::Control;
 
 use crate::guard::{MeteredEe, UsageReport};
@@ -29,7 +31,7 @@ use crate::guard::{MeteredEe, UsageReport};
 #[derive(Debug)]
 pub struct MeteredPlan {
     ee: PlanEe,
-    reports: Vec<UsageReport>,
+    reports: Vec<UsageReport<NodeAddr>>,
 }
 
 impl MeteredPlan {
@@ -52,7 +54,7 @@ impl MeteredPlan {
     }
 
     /// The principal of packets from `src`.
-    pub fn principal_of_source(src: anode_wire::NodeAddr) -> String {
+    pub fn principal_of_source(src: NodeAddr) -> String {
         format!("plan/{src}")
     }
 
@@ -61,7 +63,7 @@ impl MeteredPlan {
         (s.steps, s.dropped("budget_exhausted"))
     }
 
-    fn report(&mut self, principal: Option<String>, before: (u64, u64)) {
+    fn report(&mut self, principal: Option<NodeAddr>, before: (u64, u64)) {
         let after = self.usage();
         let units = after.0.saturating_sub(before.0);
         let exhausted = after.1 > before.1;
@@ -87,9 +89,7 @@ impl ExecutionEnvironment for MeteredPlan {
 
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         let principal = self.principal_of(&pkt);
-        let before = self.usage();
-        self.ee.handle_packet(ctx, pkt);
-        self.report(principal, before);
+        self.handle_keyed(ctx, pkt, principal.as_ref());
     }
 
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
@@ -114,8 +114,20 @@ impl ExecutionEnvironment for MeteredPlan {
 }
 
 impl MeteredEe for MeteredPlan {
-    fn principal_of(&self, pkt: &EePacket) -> Option<String> {
-        pkt.transit().map(|t| Self::principal_of_source(t.src()))
+    type Key = NodeAddr;
+
+    fn principal_of(&self, pkt: &EePacket) -> Option<NodeAddr> {
+        pkt.transit().map(|t| t.src())
+    }
+
+    fn principal_name(key: &NodeAddr) -> String {
+        Self::principal_of_source(*key)
+    }
+
+    fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&NodeAddr>) {
+        let before = self.usage();
+        self.ee.handle_packet(ctx, pkt);
+        self.report(key.copied(), before);
     }
 
     fn set_budget(&mut self, units: u64) {
@@ -123,11 +135,11 @@ impl MeteredEe for MeteredPlan {
         let _ = units;
     }
 
-    fn take_reports(&mut self) -> Vec<UsageReport> {
-        std::mem::take(&mut self.reports)
+    fn take_reports(&mut self, out: &mut Vec<UsageReport<NodeAddr>>) {
+        out.append(&mut self.reports);
     }
 
-    fn on_terminated(&mut self, principal: &str) {
+    fn on_terminated(&mut self, principal: &NodeAddr) {
         let _ = principal;
     }
 }

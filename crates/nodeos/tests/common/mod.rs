@@ -116,16 +116,20 @@ impl ExecutionEnvironment for BurnEe {
 }
 
 impl MeteredEe for BurnEe {
+    type Key = String;
     fn principal_of(&self, pkt: &EePacket) -> Option<String> {
         principal(pkt)
+    }
+    fn principal_name(key: &String) -> String {
+        key.clone()
     }
     fn set_budget(&mut self, units: u64) {
         self.budget = units;
     }
-    fn take_reports(&mut self) -> Vec<UsageReport> {
-        std::mem::take(&mut self.reports)
+    fn take_reports(&mut self, out: &mut Vec<UsageReport>) {
+        out.append(&mut self.reports);
     }
-    fn on_memory_pressure(&mut self, principal: &str) {
+    fn on_memory_pressure(&mut self, principal: &String) {
         self.pressure.push(principal.to_string());
         if self.polite
             && let Some(b) = self.state.remove(principal)
@@ -137,7 +141,7 @@ impl MeteredEe for BurnEe {
             });
         }
     }
-    fn on_terminated(&mut self, principal: &str) {
+    fn on_terminated(&mut self, principal: &String) {
         self.state.remove(principal);
         self.terminated.push(principal.to_string());
     }
