@@ -454,6 +454,11 @@ fn counter(log: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no counter {name} in the router log:\n{log}"))
 }
 
+/// `cmd` split at spaces (for commands without quoting).
+fn words(cmd: &str) -> Vec<&str> {
+    cmd.split_whitespace().collect()
+}
+
 #[test]
 fn router_jumbo_frames_and_path_mtu() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -468,40 +473,14 @@ fn router_jumbo_frames_and_path_mtu() {
     let out = t.ok(
         "s",
         10,
-        &[
-            "ping",
-            "-c",
-            "3",
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            "-s",
-            "8000",
-            "-M",
-            "dont",
-            "198.18.2.2",
-        ],
+        &words("ping -c 3 -i 0.2 -W 2 -s 8000 -M dont 198.18.2.2"),
     );
     assert!(out.contains("3 received"), "{out}");
     // DF set: "fragmentation needed" with the next hop's MTU.
     let o = t.run(
         "s",
         10,
-        &[
-            "ping",
-            "-c",
-            "2",
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            "-s",
-            "8000",
-            "-M",
-            "do",
-            "198.18.2.2",
-        ],
+        &words("ping -c 2 -i 0.2 -W 2 -s 8000 -M do 198.18.2.2"),
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -512,19 +491,7 @@ fn router_jumbo_frames_and_path_mtu() {
     let o = t.run(
         "s",
         10,
-        &[
-            "ping",
-            "-6",
-            "-c",
-            "3",
-            "-i",
-            "0.3",
-            "-W",
-            "2",
-            "-s",
-            "8000",
-            "2001:2:0:2::2",
-        ],
+        &words("ping -6 -c 3 -i 0.3 -W 2 -s 8000 2001:2:0:2::2"),
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Packet too big: mtu=1500"), "{out}");
@@ -545,33 +512,12 @@ fn router_jumbo_frames_and_path_mtu() {
     let out = t.ok(
         "s",
         10,
-        &[
-            "ping",
-            "-c",
-            "2",
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            "-s",
-            "8972",
-            "-M",
-            "do",
-            "198.18.2.2",
-        ],
+        &words("ping -c 2 -i 0.2 -W 2 -s 8972 -M do 198.18.2.2"),
     );
     assert!(out.contains("2 received"), "{out}");
-    t.ok(
-        "d",
-        10,
-        &["iperf3", "-s", "-1", "-D", "-B", "198.18.2.2", "-p", "5201"],
-    );
+    t.ok("d", 10, &words("iperf3 -s -1 -D -B 198.18.2.2 -p 5201"));
     std::thread::sleep(Duration::from_millis(300));
-    let out = t.ok(
-        "s",
-        20,
-        &["iperf3", "-J", "-c", "198.18.2.2", "-p", "5201", "-t", "2"],
-    );
+    let out = t.ok("s", 20, &words("iperf3 -J -c 198.18.2.2 -p 5201 -t 2"));
     let bytes = json_num(&out, "bytes");
     eprintln!("iperf3 tcp at MTU 9000: {bytes} bytes in 2 s");
     assert!(bytes > 1_000_000.0, "{out}");
