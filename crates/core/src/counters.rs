@@ -145,7 +145,19 @@ impl Counters {
 
     /// Counts a drop an EE decided, under "ee/reason".
     pub fn drop_ee(&mut self, ee: &str, reason: &str) {
-        *self.ee_drops.entry(format!("{ee}/{reason}")).or_insert(0) += 1;
+        // The key is only built the first time (drops under attack come in floods).
+        let is_key = |k: &String| {
+            k.len() == ee.len() + 1 + reason.len()
+                && k.starts_with(ee)
+                && k.ends_with(reason)
+                && k.as_bytes().get(ee.len()) == Some(&b'/')
+        };
+        match self.ee_drops.iter_mut().find(|(k, _)| is_key(k)) {
+            Some((_, n)) => *n += 1,
+            None => {
+                self.ee_drops.insert(format!("{ee}/{reason}"), 1);
+            }
+        }
     }
 }
 

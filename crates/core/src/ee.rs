@@ -181,6 +181,9 @@ impl NodeContext<'_> {
     /// Counts a drop the EE decided, under "ee/reason".
     pub fn count_drop(&mut self, ee: &str, reason: &str) {
         self.core.counters.drop_ee(ee, reason);
+        if let Some(first @ None) = &mut self.core.inject_ee_drop {
+            *first = Some(format!("{ee}/{reason}"));
+        }
     }
 
     /// Opens a cut-through channel: routed packets of `type_id` matching all `keys` are

@@ -42,6 +42,10 @@ pub(crate) struct Core {
     pub counters: Counters,
     /// The most recent drop, so `inject` can tell its caller why.
     pub last_drop: Option<DropReason>,
+    /// While `inject` runs: the first drop an EE decided ("ee/reason"), so the caller learns
+    /// the EE's reason and not only [`DropReason::EeDropped`]. Not tracked otherwise (no
+    /// cost on the packet path).
+    pub inject_ee_drop: Option<Option<String>>,
     /// The cut-through table, if one is installed (`cut.rs`).
     pub cut: Option<Box<dyn CutThrough>>,
     /// Packet processors at the hook points, if any (`hooks.rs`).
@@ -102,6 +106,7 @@ impl Node {
                 events: VecDeque::new(),
                 counters: Counters::default(),
                 last_drop: None,
+                inject_ee_drop: None,
                 cut: None,
                 hooks: None,
                 txq: None,
@@ -273,15 +278,27 @@ impl Node {
 
     /// Injects a whole ANEP packet as if originated by a local application: it is routed (or
     /// handed to its EE, or delivered) like an arriving packet but with no incoming link.
+    /// On a drop the error is the node's reason, or [`DropReason::EeDropped`] when an EE
+    /// dropped it ([`Node::inject_drop_detail`] then says which EE and why).
     pub fn inject(&mut self, now: Instant, buf: Vec<u8>) -> Result<(), DropReason> {
         self.core.counters.local_packets += 1;
         let before = self.core.counters.total_drops();
+        self.core.last_drop = None;
+        self.core.inject_ee_drop = Some(None);
         self.dispatch(now, None, buf);
+        let ee_drop = self.core.inject_ee_drop.take().flatten();
         if self.core.counters.total_drops() > before {
+            self.core.inject_ee_drop = Some(ee_drop);
             Err(self.core.last_drop.unwrap_or(DropReason::EeDropped))
         } else {
             Ok(())
         }
+    }
+
+    /// After an [`Node::inject`] that an EE dropped: the EE's name and reason ("ee/reason",
+    /// e.g. `capsule+nodeos/bandwidth`), until the next packet is injected.
+    pub fn inject_drop_detail(&self) -> Option<&str> {
+        self.core.inject_ee_drop.as_ref()?.as_deref()
     }
 
     /// Handles one packet that arrived on `link`. Takes ownership of the buffer: a forwarded

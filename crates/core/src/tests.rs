@@ -343,6 +343,37 @@ fn ee_dispatch_every_hop_vs_fast_path() {
 }
 
 #[test]
+fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
+    let mut net = Net::new(2, &[(0, 1)]);
+    net.nodes[0].register_ee(Box::new(Recorder { seen: vec![] }));
+    net.run_for(Duration::from_secs(3));
+    let r = net.nodes[0].send_datagram(net.now, v4(198, 18, 9, 9, 1), 1, 0, None, b"a");
+    assert_eq!(r, Err(DropReason::NoRoute));
+    assert_eq!(net.nodes[0].inject_drop_detail(), None);
+    // A capsule for node 0 itself: its EE consumes it and counts a drop.
+    let t = TransitRepr {
+        flags: 0,
+        rb: 9,
+        src: addr(0),
+        dst: addr(0),
+        prev_hop: addr(0),
+        flow: 0,
+    };
+    let pkt = routed_packet(TYPE_CAPSULE, &t, &[], b"p").unwrap();
+    assert_eq!(
+        net.nodes[0].inject(net.now, pkt),
+        Err(DropReason::EeDropped),
+        "the EE's drop, not the earlier no-route"
+    );
+    assert_eq!(net.nodes[0].inject_drop_detail(), Some("recorder/consumed"));
+    // A packet that goes through clears it.
+    net.nodes[0]
+        .send_datagram(net.now, addr(1), 7, 0, None, b"b")
+        .unwrap();
+    assert_eq!(net.nodes[0].inject_drop_detail(), None);
+}
+
+#[test]
 fn garbled_corpus_never_panics_and_every_packet_is_accounted() {
     let mut net = Net::new(2, &[(0, 1)]);
     net.run_for(Duration::from_secs(3));

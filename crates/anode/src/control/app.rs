@@ -56,16 +56,39 @@ pub(super) fn inject(
     }
     let buf = packet.as_bytes().to_vec();
     let r = call(&*shared.driver, move |n, now| {
-        (0..count).try_for_each(|_| n.inject(now, buf.clone()))
+        (0..count)
+            .try_for_each(|_| n.inject(now, buf.clone()))
+            .map_err(|why| (why, n.inject_drop_detail().map(str::to_string)))
     })?;
-    r.map(|()| Response::Injected).map_err(|why| {
-        (
-            ErrorCode::Dropped,
-            format!(
-                "the node dropped the injected packet: {why}; check the packet's destination (`anode routes`) and resource bound"
-            ),
-        )
-    })
+    r.map(|()| Response::Injected)
+        .map_err(|(why, detail)| (ErrorCode::Dropped, drop_message(why, detail.as_deref())))
+}
+
+/// What an application is told when the node dropped its injected packet: the node's reason,
+/// or the EE's ("ee/reason") with what to do about it.
+fn drop_message(why: anode_core::DropReason, ee: Option<&str>) -> String {
+    let Some(detail) = ee else {
+        return format!(
+            "the node dropped the injected packet: {why}; check the packet's destination (`anode routes`) and resource bound"
+        );
+    };
+    let (ee, reason) = detail.rsplit_once('/').unwrap_or(("an EE", detail));
+    let fix = match reason {
+        "bandwidth" => {
+            "its protocol's domain is over its NodeOS channel_bandwidth: send more slowly, or raise channel_bandwidth in the node's [nodeos] policy (see `anode domains`)"
+        }
+        "queue_full" => {
+            "its protocol's domain has a full queue (the EE is behind on its CPU share): send more slowly (see `anode domains`)"
+        }
+        "memory" => {
+            "its protocol's domain is out of memory under its NodeOS policy (see `anode domains`)"
+        }
+        "domain_refused" => {
+            "its protocol was terminated by the NodeOS and is refused until the node restarts (see `anode domains`)"
+        }
+        _ => "see `anode status` for the EE's drop counters",
+    };
+    format!("the {ee} EE dropped the injected packet ({reason}): {fix}")
 }
 
 /// `bind_app`.
@@ -157,4 +180,23 @@ pub(super) fn code_evict(shared: &Shared, hash: String) -> Result<Response, Fail
     })?;
     r.map(|removed| Response::Evicted { hash, removed })
         .ok_or_else(no_capsule_ee)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drop_message;
+    use anode_core::DropReason;
+
+    #[test]
+    fn drop_messages_name_the_ee_and_the_fix() {
+        let m = drop_message(DropReason::EeDropped, Some("capsule+nodeos/bandwidth"));
+        assert!(m.starts_with("the capsule+nodeos EE dropped the injected packet (bandwidth)"));
+        assert!(m.contains("channel_bandwidth"), "{m}");
+        let m = drop_message(DropReason::EeDropped, Some("capsule+nodeos/domain_refused"));
+        assert!(m.contains("terminated by the NodeOS"), "{m}");
+        let m = drop_message(DropReason::EeDropped, Some("plan/odd"));
+        assert!(m.contains("(odd)") && m.contains("anode status"), "{m}");
+        let m = drop_message(DropReason::NoRoute, None);
+        assert!(m.contains("no_route") && m.contains("anode routes"), "{m}");
+    }
 }
