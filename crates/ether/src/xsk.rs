@@ -173,7 +173,7 @@ pub struct SocketConfig {
 impl Default for SocketConfig {
     fn default() -> Self {
         SocketConfig {
-            ring_size: 2048,
+            ring_size: 4096,
             bind: BindPref::Auto,
             tx_budget: 64,
         }
@@ -185,7 +185,9 @@ impl Default for SocketConfig {
 pub enum UmemOf<'a> {
     /// Registers this UMEM on the new socket (`XDP_UMEM_REG`).
     Own(&'a Umem),
-    /// Shares the UMEM of this bound socket (`XDP_SHARED_UMEM`).
+    /// Shares the UMEM of this bound socket (`XDP_SHARED_UMEM`) from another device or
+    /// queue: the new socket has fill and completion rings of its own (on the same device
+    /// and queue the kernel would share the owner's and refuse ours).
     Share(&'a XskSocket),
 }
 

@@ -5,8 +5,8 @@
 //! ```text
 //! anode-xskfwd --iface r0=198.18.1.2/24,2001:2:0:1::2/64 --iface r1=198.18.2.1/24,2001:2:0:2::1/64
 //!              [--route PREFIX=GATEWAY]... [--umem auto|shared|separate]
-//!              [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 2048]
-//!              [--chunks 4096] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]
+//!              [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 4096]
+//!              [--chunks 16384] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]
 //! ```
 //!
 //! Interfaces are the router's in the order given. It prints its setup (bind mode, XDP
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anode_ether::xsk::{UmemPref, XskConfig, XskForwarder, router_for};
 use anode_ip::{IpCidr, RouteOrigin};
 
-const USAGE: &str = "usage: anode-xskfwd --iface NAME=ADDR/LEN[,ADDR/LEN...] (one per interface, in order) [--route PREFIX=GATEWAY]... [--umem auto|shared|separate] [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 2048] [--chunks 4096] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]";
+const USAGE: &str = "usage: anode-xskfwd --iface NAME=ADDR/LEN[,ADDR/LEN...] (one per interface, in order) [--route PREFIX=GATEWAY]... [--umem auto|shared|separate] [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 4096] [--chunks 16384] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]";
 
 static STOP: AtomicBool = AtomicBool::new(false);
 

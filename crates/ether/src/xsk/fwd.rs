@@ -22,8 +22,9 @@
 //!   and ignored.
 //! - A chunk is freed or put on a tx ring before the rx ring slot naming it is released, and
 //!   a forwarded frame's bytes are not touched after its descriptor is published.
-//! - Each fill ring is topped up every round, keeping `batch` chunks per interface in the
-//!   free list for generated and copied frames.
+//! - Each fill ring is topped up at the start of every round and again after the rx
+//!   batches, keeping `batch` chunks per interface in the free list for generated and
+//!   copied frames.
 //! - One thread owns the router, the sockets and the UMEMs; only the stop flag is shared.
 
 use std::fmt;
@@ -74,7 +75,11 @@ pub struct XskConfig {
     pub ifaces: Vec<String>,
     /// The receive queue bound on each interface (veth has one, 0).
     pub queue: u32,
-    /// UMEM chunks per interface (a shared UMEM has this many times the interfaces).
+    /// UMEM chunks per interface (a shared UMEM has this many times the interfaces). At
+    /// least twice the ring size; four times (the default) never runs short, as a chunk of
+    /// one socket can be on its fill, rx, tx or completion ring, each up to the ring size.
+    /// The default (16384 chunks of 2 KiB, rings of 4096) is 32 MiB per interface, the
+    /// memory of one default TPACKET ring.
     pub chunks: u32,
     /// Bytes per chunk (2048 or 4096): the frame, after the kernel's 256 bytes of headroom,
     /// must fit.
@@ -94,7 +99,7 @@ impl Default for XskConfig {
         XskConfig {
             ifaces: Vec::new(),
             queue: 0,
-            chunks: 4096,
+            chunks: 16384,
             chunk_size: 2048,
             socket: SocketConfig::default(),
             umem: UmemPref::Auto,
@@ -677,6 +682,11 @@ impl XskForwarder {
                 if let Some(p) = self.ports.get_mut(i) {
                     p.sock.rx.release(k);
                 }
+            }
+            if busy {
+                // The rx slots just released are usable at once: give the kernel chunks for
+                // them before the kicks below (which run the receivers' stacks inline).
+                self.refill();
             }
             if self.router.poll_timeout().is_some_and(|t| t <= now) {
                 self.router.handle_timeout(now);
