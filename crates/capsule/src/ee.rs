@@ -840,7 +840,7 @@ impl CapsuleEe {
                 dirty: false,
             });
             st.actions = 0;
-            st.limits.hit = false;
+            st.limits.clear_hit();
         }
         if live.store.set_fuel(fuel).is_err() {
             live.store.data_mut().cap = None;
@@ -870,7 +870,7 @@ impl CapsuleEe {
             let outcome = match &r {
                 Ok(verdict::FORWARD | verdict::DONE | verdict::DROP) => RunOutcome::Completed,
                 Ok(_) => RunOutcome::BadVerdict,
-                Err(e) => outcome_of_error(e, live.store.data().limits.hit),
+                Err(e) => outcome_of_error(e, live.store.data().limits.hit()),
             };
             self.runs.push(RunReport {
                 code: hash,
@@ -890,7 +890,7 @@ impl CapsuleEe {
                 (_, Some(_)) => ctx.count_drop("capsule", "bad_verdict"),
             },
             Err(e) => {
-                let reason = outcome_of_error(&e, live.store.data().limits.hit)
+                let reason = outcome_of_error(&e, live.store.data().limits.hit())
                     .drop_reason()
                     .unwrap_or("trap");
                 self.stats.traps += 1;

@@ -2,8 +2,8 @@
 //!
 //! Contracts:
 //! - Every guest pointer/length pair is checked against the guest's linear memory and every
-//!   payload offset against the current payload; a bad range returns `err::BOUNDS`, never
-//!   traps and never touches memory outside the range.
+//!   payload offset against the current payload (`anode_wasm::mem`); a bad range returns
+//!   `err::BOUNDS`, never traps and never touches memory outside the range.
 //! - No ambient authority: a code object reads and changes only the capsule it runs on, its
 //!   own soft state (namespaced by its hash), and node facts (address, time, neighbors,
 //!   routes, the routing functions the node registered for `forward_by`). It sends only
@@ -19,6 +19,8 @@ use std::ptr;
 use std::time::Instant;
 
 use anode_core::{Delivery, Dispatch, DropReason, NextHop, NodeContext};
+use anode_wasm::Limits;
+use anode_wasm::mem::{copy, copy_upto, slice, slice_mut};
 use anode_wire::anep::{self, AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::transit::{FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit, TransitRepr};
@@ -27,7 +29,7 @@ use wasmtime::{Caller, Instance, Linker, Memory, Trap, Val};
 
 use crate::abi::{self, err};
 use crate::route::RouteTable;
-use crate::runtime::{Limits, code_hash};
+use crate::runtime::code_hash;
 use crate::softstate::{PutError, SoftState};
 use crate::{CodeHash, PortTable};
 
@@ -163,21 +165,12 @@ fn with<R>(
     Some(f(data, st, env))
 }
 
-/// The guest memory range `ptr..ptr+len`, if inside `mem`.
-fn range(mem: &[u8], ptr: i32, len: i32) -> Option<std::ops::Range<usize>> {
-    let p = usize::try_from(ptr).ok()?;
-    let l = usize::try_from(len).ok()?;
-    let end = p.checked_add(l)?;
-    (end <= mem.len()).then_some(p..end)
-}
-
 fn read_addr(mem: &[u8], ptr: i32) -> Option<NodeAddr> {
-    let r = range(mem, ptr, abi::ADDR_LEN as i32)?;
-    NodeAddr::read(mem.get(r)?, 0).ok()
+    NodeAddr::read(slice(mem, ptr, abi::ADDR_LEN as i32)?, 0).ok()
 }
 
 fn write_bytes(mem: &mut [u8], ptr: i32, bytes: &[u8]) -> bool {
-    match range(mem, ptr, bytes.len() as i32).and_then(|r| mem.get_mut(r)) {
+    match slice_mut(mem, ptr, bytes.len() as i32) {
         Some(d) => {
             d.copy_from_slice(bytes);
             true
@@ -326,19 +319,13 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 let Some(k) = st.cap.as_ref() else {
                     return err::NO_CAPSULE;
                 };
-                let Ok(off) = usize::try_from(off) else {
+                // A short read: at most `len` bytes, fewer at the end of the payload.
+                let Some(payload) = k.buf.get(k.payload_at..) else {
                     return err::BOUNDS;
                 };
-                let Some(src) = k.buf.get(k.payload_at..).and_then(|b| b.get(off..)) else {
-                    return err::BOUNDS;
-                };
-                let n = src.len().min(usize::try_from(len).unwrap_or(0));
-                match range(mem, p, n as i32).and_then(|r| mem.get_mut(r)) {
-                    Some(d) => {
-                        d.copy_from_slice(src.get(..n).unwrap_or(&[]));
-                        n as i32
-                    }
-                    None => err::BOUNDS,
+                match copy_upto(payload, off, mem, p, len) {
+                    Ok(n) => n as i32,
+                    Err(_) => err::BOUNDS,
                 }
             })
             .unwrap_or(err::BOUNDS))
@@ -354,23 +341,15 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 let Some(k) = st.cap.as_mut() else {
                     return err::NO_CAPSULE;
                 };
-                let Some(r) = range(mem, p, len) else {
+                let Some(payload) = k.buf.get_mut(k.payload_at..) else {
                     return err::BOUNDS;
                 };
-                let Some(start) = usize::try_from(off)
-                    .ok()
-                    .and_then(|o| o.checked_add(k.payload_at))
-                else {
-                    return err::BOUNDS;
-                };
-                let n = r.len();
-                match (mem.get(r), k.buf.get_mut(start..start + n)) {
-                    (Some(s), Some(d)) => {
-                        d.copy_from_slice(s);
+                match copy(mem, p, payload, off, len) {
+                    Ok(n) => {
                         k.dirty = true;
                         n as i32
                     }
-                    _ => err::BOUNDS,
+                    Err(_) => err::BOUNDS,
                 }
             })
             .unwrap_or(err::BOUNDS))
@@ -480,7 +459,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 let Some(env) = env else {
                     return err::NO_CAPSULE;
                 };
-                let Some(name) = range(mem, np, nl).and_then(|r| mem.get(r)) else {
+                let Some(name) = slice(mem, np, nl) else {
                     return err::BOUNDS;
                 };
                 let Some(dst) = st.cap.as_ref().and_then(|k| k.transit()).map(|t| t.dst()) else {
@@ -586,14 +565,14 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                     return err::BOUNDS;
                 };
                 if code != 0 {
-                    let own = range(mem, code, abi::HASH_LEN as i32).and_then(|r| mem.get(r));
+                    let own = slice(mem, code, abi::HASH_LEN as i32);
                     match own {
                         Some(h) if h == st.code => {}
                         Some(_) => return err::DENIED,
                         None => return err::BOUNDS,
                     }
                 }
-                let Some(payload) = range(mem, p, len).and_then(|r| mem.get(r)) else {
+                let Some(payload) = slice(mem, p, len) else {
                     return err::BOUNDS;
                 };
                 let Some(k) = st.cap.as_mut() else {
@@ -655,20 +634,18 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 let Some(env) = env else {
                     return err::NO_CAPSULE;
                 };
-                let Some(key) = range(mem, kp, kl).and_then(|r| mem.get(r)) else {
+                let Some(key) = slice(mem, kp, kl) else {
                     return err::BOUNDS;
                 };
                 let now = env.ctx.now();
                 let Some(v) = env.soft.get(&st.code, key, now) else {
                     return err::NOT_FOUND;
                 };
-                let n = v.len().min(usize::try_from(vcap).unwrap_or(0));
-                let total = v.len() as i32;
-                let Some(d) = range(mem, vp, n as i32).and_then(|r| mem.get_mut(r)) else {
-                    return err::BOUNDS;
-                };
-                d.copy_from_slice(v.get(..n).unwrap_or(&[]));
-                total
+                // Copies at most `vcap` bytes; returns the value's whole length.
+                match copy_upto(v, 0, mem, vp, vcap) {
+                    Ok(_) => v.len() as i32,
+                    Err(_) => err::BOUNDS,
+                }
             })
             .unwrap_or(err::BOUNDS))
         },
@@ -683,10 +660,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 let Some(env) = env else {
                     return err::NO_CAPSULE;
                 };
-                let (Some(key), Some(val)) = (
-                    range(mem, kp, kl).and_then(|r| mem.get(r)),
-                    range(mem, vp, vl).and_then(|r| mem.get(r)),
-                ) else {
+                let (Some(key), Some(val)) = (slice(mem, kp, kl), slice(mem, vp, vl)) else {
                     return err::BOUNDS;
                 };
                 let ttl = std::time::Duration::from_millis(u64::try_from(ttl).unwrap_or(0));
@@ -706,7 +680,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
             let Some(env) = env else {
                 return err::NO_CAPSULE;
             };
-            let Some(key) = range(mem, kp, kl).and_then(|r| mem.get(r)) else {
+            let Some(key) = slice(mem, kp, kl) else {
                 return err::BOUNDS;
             };
             if env.soft.delete(&st.code, key) {
@@ -790,7 +764,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
                 return err::NO_CAPSULE;
             };
             let len = len.clamp(0, abi::MAX_LOG as i32);
-            let Some(b) = range(mem, p, len).and_then(|r| mem.get(r)) else {
+            let Some(b) = slice(mem, p, len) else {
                 return err::BOUNDS;
             };
             let msg = format!(
@@ -810,7 +784,7 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
         |mut c: C<'_>, p: i32, len: i32, out: i32| -> wasmtime::Result<i32> {
             charge(&mut c, usize::try_from(len).unwrap_or(0))?;
             Ok(with(&mut c, |mem, _, _| {
-                let Some(b) = range(mem, p, len).and_then(|r| mem.get(r)) else {
+                let Some(b) = slice(mem, p, len) else {
                     return err::BOUNDS;
                 };
                 let h = code_hash(b);
@@ -829,11 +803,9 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
         "checksum",
         |mut c: C<'_>, p: i32, len: i32| -> wasmtime::Result<i32> {
             charge(&mut c, usize::try_from(len).unwrap_or(0))?;
-            Ok(with(&mut c, |mem, _, _| {
-                match range(mem, p, len).and_then(|r| mem.get(r)) {
-                    Some(b) => i32::from(checksum::checksum(b)),
-                    None => err::BOUNDS,
-                }
+            Ok(with(&mut c, |mem, _, _| match slice(mem, p, len) {
+                Some(b) => i32::from(checksum::checksum(b)),
+                None => err::BOUNDS,
             })
             .unwrap_or(err::BOUNDS))
         },

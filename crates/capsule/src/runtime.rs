@@ -22,16 +22,18 @@
 //! Invariants:
 //! - A code object's name is the SHA-256 of its bytes; [`Runtime::compile`] computes it, it is
 //!   never taken from the network.
-//! - Every store has a [`Limits`] resource limiter (memory and table growth beyond the bound
-//!   trap with a recorded reason) and fuel metering is always on.
+//! - Every store has an [`anode_wasm::Limits`] resource limiter (memory and table growth
+//!   beyond the bound trap with a recorded reason) and fuel metering is always on; the engine
+//!   settings both tiers share with service modules are [`anode_wasm::engine::config`], to
+//!   which each tier adds its compiler and whether it compiles in parallel.
 
 use std::fmt;
 use std::sync::Arc;
 
+use anode_wasm::{Limits, Pool};
 use sha2::{Digest, Sha256};
 use wasmtime::{
-    Config, Engine, ExternType, InstanceAllocationStrategy, InstancePre, Linker, Module, OptLevel,
-    PoolingAllocationConfig, ResourceLimiter, Store, Strategy, TypedFunc, ValType,
+    Engine, ExternType, InstancePre, Linker, Module, Store, Strategy, TypedFunc, ValType,
 };
 
 use crate::abi;
@@ -111,62 +113,6 @@ impl fmt::Debug for Runtime {
     }
 }
 
-/// The resource limiter of one store.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    max_memory: usize,
-    max_table: usize,
-    /// Instances in the store: the code object and its dependencies.
-    instances: usize,
-    /// Set when a growth was refused; tells a trap caused by it from others.
-    pub(crate) hit: bool,
-}
-
-impl ResourceLimiter for Limits {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.max_memory {
-            self.hit = true;
-            return Err(wasmtime::format_err!(
-                "memory limit: {desired} bytes wanted, {} allowed",
-                self.max_memory
-            ));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.max_table {
-            self.hit = true;
-            return Err(wasmtime::format_err!(
-                "table limit: {desired} elements wanted"
-            ));
-        }
-        Ok(true)
-    }
-
-    fn instances(&self) -> usize {
-        self.instances
-    }
-
-    fn tables(&self) -> usize {
-        4 * self.instances
-    }
-
-    fn memories(&self) -> usize {
-        self.instances
-    }
-}
-
 /// A compiled, ABI-checked code object.
 pub struct CodeObject {
     /// Its name: SHA-256 of `wasm`.
@@ -240,24 +186,16 @@ impl Runtime {
     }
 
     fn tier(cfg: &RuntimeConfig, strategy: Strategy) -> Result<Tier, CapsuleError> {
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_core_instances(cfg.max_instances)
-            .total_memories(cfg.max_instances)
-            .total_tables(cfg.max_instances)
-            .max_memory_size(cfg.max_memory_bytes)
-            .table_elements(cfg.max_table_elements)
-            .max_memories_per_module(1)
-            .max_tables_per_module(4);
-        let mut c = Config::new();
+        let mut c = anode_wasm::engine::config(&Pool {
+            max_instances: cfg.max_instances,
+            max_memory_bytes: cfg.max_memory_bytes,
+            max_table_elements: cfg.max_table_elements,
+        });
         // Winch compiles functions on every core: new code waits for it. Cranelift does so
         // only when nothing runs before it (`Tiering::Optimized`); as a background tier-up it
         // stays on its one worker thread, leaving the other cores to the node.
         let parallel = strategy == Strategy::Winch || cfg.tiering == Tiering::Optimized;
-        c.strategy(strategy)
-            .parallel_compilation(parallel)
-            .consume_fuel(true)
-            .cranelift_opt_level(OptLevel::Speed)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        c.strategy(strategy).parallel_compilation(parallel);
         let engine =
             Engine::new(&c).map_err(|e| CapsuleError::Engine(format!("{strategy:?}: {e:#}")))?;
         let mut linker = Linker::new(&engine);
@@ -388,12 +326,11 @@ impl Runtime {
                 CapsuleError::Instantiate(format!("{e:#}"))
             }
         };
-        let limits = Limits {
-            max_memory: self.cfg.max_memory_bytes,
-            max_table: self.cfg.max_table_elements,
-            instances: deps.len() + 1,
-            hit: false,
-        };
+        let limits = Limits::new(
+            self.cfg.max_memory_bytes,
+            self.cfg.max_table_elements,
+            deps.len() + 1,
+        );
         if deps.iter().any(|d| d.tier != obj.tier) {
             return Err(CapsuleError::Instantiate(
                 "a dependency is compiled for another tier".into(),
@@ -460,7 +397,7 @@ fn run_init(
     fuel: u64,
     runs: Option<&mut Vec<RunReport>>,
 ) -> Result<(), CapsuleError> {
-    store.data_mut().limits.hit = false;
+    store.data_mut().limits.clear_hit();
     store
         .set_fuel(fuel)
         .map_err(|e| CapsuleError::Instantiate(format!("{e:#}")))?;
@@ -469,7 +406,7 @@ fn run_init(
         let outcome = match &r {
             Ok(0) => RunOutcome::Completed,
             Ok(_) => RunOutcome::InitFailed,
-            Err(e) => outcome_of_error(e, store.data().limits.hit),
+            Err(e) => outcome_of_error(e, store.data().limits.hit()),
         };
         runs.push(RunReport {
             code,

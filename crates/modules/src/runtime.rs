@@ -1,10 +1,12 @@
 //! The WebAssembly runtime of service modules, and the guest ABI (`anode_mod`).
 //!
-//! The engine is set up like the capsule EE's (`anode-capsule/src/runtime.rs`): Cranelift at
-//! speed, the pooling instance allocator, fuel metering always on, and a resource limiter on
-//! every store. The capsule runtime's `Runtime` is bound to the capsule host state and import
-//! set, so this module mirrors its engine configuration and limiter rather than sharing the
-//! `Runtime` type; one [`ModRuntime`] is shared by every node of a process.
+//! The engine settings and the store limiter are the ones the capsule EE uses too
+//! (`anode-wasm`): Cranelift at speed, the pooling instance allocator, fuel metering always
+//! on, and an [`anode_wasm::Limits`] on every store. What differs from the capsule EE stays
+//! here: one tier only (wasmtime's default compiler settings), every instance's memory bounded
+//! by its manifest (the pool by [`MAX_MEMORY`]), [`MAX_TABLE_ELEMENTS`] table elements, one
+//! instance per store, and this host state and import set. One [`ModRuntime`] is shared by
+//! every node of a process.
 //!
 //! ## Guest ABI (import module `anode_mod`)
 //! Every module exports `memory`. Optional: `init() -> i32` (0 = ok), `alloc(len) -> ptr`,
@@ -32,10 +34,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use wasmtime::{
-    Caller, Config, Engine, Extern, InstanceAllocationStrategy, Linker, Memory, Module, OptLevel,
-    PoolingAllocationConfig, ResourceLimiter, Store, TypedFunc,
-};
+use anode_wasm::mem::{copy, slice};
+use anode_wasm::{Limits, Pool};
+use wasmtime::{Caller, Engine, Extern, Linker, Memory, Module, Store, TypedFunc};
 
 use crate::manifest::{ConfigValues, MAX_MEMORY};
 use crate::{Kind, Manifest, ModuleError};
@@ -48,6 +49,8 @@ pub const MAX_CLASSES: usize = 16;
 pub const MAX_EMITS: usize = 16;
 /// Most bytes of state a module may hand over on upgrade.
 pub const MAX_STATE: usize = 1 << 20;
+/// Most elements of one table of a module instance.
+pub const MAX_TABLE_ELEMENTS: usize = 10_000;
 
 /// Process verdicts.
 pub mod verdict {
@@ -70,46 +73,6 @@ pub struct ModRuntime {
 impl fmt::Debug for ModRuntime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModRuntime").finish_non_exhaustive()
-    }
-}
-
-/// The resource limiter of one store (as in the capsule runtime).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    max_memory: usize,
-    hit: bool,
-}
-
-impl ResourceLimiter for Limits {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.max_memory {
-            self.hit = true;
-            return Err(wasmtime::format_err!(
-                "memory limit: {desired} bytes wanted, {} allowed",
-                self.max_memory
-            ));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > 10_000 {
-            self.hit = true;
-            return Err(wasmtime::format_err!(
-                "table limit: {desired} elements wanted"
-            ));
-        }
-        Ok(true)
     }
 }
 
@@ -180,8 +143,7 @@ fn mem_of(c: &mut C<'_>) -> Option<Memory> {
 
 fn read_guest(c: &mut C<'_>, ptr: i32, len: i32) -> Option<Vec<u8>> {
     let m = mem_of(c)?;
-    let (p, l) = (usize::try_from(ptr).ok()?, usize::try_from(len).ok()?);
-    m.data(&*c).get(p..p.checked_add(l)?).map(<[u8]>::to_vec)
+    slice(m.data(&*c), ptr, len).map(<[u8]>::to_vec)
 }
 
 fn define_imports(l: &mut Linker<ModState>) -> wasmtime::Result<()> {
@@ -196,22 +158,8 @@ fn define_imports(l: &mut Linker<ModState>) -> wasmtime::Result<()> {
             let Some(mem) = mem_of(&mut c) else {
                 return -1;
             };
-            let (Ok(off), Ok(ptr), Ok(len)) = (
-                usize::try_from(off),
-                usize::try_from(ptr),
-                usize::try_from(len),
-            ) else {
-                return -1;
-            };
             let (data, st) = mem.data_and_store_mut(&mut c);
-            let (Some(src), Some(dst)) = (
-                off.checked_add(len).and_then(|e| st.pkt.get(off..e)),
-                ptr.checked_add(len).and_then(|e| data.get_mut(ptr..e)),
-            ) else {
-                return -1;
-            };
-            dst.copy_from_slice(src);
-            len as i32
+            copy(&st.pkt, off, data, ptr, len).map_or(-1, |n| n as i32)
         },
     )?;
     l.func_wrap(
@@ -221,22 +169,8 @@ fn define_imports(l: &mut Linker<ModState>) -> wasmtime::Result<()> {
             let Some(mem) = mem_of(&mut c) else {
                 return -1;
             };
-            let (Ok(off), Ok(ptr), Ok(len)) = (
-                usize::try_from(off),
-                usize::try_from(ptr),
-                usize::try_from(len),
-            ) else {
-                return -1;
-            };
             let (data, st) = mem.data_and_store_mut(&mut c);
-            let (Some(dst), Some(src)) = (
-                off.checked_add(len).and_then(|e| st.pkt.get_mut(off..e)),
-                ptr.checked_add(len).and_then(|e| data.get(ptr..e)),
-            ) else {
-                return -1;
-            };
-            dst.copy_from_slice(src);
-            len as i32
+            copy(data, ptr, &mut st.pkt, off, len).map_or(-1, |n| n as i32)
         },
     )?;
     l.func_wrap(m, "in_link", |c: C<'_>| -> i32 { c.data().in_link })?;
@@ -320,18 +254,11 @@ impl ModRuntime {
     /// A runtime for up to `max_instances` live module instances.
     pub fn new(max_instances: u32) -> Result<Arc<ModRuntime>, ModuleError> {
         let e = |e: wasmtime::Error| ModuleError::Io(format!("wasm engine: {e:#}"));
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_core_instances(max_instances)
-            .total_memories(max_instances)
-            .total_tables(max_instances)
-            .max_memory_size(MAX_MEMORY)
-            .table_elements(10_000)
-            .max_memories_per_module(1)
-            .max_tables_per_module(4);
-        let mut c = Config::new();
-        c.consume_fuel(true)
-            .cranelift_opt_level(OptLevel::Speed)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let c = anode_wasm::engine::config(&Pool {
+            max_instances,
+            max_memory_bytes: MAX_MEMORY,
+            max_table_elements: MAX_TABLE_ELEMENTS,
+        });
         let engine = Engine::new(&c).map_err(e)?;
         let mut linker = Linker::new(&engine);
         define_imports(&mut linker).map_err(e)?;
@@ -388,10 +315,8 @@ impl ModRuntime {
             reason,
         };
         let st = ModState {
-            limits: Limits {
-                max_memory: m.resources.memory_bytes,
-                hit: false,
-            },
+            // One instance per store: a module imports only host functions.
+            limits: Limits::new(m.resources.memory_bytes, MAX_TABLE_ELEMENTS, 1),
             pkt: Vec::new(),
             in_link: -1,
             redirect: None,
@@ -455,7 +380,7 @@ impl Instance {
 
     fn fault(&self, e: wasmtime::Error) -> ModuleError {
         let mut reason = format!("{e:#}");
-        if self.store.data().limits.hit {
+        if self.store.data().limits.hit() {
             reason = format!("resource limit: {reason}");
         } else if self.store.get_fuel().is_ok_and(|f| f == 0) {
             reason = format!("fuel exhausted: {reason}");
