@@ -70,9 +70,37 @@
 //! of kernel forwarding in a prototype, at **XDP** (native veth XDP, GRO on at the receiver
 //! so the redirect can land) only 55 % / 44 %: veth hands XDP an skb it must first copy
 //! into an xdp_buff. TC is therefore the default; `--fast-path xdp` is for NICs whose
-//! drivers run XDP natively. **AF_XDP** was not adopted for the user-space path: it needs
-//! that same XDP hook (copy mode on veth, which has no zero-copy support), and the
-//! user-space path now carries only the packets that need it.
+//! drivers run XDP natively.
+//!
+//! ## AF_XDP against TPACKET_V2 (measured)
+//! [`xsk`] is the same router over AF_XDP sockets (`anode-xskfwd`, bench mode `xsk`): an
+//! XDP program redirects every frame into a UMEM, `IpRouter::handle_frame` rewrites it
+//! there, and it leaves from the outgoing socket's tx ring. On veth the kernel grants copy
+//! mode only (no zero-copy), and allows one UMEM shared by the sockets of both interfaces
+//! (`XDP_SHARED_UMEM` across devices), so user space copies nothing; a UMEM per socket (a
+//! copy per forwarded frame) measured the same. Pinned (docs/benchmarks.md, 3 runs each) it
+//! delivered **1.9x / 1.8x** the TPACKET_V2 path at 64 / 1472 B (418-492k against
+//! 236-257k pps; loss at full load 7-16 % against 44-48 %), unpinned 1.8x / 1.7x, although
+//! it copies each frame three times (veth's skb into an XDP buffer, that into the UMEM, the
+//! UMEM into a new skb) where TPACKET copies twice. The time is elsewhere: a profile puts
+//! the forwarding thread at 1.7-1.9 us per frame against 3.0-3.1 us, the difference being
+//! `sendmmsg`'s per-message path (against a tx ring the kernel walks inside one `sendto`)
+//! and a costlier inline delivery to a receiver that is woken more often; on the receive
+//! side the AF_PACKET tap costs the sender's CPU more (2.2 against 1.8 us per frame: the
+//! frame also goes on into the router namespace's IP stack) than veth's XDP hook plus the
+//! copy into the UMEM.
+//!
+//! It is not a link type of `anode router` (yet). That would take a link backend in
+//! [`DataPath`] with the loop of `xsk/fwd.rs` (hooks, waker, fast-path sync, counters), one
+//! socket per receive
+//! queue, 4 KiB chunks or multi-buffer AF_XDP for MTUs above ~1.7 KB, and above all a way
+//! to coexist with the kernel fast path: XDP runs before TC, so the program would have to
+//! pass what the TC program forwards (or forward it in XDP) and redirect only the rest, and
+//! on veth merely attaching a native XDP program cost the TC fast path ~30 % (72 % / 69 %
+//! of its throughput with a pass-only program). So for the default split (TC fast path,
+//! user space for the rest) TPACKET_V2 stays; for `--fast-path off` AF_XDP is the faster
+//! user-space path measured here, and NICs with native zero-copy XDP (not measured) should
+//! only widen the gap.
 //!
 //! ## Traffic generator
 //! [`pktgen`] and the `anode-pktgen` binary write one pre-built UDP frame onto an interface
@@ -98,7 +126,6 @@ mod link;
 pub mod pktgen;
 mod ring;
 mod sys;
-/// AF_XDP sockets and the AF_XDP forwarder (measured against the TPACKET_V2 path).
 pub mod xsk;
 
 pub use datapath::{DataPath, FastPathSync, Hooks, NoHooks, Stopped, Waker};
