@@ -8,6 +8,13 @@
 //! Invariant: a batch is given back to the kernel only after every frame in it that was
 //! forwarded has been handed to `sendmmsg` (which copies it), so no iovec ever points into
 //! memory the kernel may be rewriting.
+//!
+//! What does not depend on the link type is `Core`, which the AF_XDP forwarder
+//! ([`crate::xsk::XskForwarder`]) runs too: the router, the [`Hooks`] (diverted frames, their
+//! poll and deadline), the router's timers, the fast-path sync, the [`Waker`], the stop flag,
+//! the real-time priority, the generated frames' hand-over and the [`Stopped`] report. So
+//! both link types route, divert, wake and report the same way; only receiving and sending
+//! differ.
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -21,6 +28,7 @@ use anode_ip::{FilterId, IfaceId, IpRouter, Verdict};
 use crate::link::{EtherLink, LinkStats};
 use crate::ring::RxFrame;
 use crate::sys;
+use crate::xsk::XskReport;
 
 /// What the data path hands to the rest of anode: diverted frames and a timer.
 pub trait Hooks: Send {
@@ -102,14 +110,56 @@ const TOUCH_INTERVAL: Duration = Duration::from_secs(1);
 pub struct Stopped {
     /// The router, with its counters and tables.
     pub router: IpRouter,
-    /// Per-link counters, by interface name.
-    pub links: Vec<(String, LinkStats)>,
-    /// Frames whose transport checksum the driver completed (sender used checksum offload).
+    /// Per-link (AF_PACKET) or per-socket (AF_XDP) counters, by interface name.
+    pub links: LinkReport,
+    /// Frames whose transport checksum the driver completed (sender used checksum offload;
+    /// AF_PACKET only: AF_XDP gives no such flag).
     pub csum_fixed: u64,
     /// The hooks' exit report ([`Hooks::report`]).
     pub hooks_report: Vec<String>,
     /// The fast path's exit report ([`FastPathSync::report`]; empty without one).
     pub fast_path_report: Vec<String>,
+}
+
+impl Stopped {
+    /// The AF_XDP sockets' report, if the data path ran over AF_XDP.
+    pub fn xsk(&self) -> Option<&XskReport> {
+        match &self.links {
+            LinkReport::Xsk(x) => Some(x),
+            LinkReport::Packet(_) => None,
+        }
+    }
+}
+
+/// The counters of a stopped data path's links, by link type.
+#[derive(Debug)]
+pub enum LinkReport {
+    /// AF_PACKET links ([`DataPath`]), by interface name.
+    Packet(Vec<(String, LinkStats)>),
+    /// AF_XDP sockets ([`XskForwarder`](crate::xsk::XskForwarder)).
+    Xsk(XskReport),
+}
+
+impl LinkReport {
+    /// One line per link, for reports.
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            LinkReport::Packet(l) => l.iter().map(|(n, s)| s.line(n)).collect(),
+            LinkReport::Xsk(x) => x.lines(),
+        }
+    }
+
+    /// Every counter of every link, by interface name (for machine-readable reports).
+    pub fn entries(&self) -> Vec<(String, Vec<(&'static str, u64)>)> {
+        match self {
+            LinkReport::Packet(l) => l.iter().map(|(n, s)| (n.clone(), s.entries())).collect(),
+            LinkReport::Xsk(x) => x
+                .ports
+                .iter()
+                .map(|(n, s)| (n.clone(), s.entries()))
+                .collect(),
+        }
+    }
 }
 
 struct TxBatch {
@@ -259,18 +309,228 @@ fn fix_l4_checksum(frame: &mut [u8]) -> bool {
     true
 }
 
-/// The data path of one router.
-pub struct DataPath {
-    links: Vec<EtherLink>,
-    router: IpRouter,
+/// What every link type's loop shares: the router, the hooks, the timers, the fast path, the
+/// waker, the stop flag and the scheduling, and the exit report. A loop ([`DataPath`] over
+/// AF_PACKET, [`XskForwarder`](crate::xsk::XskForwarder) over AF_XDP) receives frames its
+/// own way, hands each to [`Core::handle_frame`], sends what it says; once per round it
+/// calls [`Core::timers`] and [`Core::generated`]; when idle it sleeps in [`Core::sleep`],
+/// whose poll set ends with the waker's eventfd ([`Core::wake_pollfd`]).
+pub(crate) struct Core {
+    pub(crate) router: IpRouter,
     hooks: Box<dyn Hooks>,
     stop: Arc<AtomicBool>,
     rt_priority: Option<i32>,
     fast: Option<Box<dyn FastPathSync>>,
     /// Lines about the fast path (why it was dropped) for the exit report.
     fast_notes: Vec<String>,
-    /// The eventfd behind [`DataPath::waker`], once asked for.
+    /// The fast path's tables are those of this router generation.
+    fast_gen: Option<u64>,
+    /// When the fast path's neighbor use is next reported to the router.
+    touch_at: Instant,
+    /// The eventfd behind [`Core::waker`], once asked for.
     waker: Option<Waker>,
+    /// Frames whose transport checksum was completed ([`Stopped::csum_fixed`]).
+    pub(crate) csum_fixed: u64,
+}
+
+impl Core {
+    pub(crate) fn new(router: IpRouter, hooks: Box<dyn Hooks>) -> Self {
+        Core {
+            router,
+            hooks,
+            stop: Arc::new(AtomicBool::new(false)),
+            rt_priority: None,
+            fast: None,
+            fast_notes: Vec::new(),
+            fast_gen: None,
+            touch_at: Instant::now(),
+            waker: None,
+            csum_fixed: 0,
+        }
+    }
+
+    pub(crate) fn set_hooks(&mut self, hooks: Box<dyn Hooks>) {
+        self.hooks = hooks;
+    }
+
+    /// See [`DataPath::waker`].
+    pub(crate) fn waker(&mut self) -> std::io::Result<Waker> {
+        if let Some(w) = &self.waker {
+            return Ok(w.clone());
+        }
+        let w = Waker(Arc::new(sys::eventfd()?));
+        self.waker = Some(w.clone());
+        Ok(w)
+    }
+
+    /// See [`DataPath::set_realtime`].
+    pub(crate) fn set_realtime(&mut self, priority: i32) {
+        self.rt_priority = Some(priority.clamp(1, 99));
+    }
+
+    pub(crate) fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Whether the loop should go on.
+    pub(crate) fn running(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Called first on the loop's thread: applies the real-time priority, if any.
+    pub(crate) fn enter_thread(&mut self) {
+        self.touch_at = Instant::now() + TOUCH_INTERVAL;
+        let Some(p) = self.rt_priority else {
+            return;
+        };
+        let param = libc::sched_param { sched_priority: p };
+        // SAFETY: sets the scheduling policy of the calling thread with a valid param.
+        let r =
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if r != 0 {
+            tracing::warn!(
+                "cannot run the data path under SCHED_FIFO {p}: {}",
+                std::io::Error::from_raw_os_error(r)
+            );
+        }
+    }
+
+    /// Runs one received frame of interface `iface` through the router, in place; diverted
+    /// frames go to the hooks. Returns the range of `buf` to send and where, if forwarded.
+    pub(crate) fn handle_frame(
+        &mut self,
+        now: Instant,
+        iface: IfaceId,
+        buf: &mut [u8],
+    ) -> Option<(IfaceId, std::ops::Range<usize>)> {
+        match self.router.handle_frame(now, iface, buf) {
+            Verdict::Forward { iface, start, len } => Some((iface, start..start + len)),
+            Verdict::Divert { filter, l3_offset } => {
+                self.hooks
+                    .divert(now, &mut self.router, iface, filter, buf, l3_offset);
+                None
+            }
+            Verdict::Consumed => None,
+        }
+    }
+
+    /// The round's timers: the router's, the hooks' poll, the fast path's sync. Returns the
+    /// hooks' next deadline (for [`Core::sleep`]).
+    pub(crate) fn timers(&mut self, now: Instant) -> Option<Instant> {
+        if self.router.poll_timeout().is_some_and(|t| t <= now) {
+            self.router.handle_timeout(now);
+        }
+        let deadline = self.hooks.poll(now, &mut self.router);
+        self.fast_path_round(now);
+        deadline
+    }
+
+    /// Takes the frames the router generated (ARP, NDP, ICMP, released packets, the hooks'
+    /// answers) into `owned`, up to [`BATCH`]; give them back with [`Core::recycle`].
+    pub(crate) fn generated(&mut self, owned: &mut Vec<anode_ip::Transmit>) {
+        while owned.len() < BATCH
+            && let Some(t) = self.router.poll_transmit()
+        {
+            owned.push(t);
+        }
+    }
+
+    /// Gives the buffers of sent generated frames back to the router.
+    pub(crate) fn recycle(&mut self, owned: &mut Vec<anode_ip::Transmit>) {
+        for t in owned.drain(..) {
+            self.router.recycle(t.frame);
+        }
+    }
+
+    /// Syncs the fast path if the router's tables changed; reports neighbor use when due.
+    fn fast_path_round(&mut self, now: Instant) {
+        let Some(fp) = self.fast.as_mut() else {
+            return;
+        };
+        let g = self.router.fast_generation();
+        if self.fast_gen != Some(g) {
+            if let Err(e) = fp.sync(&self.router.fast_table()) {
+                tracing::warn!("kernel fast path dropped, forwarding in user space: {e}");
+                let mut report = fp.report();
+                report.push(format!("fast path dropped after a sync error: {e}"));
+                self.fast_notes = report;
+                self.fast = None;
+                return;
+            }
+            self.fast_gen = Some(g);
+        }
+        if now >= self.touch_at {
+            self.touch_at = now + TOUCH_INTERVAL;
+            for key in fp.take_used() {
+                self.router.touch_neighbor(now, key);
+            }
+        }
+    }
+
+    /// The waker's pollfd, to go last in the loop's poll set (after `n` link sockets, `n`
+    /// being what [`Core::sleep`] is given).
+    pub(crate) fn wake_pollfd(&self) -> Option<libc::pollfd> {
+        self.waker.as_ref().map(|w| libc::pollfd {
+            fd: w.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+    }
+
+    /// Sleeps in `poll` on `pfds` (the loop's `links` sockets, then [`Core::wake_pollfd`])
+    /// until a socket is ready, the waker fires, the router's or the hooks' next deadline,
+    /// or `cap_ms`. Drains the waker before returning, so a wake during the next round's
+    /// hooks poll is not lost. Returns `poll`'s result (the sockets' `revents` are left for
+    /// the caller).
+    pub(crate) fn sleep(
+        &mut self,
+        pfds: &mut [libc::pollfd],
+        links: usize,
+        hook_deadline: Option<Instant>,
+        cap_ms: i32,
+    ) -> i32 {
+        let deadline = [self.router.poll_timeout(), hook_deadline]
+            .into_iter()
+            .flatten()
+            .min();
+        let mut ms = cap_ms;
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            ms = ms.min(left.as_millis().min(i32::MAX as u128) as i32);
+            if left > Duration::ZERO && ms == 0 {
+                ms = 1;
+            }
+        }
+        // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
+        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+        if let (Some(w), Some(p)) = (&self.waker, pfds.get_mut(links)) {
+            if p.revents & libc::POLLIN != 0 {
+                sys::eventfd_drain(&w.0);
+            }
+            p.revents = 0;
+        }
+        r
+    }
+
+    /// The exit report, with the loop's link counters.
+    pub(crate) fn finish(mut self, links: LinkReport) -> Stopped {
+        Stopped {
+            links,
+            csum_fixed: self.csum_fixed,
+            hooks_report: self.hooks.report(),
+            fast_path_report: match &self.fast {
+                Some(fp) => fp.report(),
+                None => std::mem::take(&mut self.fast_notes),
+            },
+            router: self.router,
+        }
+    }
+}
+
+/// The data path of one router over AF_PACKET links.
+pub struct DataPath {
+    links: Vec<EtherLink>,
+    core: Core,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -286,24 +546,13 @@ impl DataPath {
     pub fn new(links: Vec<EtherLink>, router: IpRouter, hooks: Box<dyn Hooks>) -> Self {
         DataPath {
             links,
-            router,
-            hooks,
-            stop: Arc::new(AtomicBool::new(false)),
-            rt_priority: None,
-            fast: None,
-            fast_notes: Vec::new(),
-            waker: None,
+            core: Core::new(router, hooks),
         }
     }
 
     /// A [`Waker`] for this data path (the same one on every call).
     pub fn waker(&mut self) -> std::io::Result<Waker> {
-        if let Some(w) = &self.waker {
-            return Ok(w.clone());
-        }
-        let w = Waker(Arc::new(sys::eventfd()?));
-        self.waker = Some(w.clone());
-        Ok(w)
+        self.core.waker()
     }
 
     /// Puts `fast` in front of this data path: the loop syncs its tables from the router
@@ -311,37 +560,7 @@ impl DataPath {
     /// router every second. The links must then receive by protocol
     /// ([`crate::Receive::Protocols`]), or fast-pathed frames would be forwarded twice.
     pub fn set_fast_path(&mut self, fast: Box<dyn FastPathSync>) {
-        self.fast = Some(fast);
-    }
-
-    /// Syncs the fast path if the router's tables changed; reports neighbor use when due.
-    fn fast_path_round(
-        &mut self,
-        now: Instant,
-        generation: &mut Option<u64>,
-        touch_at: &mut Instant,
-    ) {
-        let Some(fp) = self.fast.as_mut() else {
-            return;
-        };
-        let g = self.router.fast_generation();
-        if *generation != Some(g) {
-            if let Err(e) = fp.sync(&self.router.fast_table()) {
-                tracing::warn!("kernel fast path dropped, forwarding in user space: {e}");
-                let mut report = fp.report();
-                report.push(format!("fast path dropped after a sync error: {e}"));
-                self.fast_notes = report;
-                self.fast = None;
-                return;
-            }
-            *generation = Some(g);
-        }
-        if now >= *touch_at {
-            *touch_at = now + TOUCH_INTERVAL;
-            for key in fp.take_used() {
-                self.router.touch_neighbor(now, key);
-            }
-        }
+        self.core.fast = Some(fast);
     }
 
     /// Runs the data-path thread under `SCHED_FIFO` at `priority` (1..=99), so that under
@@ -350,12 +569,12 @@ impl DataPath {
     /// throttling still leaves other tasks 5 % of the CPU. If the scheduler refuses (no
     /// privilege), the thread runs normally and a warning is logged.
     pub fn set_realtime(&mut self, priority: i32) {
-        self.rt_priority = Some(priority.clamp(1, 99));
+        self.core.set_realtime(priority);
     }
 
     /// Setting this flag stops the loop within one poll interval (100 ms).
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
+        self.core.stop_flag()
     }
 
     /// Runs the loop on a new thread named `anode-router`.
@@ -398,21 +617,16 @@ impl DataPath {
         }
     }
 
+    /// Sends every batch on its link.
+    fn flush(&mut self, batches: &mut [TxBatch]) {
+        for (b, l) in batches.iter_mut().zip(self.links.iter_mut()) {
+            b.flush(l.raw_fd(), &mut l.stats);
+        }
+    }
+
     /// Runs the loop on this thread until the stop flag is set.
     pub fn run(mut self) -> Stopped {
-        if let Some(p) = self.rt_priority {
-            let param = libc::sched_param { sched_priority: p };
-            // SAFETY: sets the scheduling policy of the calling thread with a valid param.
-            let r = unsafe {
-                libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param)
-            };
-            if r != 0 {
-                tracing::warn!(
-                    "cannot run the data path under SCHED_FIFO {p}: {}",
-                    std::io::Error::from_raw_os_error(r)
-                );
-            }
-        }
+        self.core.enter_thread();
         let n = self.links.len();
         let mut batches: Vec<TxBatch> = (0..n).map(|_| TxBatch::new()).collect();
         let mut frames: Vec<RxFrame> = Vec::with_capacity(BATCH);
@@ -433,19 +647,8 @@ impl DataPath {
                 revents: 0,
             })
             .collect();
-        // The waker's eventfd comes last in the poll set, after the link sockets.
-        let wake_fd = self.waker.as_ref().map(|w| w.0.clone());
-        if let Some(fd) = &wake_fd {
-            pfds.push(libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
-        let mut csum_fixed = 0u64;
-        let mut fast_gen: Option<u64> = None;
-        let mut touch_at = Instant::now() + TOUCH_INTERVAL;
-        while !self.stop.load(Ordering::Relaxed) {
+        pfds.extend(self.core.wake_pollfd());
+        while self.core.running() {
             let mut now = Instant::now();
             let mut busy = false;
             for &(i, k) in &sources {
@@ -474,51 +677,25 @@ impl DataPath {
                         // during this iteration.
                         let buf = unsafe { std::slice::from_raw_parts_mut(f.ptr, f.len) };
                         if f.status & sys::TP_STATUS_CSUMNOTREADY != 0 && fix_l4_checksum(buf) {
-                            csum_fixed += 1;
+                            self.core.csum_fixed += 1;
                         }
-                        match self.router.handle_frame(now, IfaceId(i as u32), buf) {
-                            Verdict::Forward { iface, start, len } => {
-                                if let (Some(b), Some(s)) = (
-                                    batches.get_mut(iface.0 as usize),
-                                    buf.get(start..start + len),
-                                ) {
-                                    b.push(s.as_ptr(), s.len());
-                                }
-                            }
-                            Verdict::Divert { filter, l3_offset } => self.hooks.divert(
-                                now,
-                                &mut self.router,
-                                IfaceId(i as u32),
-                                filter,
-                                buf,
-                                l3_offset,
-                            ),
-                            Verdict::Consumed => {}
+                        if let Some((out, range)) =
+                            self.core.handle_frame(now, IfaceId(i as u32), buf)
+                            && let (Some(b), Some(s)) =
+                                (batches.get_mut(out.0 as usize), buf.get(range))
+                        {
+                            b.push(s.as_ptr(), s.len());
                         }
                     }
                     // Send what this block forwarded before giving the block back.
-                    for (j, b) in batches.iter_mut().enumerate() {
-                        if let Some(l) = self.links.get_mut(j) {
-                            b.flush(l.raw_fd(), &mut l.stats);
-                        }
-                    }
+                    self.flush(&mut batches);
                     if let Some(rx) = self.links.get_mut(i).and_then(|l| l.rx.get_mut(k)) {
                         rx.ring.release();
                     }
                 }
             }
-            // Timers.
-            if self.router.poll_timeout().is_some_and(|t| t <= now) {
-                self.router.handle_timeout(now);
-            }
-            let hook_deadline = self.hooks.poll(now, &mut self.router);
-            self.fast_path_round(now, &mut fast_gen, &mut touch_at);
-            // Generated frames.
-            while owned.len() < BATCH
-                && let Some(t) = self.router.poll_transmit()
-            {
-                owned.push(t);
-            }
+            let hook_deadline = self.core.timers(now);
+            self.core.generated(&mut owned);
             if !owned.is_empty() {
                 busy = true;
                 for t in &owned {
@@ -526,59 +703,27 @@ impl DataPath {
                         b.push(t.frame.as_ptr(), t.frame.len());
                     }
                 }
-                for (j, b) in batches.iter_mut().enumerate() {
-                    if let Some(l) = self.links.get_mut(j) {
-                        b.flush(l.raw_fd(), &mut l.stats);
-                    }
-                }
-                for t in owned.drain(..) {
-                    self.router.recycle(t.frame);
-                }
+                self.flush(&mut batches);
+                self.core.recycle(&mut owned);
             }
-            if !busy {
-                let deadline = [self.router.poll_timeout(), hook_deadline]
-                    .into_iter()
-                    .flatten()
-                    .min();
-                let mut ms = 100i32;
-                if let Some(d) = deadline {
-                    let left = d.saturating_duration_since(Instant::now());
-                    ms = ms.min(left.as_millis().min(100) as i32);
-                    if left > Duration::ZERO && ms == 0 {
-                        ms = 1;
-                    }
-                }
-                // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
-                let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
-                if r > 0 {
-                    self.clear_errors(&mut pfds, &sources);
-                }
-            }
-            if let (Some(fd), Some(p)) = (&wake_fd, pfds.get_mut(sources.len())) {
-                // Reset before the next round's hooks poll, so a wake during it is not lost.
-                if p.revents & libc::POLLIN != 0 {
-                    sys::eventfd_drain(fd);
-                }
-                p.revents = 0;
+            if !busy
+                && self
+                    .core
+                    .sleep(&mut pfds, sources.len(), hook_deadline, 100)
+                    > 0
+            {
+                self.clear_errors(&mut pfds, &sources);
             }
         }
         for l in self.links.iter_mut() {
             l.update_ring_stats();
         }
-        Stopped {
-            links: self
-                .links
-                .iter()
-                .map(|l| (l.name.clone(), l.stats))
-                .collect(),
-            router: self.router,
-            csum_fixed,
-            hooks_report: self.hooks.report(),
-            fast_path_report: match &self.fast {
-                Some(fp) => fp.report(),
-                None => std::mem::take(&mut self.fast_notes),
-            },
-        }
+        let links = self
+            .links
+            .iter()
+            .map(|l| (l.name.clone(), l.stats))
+            .collect();
+        self.core.finish(LinkReport::Packet(links))
     }
 }
 

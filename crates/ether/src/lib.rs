@@ -128,6 +128,6 @@ mod ring;
 mod sys;
 pub mod xsk;
 
-pub use datapath::{DataPath, FastPathSync, Hooks, NoHooks, Stopped, Waker};
+pub use datapath::{DataPath, FastPathSync, Hooks, LinkReport, NoHooks, Stopped, Waker};
 pub use link::{EtherLink, LinkError, LinkStats, Receive};
 pub use ring::{FRAME_SIZE, RingConfig, RingVersion};

@@ -52,6 +52,39 @@ pub struct LinkStats {
     pub sock_errors: u64,
 }
 
+impl LinkStats {
+    /// The counters as (name, value) pairs, for machine-readable reports.
+    pub fn entries(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("rx_blocks", self.rx_blocks),
+            ("rx_frames", self.rx_frames),
+            ("rx_truncated", self.rx_truncated),
+            ("tx_frames", self.tx_frames),
+            ("tx_calls", self.tx_calls),
+            ("tx_dropped", self.tx_dropped),
+            ("ring_packets", self.ring_packets),
+            ("ring_drops", self.ring_drops),
+            ("sock_errors", self.sock_errors),
+        ]
+    }
+
+    /// One line for the exit report of link `name`.
+    pub fn line(&self, name: &str) -> String {
+        format!(
+            "link {name}: rx {} frames in {} batches ({} truncated), tx {} frames in {} calls ({} dropped), ring: kernel passed {} dropped {} (ring full), socket errors {}",
+            self.rx_frames,
+            self.rx_blocks,
+            self.rx_truncated,
+            self.tx_frames,
+            self.tx_calls,
+            self.tx_dropped,
+            self.ring_packets,
+            self.ring_drops,
+            self.sock_errors
+        )
+    }
+}
+
 /// Which frames a link's receive sockets take.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Receive {

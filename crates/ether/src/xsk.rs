@@ -10,7 +10,9 @@
 //!   completion rings when they are on another device or queue).
 //! - [`XskProgram`] (`prog.rs`): the XDP program (`bpf/xsk.c`) that redirects every frame of
 //!   an interface to the socket of its receive queue.
-//! - [`XskForwarder`] (`fwd.rs`): the IP router over two or more such sockets.
+//! - [`XskForwarder`] (`fwd.rs`): the IP router over two or more such sockets, with the
+//!   same hooks, waker and exit report ([`crate::Stopped`]) as the AF_PACKET
+//!   [`crate::DataPath`]: `anode router --links xsk`, and `anode-xskfwd`.
 //!
 //! ## Binding
 //! [`BindPref::Auto`] binds with `XDP_ZEROCOPY` first (the driver DMAs straight into the
@@ -38,7 +40,10 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-pub use fwd::{PortStats, UmemPref, XskConfig, XskForwarder, XskInfo, XskStopped, router_for};
+pub use fwd::{
+    CHUNK_SIZES, PortStats, UmemPref, XskConfig, XskForwarder, XskInfo, XskReport, chunk_size_for,
+    iface_mac_mtu, max_mtu, router_for,
+};
 pub use prog::{XSKS_MAX, XdpAttach, XdpPref, XskProgram};
 pub use umem::Umem;
 
@@ -103,7 +108,21 @@ pub enum XskError {
         /// What each attempt got.
         reason: String,
     },
-    /// The configuration cannot work (sizes, MTU against the chunk size, interface list).
+    /// An interface's MTU needs frames larger than a UMEM chunk holds.
+    #[error(
+        "interface {name}: MTU {mtu} needs frames larger than a {chunk_size}-byte AF_XDP chunk holds (MTU {max_mtu} at most, after the kernel's 256 bytes of headroom; multi-buffer AF_XDP is not used)"
+    )]
+    FrameTooLarge {
+        /// Interface.
+        name: String,
+        /// Its MTU.
+        mtu: usize,
+        /// The chunk size.
+        chunk_size: u32,
+        /// The largest MTU such a chunk carries.
+        max_mtu: usize,
+    },
+    /// The configuration cannot work (sizes, interface list).
     #[error("AF_XDP forwarder configuration: {reason}")]
     Config {
         /// Why.

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use anode_ether::xsk::{BindMode, UmemPref, XskConfig, XskForwarder, XskStopped, router_for};
+use anode_ether::Stopped;
+use anode_ether::xsk::{BindMode, UmemPref, XskConfig, XskForwarder, router_for};
 
 fn can_run(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -73,11 +74,11 @@ impl Drop for Namespaces {
 /// the namespaces go.
 struct Running {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<XskStopped>>,
+    handle: Option<JoinHandle<Stopped>>,
 }
 
 impl Running {
-    fn finish(mut self) -> XskStopped {
+    fn finish(mut self) -> Stopped {
         self.stop.store(true, Ordering::Relaxed);
         let h = self.handle.take().unwrap();
         h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
@@ -198,11 +199,12 @@ fn pings_through(tag: &str, umem: UmemPref) {
         "ip netns exec {d} ping -c 2 -i 0.2 -W 2 -q 198.18.1.1"
     ));
     sh(&format!("ip netns exec {s} ping -c 1 -W 2 -q 198.18.1.2"));
-    let st = fwd.finish();
+    let stopped = fwd.finish();
+    let st = stopped.xsk().expect("the AF_XDP sockets' report");
     for l in st.lines() {
         eprintln!("{l}");
     }
-    let c = st.router.counters();
+    let c = stopped.router.counters();
     eprintln!("{:?}", c.entries());
 
     // veth has no zero-copy AF_XDP: the kernel granted copy mode.

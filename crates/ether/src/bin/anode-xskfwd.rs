@@ -170,7 +170,7 @@ fn main() -> ExitCode {
     for (k, v) in st.router.counters().entries() {
         println!("  {k:<28} {v}");
     }
-    for l in st.lines() {
+    for l in st.links.lines() {
         println!("  {l}");
     }
     ExitCode::SUCCESS

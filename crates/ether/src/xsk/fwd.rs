@@ -25,17 +25,30 @@
 //! - Each fill ring is topped up at the start of every round and again after the rx
 //!   batches, keeping `batch` chunks per interface in the free list for generated and
 //!   copied frames.
-//! - One thread owns the router, the sockets and the UMEMs; only the stop flag is shared.
+//! - One thread owns the router, the sockets and the UMEMs; only the stop flag and the
+//!   waker are shared.
+//!
+//! ## The rest of the round
+//! Everything but the sockets is the AF_PACKET data path's ([`crate::DataPath`]), through the
+//! same `Core`: diverted frames go to the [`Hooks`] (set with [`XskForwarder::set_hooks`],
+//! e.g. `anode router`'s local node and service modules), the router's and the hooks' timers
+//! run every round, a [`Waker`] (an eventfd in the poll set) makes the loop run a round at
+//! once, `--rt-priority` is [`XskForwarder::set_realtime`], and the loop ends with the same
+//! [`Stopped`] report, its link counters being [`LinkReport::Xsk`]. There is no kernel fast
+//! path in front: the redirect program takes every frame at XDP, before TC.
 
 use std::fmt;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anode_ip::wire::MacAddr;
-use anode_ip::{IfaceId, InterfaceConfig, IpCidr, IpRouter, RouterConfig, Transmit, Verdict};
+use anode_ip::{IfaceId, InterfaceConfig, IpCidr, IpRouter, RouterConfig, Transmit};
+
+use crate::datapath::Core;
+use crate::{Hooks, LinkReport, NoHooks, Stopped, Waker};
 
 use super::prog::{XdpAttach, XdpPref, XskProgram};
 use super::umem::Umem;
@@ -43,6 +56,24 @@ use super::{BindMode, KernelStats, SocketConfig, UmemOf, XskError, XskSocket};
 
 /// `XDP_PACKET_HEADROOM`: where the kernel puts a received frame in its chunk (copy mode).
 const XDP_HEADROOM: usize = 256;
+
+/// What a frame carries beyond its MTU: the Ethernet header and two VLAN tags.
+const FRAME_OVERHEAD: usize = 14 + 8;
+
+/// The chunk sizes the forwarder takes, smallest first.
+pub const CHUNK_SIZES: [u32; 2] = [2048, 4096];
+
+/// The largest MTU whose frames fit a chunk of `chunk_size` bytes (after the kernel's
+/// headroom): 1770 for 2048, 3818 for 4096.
+pub fn max_mtu(chunk_size: u32) -> usize {
+    (chunk_size as usize).saturating_sub(XDP_HEADROOM + FRAME_OVERHEAD)
+}
+
+/// The smallest chunk size of [`CHUNK_SIZES`] whose frames an MTU of `mtu` fits, if any
+/// (multi-buffer AF_XDP, which would carry larger frames across chunks, is not used).
+pub fn chunk_size_for(mtu: usize) -> Option<u32> {
+    CHUNK_SIZES.into_iter().find(|&c| max_mtu(c) >= mtu)
+}
 
 /// Whether the sockets share one UMEM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -146,6 +177,36 @@ pub struct PortStats {
     pub kernel: KernelStats,
 }
 
+impl PortStats {
+    /// The counters as (name, value) pairs, for machine-readable reports.
+    pub fn entries(&self) -> Vec<(&'static str, u64)> {
+        let k = &self.kernel;
+        vec![
+            ("rx_frames", self.rx_frames),
+            ("rx_batches", self.rx_batches),
+            ("tx_in_place", self.tx_in_place),
+            ("tx_copied", self.tx_copied),
+            ("tx_generated", self.tx_generated),
+            ("tx_frames", self.tx_frames),
+            ("tx_completed", self.tx_completed),
+            ("kicks", self.kicks),
+            ("kicks_again", self.kicks_again),
+            ("kick_errors", self.kick_errors),
+            ("drop_tx_full", self.drop_tx_full),
+            ("drop_no_chunk", self.drop_no_chunk),
+            ("drop_too_big", self.drop_too_big),
+            ("bad_rx", self.bad_rx),
+            ("bad_completion", self.bad_completion),
+            ("kernel_rx_dropped", k.rx_dropped),
+            ("kernel_rx_ring_full", k.rx_ring_full),
+            ("kernel_rx_fill_ring_empty", k.rx_fill_ring_empty),
+            ("kernel_rx_invalid_descs", k.rx_invalid_descs),
+            ("kernel_tx_invalid_descs", k.tx_invalid_descs),
+            ("kernel_tx_ring_empty", k.tx_ring_empty),
+        ]
+    }
+}
+
 /// How the forwarder ended up set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XskInfo {
@@ -188,18 +249,16 @@ impl fmt::Display for XskInfo {
     }
 }
 
-/// What a stopped forwarder gives back.
+/// The AF_XDP sockets of a stopped forwarder ([`LinkReport::Xsk`]).
 #[derive(Debug)]
-pub struct XskStopped {
-    /// The router, with its counters and tables.
-    pub router: IpRouter,
+pub struct XskReport {
     /// Per-interface counters, by name.
     pub ports: Vec<(String, PortStats)>,
     /// The setup.
     pub info: XskInfo,
 }
 
-impl XskStopped {
+impl XskReport {
     /// One line per interface, for reports.
     pub fn lines(&self) -> Vec<String> {
         self.ports
@@ -234,7 +293,7 @@ impl XskStopped {
 }
 
 /// The MAC address and MTU of interface `name` in the calling thread's network namespace.
-fn iface_mac_mtu(name: &str) -> Result<(MacAddr, usize), XskError> {
+pub fn iface_mac_mtu(name: &str) -> Result<(MacAddr, usize), XskError> {
     let (mac, mtu) = crate::sys::if_mac_mtu(name).map_err(|e| match e.raw_os_error() {
         Some(libc::ENODEV) => XskError::NoInterface {
             name: name.into(),
@@ -288,7 +347,8 @@ struct Port {
 
 /// The AF_XDP forwarder; see the module docs.
 pub struct XskForwarder {
-    router: IpRouter,
+    /// The router, hooks, timers, waker and stop flag (shared with [`crate::DataPath`]).
+    core: Core,
     /// Detached first on drop (before the sockets close).
     progs: Vec<XskProgram>,
     ports: Vec<Port>,
@@ -297,7 +357,6 @@ pub struct XskForwarder {
     pending: Vec<Vec<libc::xdp_desc>>,
     /// Last: unmapped after the sockets close.
     umems: Vec<Umem>,
-    stop: Arc<AtomicBool>,
     info: XskInfo,
     batch: u32,
     /// Chunks kept in each UMEM's free list for generated and copied frames.
@@ -340,12 +399,13 @@ impl XskForwarder {
             )));
         }
         for (_, ic) in router.interfaces() {
-            // Ethernet header, two VLAN tags, after the kernel's headroom.
-            if ic.mtu + 14 + 8 + XDP_HEADROOM > cfg.chunk_size as usize {
-                return Err(config(format!(
-                    "{}: MTU {} does not fit a {}-byte chunk after {XDP_HEADROOM} bytes of headroom (multi-buffer AF_XDP is not used)",
-                    ic.name, ic.mtu, cfg.chunk_size
-                )));
+            if ic.mtu > max_mtu(cfg.chunk_size) {
+                return Err(XskError::FrameTooLarge {
+                    name: ic.name.clone(),
+                    mtu: ic.mtu,
+                    chunk_size: cfg.chunk_size,
+                    max_mtu: max_mtu(cfg.chunk_size),
+                });
             }
         }
         let umem_err = |e: std::io::Error| config(format!("allocating a UMEM: {e}"));
@@ -395,12 +455,11 @@ impl XskForwarder {
             });
         }
         let mut fwd = XskForwarder {
-            router,
+            core: Core::new(router, Box::new(NoHooks)),
             progs: Vec::with_capacity(n),
             pending: (0..n).map(|_| Vec::with_capacity(ring as usize)).collect(),
             ports,
             umems,
-            stop: Arc::new(AtomicBool::new(false)),
             info: XskInfo {
                 bind: Vec::new(),
                 xdp: Vec::new(),
@@ -437,13 +496,31 @@ impl XskForwarder {
         &self.info
     }
 
+    /// Hands diverted frames to `hooks` and polls them every round (by default they are
+    /// dropped: [`NoHooks`]). The router's filters decide what is diverted.
+    pub fn set_hooks(&mut self, hooks: Box<dyn Hooks>) {
+        self.core.set_hooks(hooks);
+    }
+
+    /// A [`Waker`] for this forwarder (the same one on every call); see
+    /// [`crate::DataPath::waker`].
+    pub fn waker(&mut self) -> std::io::Result<Waker> {
+        self.core.waker()
+    }
+
+    /// Runs the forwarder's thread under `SCHED_FIFO` at `priority` (1..=99), as
+    /// [`crate::DataPath::set_realtime`] does.
+    pub fn set_realtime(&mut self, priority: i32) {
+        self.core.set_realtime(priority);
+    }
+
     /// Setting this flag stops the loop within one poll interval (100 ms).
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
+        self.core.stop_flag()
     }
 
     /// Runs the loop on a new thread named `anode-xskfwd`.
-    pub fn spawn(self) -> std::io::Result<JoinHandle<XskStopped>> {
+    pub fn spawn(self) -> std::io::Result<JoinHandle<Stopped>> {
         std::thread::Builder::new()
             .name("anode-xskfwd".into())
             .spawn(move || self.run())
@@ -512,11 +589,11 @@ impl XskForwarder {
             u.release(d.addr);
             return;
         };
-        let v = self.router.handle_frame(now, IfaceId(i as u32), frame);
-        let Verdict::Forward { iface, start, len } = v else {
+        let Some((iface, range)) = self.core.handle_frame(now, IfaceId(i as u32), frame) else {
             u.release(d.addr);
             return;
         };
+        let (start, len) = (range.start, range.len());
         let o = iface.0 as usize;
         let (Some(uo), Ok(s), Ok(l)) = (
             self.ports.get(o).map(|p| p.umem),
@@ -563,12 +640,8 @@ impl XskForwarder {
 
     /// Copies the router's generated frames into chunks of their interfaces' UMEMs.
     fn generated(&mut self, owned: &mut Vec<Transmit>) {
-        while owned.len() < 1024
-            && let Some(t) = self.router.poll_transmit()
-        {
-            owned.push(t);
-        }
-        for t in owned.drain(..) {
+        self.core.generated(owned);
+        for t in owned.iter() {
             let o = t.iface.0 as usize;
             if let (Some(p), Some(q)) = (self.ports.get_mut(o), self.pending.get_mut(o))
                 && let Some(u) = self.umems.get_mut(p.umem)
@@ -593,8 +666,8 @@ impl XskForwarder {
                     _ => p.stats.drop_too_big += 1,
                 }
             }
-            self.router.recycle(t.frame);
         }
+        self.core.recycle(owned);
     }
 
     /// Puts the pending descriptors on the tx rings and kicks every socket with frames on
@@ -645,7 +718,8 @@ impl XskForwarder {
     }
 
     /// Runs the loop on this thread until the stop flag is set.
-    pub fn run(mut self) -> XskStopped {
+    pub fn run(mut self) -> Stopped {
+        self.core.enter_thread();
         let mut owned: Vec<Transmit> = Vec::with_capacity(1024);
         let mut pfds: Vec<libc::pollfd> = self
             .ports
@@ -656,7 +730,8 @@ impl XskForwarder {
                 revents: 0,
             })
             .collect();
-        while !self.stop.load(Ordering::Relaxed) {
+        pfds.extend(self.core.wake_pollfd());
+        while self.core.running() {
             let mut now = Instant::now();
             let mut busy = false;
             self.complete();
@@ -688,24 +763,18 @@ impl XskForwarder {
                 // them before the kicks below (which run the receivers' stacks inline).
                 self.refill();
             }
-            if self.router.poll_timeout().is_some_and(|t| t <= now) {
-                self.router.handle_timeout(now);
-            }
+            let hook_deadline = self.core.timers(now);
             self.generated(&mut owned);
             let (progress, stalled) = self.transmit();
             busy |= progress;
             if busy {
                 continue;
             }
-            // Idle: sleep until a frame arrives, the router's next deadline, or (frames
-            // stuck on a tx ring) 1 ms, then kick again.
-            let mut ms = if stalled { 1 } else { 100 };
-            if let Some(d) = self.router.poll_timeout() {
-                let left = d.saturating_duration_since(Instant::now());
-                ms = ms.min(left.as_millis().clamp(1, 100) as i32);
-            }
-            // SAFETY: `pfds` is a valid array of `pfds.len()` pollfds for the call.
-            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+            // Idle: sleep until a frame arrives, the waker fires, the router's or the hooks'
+            // next deadline, or (frames stuck on a tx ring) 1 ms, then kick again.
+            let cap = if stalled { 1 } else { 100 };
+            self.core
+                .sleep(&mut pfds, self.ports.len(), hook_deadline, cap);
         }
         self.complete();
         for p in &mut self.ports {
@@ -719,7 +788,7 @@ impl XskForwarder {
             .map(|p| (p.sock.name().to_string(), p.stats))
             .collect();
         let XskForwarder {
-            router,
+            core,
             progs,
             ports: socks,
             umems,
@@ -730,11 +799,7 @@ impl XskForwarder {
         drop(progs);
         drop(socks);
         drop(umems);
-        XskStopped {
-            router,
-            ports,
-            info,
-        }
+        core.finish(LinkReport::Xsk(XskReport { ports, info }))
     }
 }
 
