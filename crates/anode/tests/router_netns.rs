@@ -15,7 +15,15 @@
 //! carried in UDP/IP run on the router (code demand-loaded hop by hop), and `anode stop`
 //! stops the router through its node's control socket.
 //!
-//! Needs root. Not root: fails under CI (env CI set), else prints SKIPPED and passes.
+//! `router_user_space_over_af_xdp` runs the router with `--links xsk` (AF_XDP sockets, no
+//! kernel fast path, under SCHED_FIFO): pings, TTL expiry / traceroute and a TCP transfer
+//! through it, its exit report showing the AF_XDP sockets carried every frame;
+//! `router_node_over_af_xdp` is a shorter capsule/PLAN run through the router's node over
+//! AF_XDP (`--json` report); `router_xsk_links_refuse_jumbo_mtu` and
+//! `router_refuses_xsk_links_with_a_kernel_fast_path` check the two startup refusals.
+//!
+//! Needs root (the refusal of `--links xsk --fast-path tc` does not). Not root: fails under
+//! CI (env CI set), else prints SKIPPED and passes.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -36,6 +44,15 @@ fn root() -> PathBuf {
 }
 
 fn can_run(test: &str) -> bool {
+    can_run_with(test, false)
+}
+
+/// As [`can_run`], and the kernel must have AF_XDP sockets (`--links xsk`).
+fn can_run_xsk(test: &str) -> bool {
+    can_run_with(test, true)
+}
+
+fn can_run_with(test: &str, xsk: bool) -> bool {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     let missing: Vec<&str> = ["ip", "ping", "traceroute", "iperf3", "ethtool"]
@@ -47,11 +64,22 @@ fn can_run(test: &str) -> bool {
                 .is_ok_and(|o| o.status.success())
         })
         .collect();
-    if euid == 0 && missing.is_empty() {
+    // SAFETY: plain socket(2); closed at once if it succeeded.
+    let no_xdp = xsk
+        && unsafe {
+            let fd = libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            fd < 0
+        };
+    if euid == 0 && missing.is_empty() && !no_xdp {
         return true;
     }
     let why = if euid != 0 {
         "needs root".to_string()
+    } else if no_xdp {
+        "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)".to_string()
     } else {
         format!(
             "missing tools: {} (scripts/setup.sh installs them)",
@@ -282,6 +310,11 @@ fn router_tcp_transfer() {
         return;
     }
     let t = Topo::up("art");
+    tcp_transfer(&t);
+}
+
+/// 4 MB over TCP from s to d through the router, checked byte for byte.
+fn tcp_transfer(t: &Topo) {
     let data: Vec<u8> = (0..4_000_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
@@ -388,6 +421,12 @@ fn router_ttl_and_traceroute() {
         return;
     }
     let t = Topo::up("arx");
+    ttl_expiry(&t);
+}
+
+/// traceroute (IPv4, IPv6) and ping with TTL 1: the router answers "time exceeded" (three
+/// ICMP errors at least).
+fn ttl_expiry(t: &Topo) {
     let out = t.ok(
         "s",
         15,
@@ -546,67 +585,155 @@ fn anode_ok(args: &[&str]) -> String {
     out
 }
 
+/// The router with a `[node]` (EEs, a control socket) on line `p`, started with
+/// `router_args`, between `anode node`s on s and d, which have converged through it.
+struct NodeLine {
+    /// The end hosts' nodes (dropped first).
+    _hosts: [NodeProc; 2],
+    t: Topo,
+    dir: TestDir,
+}
+
+impl NodeLine {
+    fn up(p: &str, router_args: &str) -> NodeLine {
+        let dir = TestDir::new(&format!("router-ees-{p}"));
+        let sock = |n: &str| dir.0.join(format!("{n}.sock")).display().to_string();
+        let extra = dir.file(
+            "router-node.toml",
+            &format!(
+                "[node]\naddress = \"198.18.1.2:3322\"\ncapsule_cache = \"{}\"\ncontrol = \"{}\"\n\
+                 [node.routing]\n{NODE_TIMERS}\
+                 [[node.link]]\npeer = \"198.18.1.1:3322\"\n[[node.link]]\npeer = \"198.18.2.2:3322\"\n",
+                dir.0.join("code-r").display(),
+                sock("r"),
+            ),
+        );
+        let t = Topo::up_env(
+            p,
+            router_args,
+            &[("ANODE_ROUTER_EXTRA", extra.to_str().unwrap())],
+        );
+        assert!(
+            std::path::Path::new(&sock("r")).exists(),
+            "the router's node serves its control socket: {}",
+            t.log()
+        );
+        // End hosts: `anode node` over the kernel's UDP, each linked to the router's address
+        // on its own segment.
+        let host = |h: &str, me: &str, peer: &str| {
+            let cfg = format!(
+                "[node]\naddress = \"{me}:3322\"\n[routing]\n{NODE_TIMERS}\
+                 [[link]]\npeer = \"{peer}:3322\"\n[control]\nsocket = \"{}\"\n\
+                 [capsule]\ncache_dir = \"{}\"\n",
+                sock(h),
+                dir.0.join(format!("code-{h}")).display()
+            );
+            NodeProc::start_in(Some(&format!("{p}{h}")), &dir, h, me, &cfg)
+        };
+        let hosts = [
+            host("s", "198.18.1.1", "198.18.1.2"),
+            host("d", "198.18.2.2", "198.18.2.1"),
+        ];
+        let converged = wait_until(Duration::from_secs(15), || {
+            hosts[0].has_route("198.18.2.2:3322")
+        });
+        assert!(
+            converged,
+            "s learns d through the router's node: {}",
+            t.log()
+        );
+        NodeLine {
+            _hosts: hosts,
+            t,
+            dir,
+        }
+    }
+
+    /// The control socket of `n` (r: the router's node; s, d: the hosts).
+    fn sock(&self, n: &str) -> String {
+        self.dir.0.join(format!("{n}.sock")).display().to_string()
+    }
+
+    /// Capsule pings from s to d through the router's node (the first loads its code at the
+    /// router, then at d); the router's code cache holds the demand-loaded code.
+    fn capsule_pings(&self) {
+        let out = anode_ok(&[
+            "ping",
+            "--socket",
+            &self.sock("s"),
+            "198.18.2.2:3322",
+            "--count",
+            "3",
+        ]);
+        assert!(out.contains("3 sent, 3 received"), "{out}");
+        let code = anode_ok(&["code", "list", "--socket", &self.sock("r")]);
+        assert!(code.lines().any(|l| l.contains("wasm")), "{code}");
+    }
+
+    /// A PLAN ping program from s to d (`ping/FILE`), through the router's node.
+    fn plan_ping(&self, file: &str) {
+        let prog = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../plan/programs/ping")
+            .join(file)
+            .display()
+            .to_string();
+        let out = anode_ok(&[
+            "plan",
+            "inject",
+            &prog,
+            "--socket",
+            &self.sock("s"),
+            "--entry",
+            "ping(198.18.1.1:3322, 198.18.2.2:3322)",
+            "--rb",
+            "16",
+        ]);
+        assert!(out.contains("Success"), "{file}: {out}");
+    }
+
+    /// Runs of the router's NodeOS domain `principal` (from `anode domains`).
+    fn domain_runs(&self, principal: &str) -> u64 {
+        let domains = anode_ok(&["domains", "--socket", &self.sock("r")]);
+        domains
+            .lines()
+            .find(|l| l.contains(principal))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    }
+
+    /// `anode stop` through the node's control socket stops the router itself; its log.
+    fn stop_router(&self) -> String {
+        anode_ok(&["stop", "--socket", &self.sock("r")]);
+        let pid = std::fs::read_to_string(
+            std::env::temp_dir().join(format!("anode-netns-{}/router.pid", self.t.p)),
+        )
+        .unwrap_or_default();
+        let stopped = wait_until(Duration::from_secs(10), || {
+            !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+        });
+        assert!(
+            stopped,
+            "the router exits on a shutdown request: {}",
+            self.t.log()
+        );
+        assert!(
+            !std::path::Path::new(&self.sock("r")).exists(),
+            "the socket is removed"
+        );
+        self.t.log()
+    }
+}
+
 #[test]
 fn router_node_runs_capsules_and_plan() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !can_run("router_node_runs_capsules_and_plan") {
         return;
     }
-    let dir = TestDir::new("router-ees");
-    let sock = |n: &str| dir.0.join(format!("{n}.sock")).display().to_string();
-    let extra = dir.file(
-        "router-node.toml",
-        &format!(
-            "[node]\naddress = \"198.18.1.2:3322\"\ncapsule_cache = \"{}\"\ncontrol = \"{}\"\n\
-             [node.routing]\n{NODE_TIMERS}\
-             [[node.link]]\npeer = \"198.18.1.1:3322\"\n[[node.link]]\npeer = \"198.18.2.2:3322\"\n",
-            dir.0.join("code-r").display(),
-            sock("r"),
-        ),
-    );
-    let t = Topo::up_env(
-        "are",
-        "",
-        &[("ANODE_ROUTER_EXTRA", extra.to_str().unwrap())],
-    );
-    let (r, s_sock) = (sock("r"), sock("s"));
-    assert!(
-        std::path::Path::new(&r).exists(),
-        "the router's node serves its control socket: {}",
-        t.log()
-    );
-    // End hosts: `anode node` over the kernel's UDP, each linked to the router's address on
-    // its own segment.
-    let host = |h: &str, me: &str, peer: &str| {
-        let cfg = format!(
-            "[node]\naddress = \"{me}:3322\"\n[routing]\n{NODE_TIMERS}\
-             [[link]]\npeer = \"{peer}:3322\"\n[control]\nsocket = \"{}\"\n\
-             [capsule]\ncache_dir = \"{}\"\n",
-            sock(h),
-            dir.0.join(format!("code-{h}")).display()
-        );
-        NodeProc::start_in(Some(&format!("are{h}")), &dir, h, me, &cfg)
-    };
-    let s = host("s", "198.18.1.1", "198.18.1.2");
-    let _d = host("d", "198.18.2.2", "198.18.2.1");
-    let converged = wait_until(Duration::from_secs(15), || s.has_route("198.18.2.2:3322"));
-    assert!(
-        converged,
-        "s learns d through the router's node: {}",
-        t.log()
-    );
-
-    // Capsules: the first ping loads its code at the router, then at d.
-    let out = anode_ok(&[
-        "ping",
-        "--socket",
-        &s_sock,
-        "198.18.2.2:3322",
-        "--count",
-        "3",
-    ]);
-    assert!(out.contains("3 sent, 3 received"), "{out}");
-    let out = anode_ok(&["traceroute", "--socket", &s_sock, "198.18.2.2:3322"]);
+    let n = NodeLine::up("are", "");
+    n.capsule_pings();
+    let out = anode_ok(&["traceroute", "--socket", &n.sock("s"), "198.18.2.2:3322"]);
     let hops: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
@@ -618,61 +745,188 @@ fn router_node_runs_capsules_and_plan() {
             && hops[2].contains("198.18.2.2:3322"),
         "the router's node is the middle hop: {out}"
     );
-    // The router's code cache holds the demand-loaded ping code; its capsule domain ran it.
-    let code = anode_ok(&["code", "list", "--socket", &r]);
-    assert!(code.lines().any(|l| l.contains("wasm")), "{code}");
     // PLAN: routed passively through the router (noeval) and evaluated there (eval).
-    let prog = |f: &str| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../plan/programs/ping")
-            .join(f)
-            .display()
-            .to_string()
-    };
-    for f in ["noeval.plan", "eval.plan"] {
-        let out = anode_ok(&[
-            "plan",
-            "inject",
-            &prog(f),
-            "--socket",
-            &s_sock,
-            "--entry",
-            "ping(198.18.1.1:3322, 198.18.2.2:3322)",
-            "--rb",
-            "16",
-        ]);
-        assert!(out.contains("Success"), "{f}: {out}");
+    n.plan_ping("noeval.plan");
+    n.plan_ping("eval.plan");
+    assert!(n.domain_runs("capsule/") > 0, "capsules ran at the router");
+    assert!(
+        n.domain_runs("plan/198.18.1.1:3322") > 0,
+        "the eval ping was evaluated at the router"
+    );
+    let log = n.stop_router();
+    assert!(log.contains("anode router counters:"), "{log}");
+}
+
+/// The numbers of the exit-report line of AF_XDP socket `name` ("link r0: rx N frames in M
+/// batches; tx T frames (A in place, B copied, G generated), ..."), in order.
+fn xsk_link(log: &str, name: &str) -> Vec<u64> {
+    let prefix = format!("link {name}: rx ");
+    let line = log
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no AF_XDP line for {name} in the router log:\n{log}"));
+    assert!(line.contains("in place"), "an AF_XDP socket's line: {line}");
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.parse().unwrap())
+        .collect()
+}
+
+/// The scheduling policy of the router's thread named `comm` (1: SCHED_FIFO), from
+/// /proc/PID/task/*/stat.
+fn thread_policy(pid: &str, comm: &str) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    for t in tasks.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim() != comm {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+        // Fields after the parenthesised name: state is field 3, policy field 41.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        return rest.split_whitespace().nth(41 - 3)?.parse().ok();
     }
-    let domains = anode_ok(&["domains", "--socket", &r]);
-    let runs = |principal: &str| {
-        domains
-            .lines()
-            .find(|l| l.contains(principal))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    assert!(
-        runs("capsule/") > 0,
-        "capsules ran at the router: {domains}"
-    );
-    assert!(
-        runs("plan/198.18.1.1:3322") > 0,
-        "the eval ping was evaluated at the router: {domains}"
-    );
-    // `anode stop` through the node's control socket stops the router itself.
-    anode_ok(&["stop", "--socket", &r]);
-    let pid = std::fs::read_to_string(std::env::temp_dir().join("anode-netns-are/router.pid"))
+    None
+}
+
+#[test]
+fn router_user_space_over_af_xdp() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run_xsk("router_user_space_over_af_xdp") {
+        return;
+    }
+    let t = Topo::up_with("arz", "--links xsk --rt-priority 10");
+    let pid = std::fs::read_to_string(std::env::temp_dir().join("anode-netns-arz/router.pid"))
         .unwrap_or_default();
-    let stopped = wait_until(Duration::from_secs(10), || {
-        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
-    });
-    assert!(
-        stopped,
-        "the router exits on a shutdown request: {}",
+    assert_eq!(
+        thread_policy(pid.trim(), "anode-xskfwd"),
+        Some(1),
+        "--rt-priority puts the AF_XDP thread under SCHED_FIFO: {}",
         t.log()
     );
-    let log = t.log();
-    assert!(log.contains("anode router counters:"), "{log}");
-    assert!(!std::path::Path::new(&r).exists(), "the socket is removed");
+    pings(&t);
+    ttl_expiry(&t);
+    tcp_transfer(&t);
+    let log = t.stop();
+    assert!(
+        log.contains("AF_XDP: bind") && !log.contains("kernel fast path"),
+        "AF_XDP sockets, no kernel fast path: {log}"
+    );
+    // Pings (24 packets), the traceroutes' last hops, and the TCP transfer (4 MB: 2,763
+    // full segments, and the ACKs) were all forwarded in user space.
+    let fwd = counter(&log, "forwarded") + counter(&log, "queued_released");
+    eprintln!("forwarded in user space over AF_XDP: {fwd}");
+    assert!(fwd >= 2_790, "user space forwarded everything: {log}");
+    assert!(counter(&log, "drop.ttl_exceeded") >= 3, "{log}");
+    let (r0, r1) = (xsk_link(&log, "r0"), xsk_link(&log, "r1"));
+    // Every frame the router saw came off an AF_XDP rx ring; every forwarded one left from
+    // an AF_XDP tx ring (in place: the UMEM is shared), every generated one (ARP/NDP, echo
+    // replies, time exceeded) was copied into a chunk and sent there too.
+    assert_eq!(r0[0] + r1[0], counter(&log, "rx_frames"), "{log}");
+    assert_eq!(
+        r0[3] + r1[3] + r0[4] + r1[4],
+        counter(&log, "forwarded"),
+        "{log}"
+    );
+    assert_eq!(r0[5] + r1[5], counter(&log, "tx_generated"), "{log}");
+    for (name, l) in [("r0", &r0), ("r1", &r1)] {
+        assert_eq!(
+            l[2], l[6],
+            "{name}: every frame put on the tx ring completed: {log}"
+        );
+        assert_eq!(
+            &l[10..15],
+            &[0, 0, 0, 0, 0],
+            "{name}: no drops, no refused descriptors: {log}"
+        );
+    }
+}
+
+#[test]
+fn router_node_over_af_xdp() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run_xsk("router_node_over_af_xdp") {
+        return;
+    }
+    let n = NodeLine::up("arw", "--links xsk --json");
+    n.capsule_pings();
+    n.plan_ping("eval.plan");
+    assert!(n.domain_runs("capsule/") > 0, "capsules ran at the router");
+    let log = n.stop_router();
+    let json: serde_json::Value = log
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("a JSON exit report: {log}"));
+    assert_eq!(json["link_type"], "xsk", "{json}");
+    assert!(json["af_xdp"].as_str().is_some_and(|s| s.contains("bind")));
+    // The node's packets came in through AF_XDP (diverted by the router's filters) and left
+    // through it (generated frames: the router sends the node's UDP).
+    assert!(json["diverted"].as_u64() > Some(10), "{json}");
+    for l in ["r0", "r1"] {
+        let c = &json["links"][l];
+        assert!(c["rx_frames"].as_u64() > Some(10), "{l}: {json}");
+        assert!(c["tx_generated"].as_u64() > Some(10), "{l}: {json}");
+        assert_eq!(c["drop_no_chunk"], 0, "{l}: {json}");
+    }
+}
+
+#[test]
+fn router_xsk_links_refuse_jumbo_mtu() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run_xsk("router_xsk_links_refuse_jumbo_mtu") {
+        return;
+    }
+    // s0 -- r0 at MTU 9000: more than a 4096-byte AF_XDP chunk holds. The router must not
+    // start (netns-router.sh up fails with its log), and say why and what to use instead.
+    let t = Topo { p: "arj".into() };
+    let o = Command::new(root().join("scripts/netns-router.sh"))
+        .args(["up", &t.p, "anode"])
+        .env("ANODE_BIN", env!("CARGO_BIN_EXE_anode"))
+        .env("ANODE_ROUTER_ARGS", "--links xsk")
+        .env("MTU_S", "9000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "the router refuses to start: {err}");
+    assert!(
+        err.contains("interface r0: MTU 9000 is too large for --links xsk")
+            && err.contains("MTU of 3818 at most")
+            && err.contains("use --links packet"),
+        "{err}"
+    );
+}
+
+#[test]
+fn router_refuses_xsk_links_with_a_kernel_fast_path() {
+    // No root needed: the refusal comes before any interface is opened.
+    let dir = TestDir::new("router-xsk-fast-path");
+    let cfg = dir.file(
+        "router.toml",
+        "[[interface]]\nname = \"anodenone0\"\nipv4 = [\"198.18.1.2/24\"]\n",
+    );
+    for fp in ["tc", "xdp"] {
+        let o = node_util::run(
+            &[
+                "router",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--links",
+                "xsk",
+                "--fast-path",
+                fp,
+            ],
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{fp}: {err}");
+        assert!(
+            err.contains(&format!("--links xsk cannot run with --fast-path {fp}"))
+                && err.contains("XDP runs before")
+                && err.contains("Leave out --fast-path")
+                && err.contains("--links packet"),
+            "{fp}: says why and what to do: {err}"
+        );
+    }
 }
