@@ -25,6 +25,9 @@
 # in the sender's softirq on CPU 0 in every mode (the veth hand-offs stay on the sending
 # CPU), so the delivered rate is what one CPU does per packet (send + forward + deliver)
 # and the modes differ only in the forwarding; the receiver on the other CPU keeps up.
+# ROUTER_CPU=N (netns-router.sh) pins the user-space router too, e.g. ROUTER_CPU=0 with PIN=1:
+# the router's thread then shares the generator's CPU, as the kernel's forwarding does, so
+# a user-space path cannot win by taking the second CPU.
 # Without PIN the scheduler spreads THREADS senders, the receiver and (user-space mode) the
 # router over both CPUs, and single runs swing by +-20 %.
 # MTU_S / MTU_D: the links' MTUs (netns-router.sh), e.g. 9000 for SIZES=8000 (jumbo frames
@@ -194,7 +197,7 @@ done
 done
 
 echo
-echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), receiver: ${RECV:-c}$([ "${PIN:-0}" = 1 ] && echo ", pinned: generator CPU 0, receiver CPU 1"), MTU ${MTU_S:-1500}/${MTU_D:-1500}, $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
+echo "generator: $gen$([ "$gen" = pktgen ] && echo " ($threads threads, $txmode)"), receiver: ${RECV:-c}$([ "${PIN:-0}" = 1 ] && echo ", pinned: generator CPU 0, receiver CPU 1")$([ -n "${ROUTER_CPU:-}" ] && echo ", router CPU $ROUTER_CPU"), MTU ${MTU_S:-1500}/${MTU_D:-1500}, $secs s per trial, load: $(uptime | sed 's/.*load average: //')"
 echo "| rep | router | UDP payload | offered pps | delivered pps | loss (veth drops / UDP rcvbuf drops) | max loss-free pps (<=0.1%) | ping RTT avg ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for r in "${results[@]}"; do

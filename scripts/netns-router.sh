@@ -18,6 +18,8 @@
 # ANODE_BIN picks the binary (default: target/release/anode, else target/debug/anode);
 # XSKFWD_BIN likewise for anode-xskfwd.
 # ANODE_ROUTER_EXTRA names a TOML file appended to the router's config (modules, filters).
+# ROUTER_CPU pins the router (anode or xsk mode) to that CPU (taskset -c), e.g. 0 to share
+# the generator's CPU in benchmarks (scripts/bench-router.sh).
 # MTU_S / MTU_D set the MTU of the s--r / r--d link (both ends; default 1500), e.g. jumbo
 # frames on one side and a smaller MTU on the other for fragmentation and path MTU tests.
 # The router's output goes to $STATE/router.log; its pid to $STATE/router.pid, where
@@ -80,6 +82,8 @@ up)
     ip -n "${p}d" route add default via 198.18.2.1
     ip -n "${p}s" -6 route add default via 2001:2:0:1::2
     ip -n "${p}d" -6 route add default via 2001:2:0:2::1
+    pin=()
+    if [ -n "${ROUTER_CPU:-}" ]; then pin=(taskset -c "$ROUTER_CPU"); fi
     if [ "$mode" = xsk ]; then
         bin=${XSKFWD_BIN:-}
         if [ -z "$bin" ]; then
@@ -87,8 +91,8 @@ up)
             [ -x "$bin" ] || bin=$here/target/debug/anode-xskfwd
         fi
         [ -x "$bin" ] || { echo "$0: no anode-xskfwd binary (build it, or set XSKFWD_BIN)" >&2; exit 1; }
-        # `ip netns exec` execs the forwarder, so $! is its own pid.
-        ip netns exec "${p}r" "$bin" --iface r0=198.18.1.2/24,2001:2:0:1::2/64 \
+        # `ip netns exec` (and taskset) exec the forwarder, so $! is its own pid.
+        ip netns exec "${p}r" "${pin[@]}" "$bin" --iface r0=198.18.1.2/24,2001:2:0:1::2/64 \
             --iface r1=198.18.2.1/24,2001:2:0:2::1/64 --secs "${XSKFWD_SECS:-3600}" ${XSKFWD_ARGS:-} \
             >"$state/router.log" 2>&1 &
         echo $! >"$state/router.pid"
@@ -114,8 +118,8 @@ TOML
         if [ -n "${ANODE_ROUTER_EXTRA:-}" ]; then
             { echo; cat "$ANODE_ROUTER_EXTRA"; } >>"$state/router.toml"
         fi
-        # `ip netns exec` execs the router, so $! is the router's own pid.
-        ip netns exec "${p}r" "$bin" router --config "$state/router.toml" ${ANODE_ROUTER_ARGS:-} \
+        # `ip netns exec` (and taskset) exec the router, so $! is the router's own pid.
+        ip netns exec "${p}r" "${pin[@]}" "$bin" router --config "$state/router.toml" ${ANODE_ROUTER_ARGS:-} \
             >"$state/router.log" 2>&1 &
         echo $! >"$state/router.pid"
     fi

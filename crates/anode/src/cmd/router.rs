@@ -5,8 +5,9 @@
 //! it, by default, an eBPF program on TC ingress forwards plain IP packets from the
 //! router's own tables in the kernel and passes everything else on to it (`--fast-path`,
 //! `router/fastpath.rs`). `--links xsk` opens them through AF_XDP sockets instead
-//! (`router/links.rs`): every frame goes through the user-space router, at about 1.8-1.9x
-//! the packets of `--links packet --fast-path off` on the veth testbed, with no kernel fast
+//! (`router/links.rs`): every frame goes through the user-space router, at 1.4x the packets
+//! of `--links packet --fast-path off` on the same CPU (85 % of kernel forwarding on the
+//! veth testbed; 1.8-1.9x with a CPU of its own), with no kernel fast
 //! path (the XDP redirect runs before TC; `--fast-path tc|xdp` with it is refused) and MTUs
 //! up to 3818; everything below (node, modules, control socket, report) is the same. With a
 //! `[node]` section, a local anode node also runs (`router/node.rs`): ANEP over UDP port
@@ -131,7 +132,7 @@ pub struct Args {
     fast_path: Option<fastpath::FastPathMode>,
     /// How the interfaces are owned: packet (AF_PACKET rings, the default; the kernel fast
     /// path in front) or xsk (AF_XDP sockets: every frame through the user-space router,
-    /// ~1.8-1.9x the packets of `packet --fast-path off` on veth; no kernel fast path, as
+    /// ~1.4x the packets of `packet --fast-path off` on veth; no kernel fast path, as
     /// XDP runs before it; MTU at most 3818). The ring options apply to packet only.
     #[arg(long, value_enum, default_value = "packet")]
     links: links::LinkType,

@@ -5,7 +5,9 @@
 //! - `xsk`: AF_XDP sockets (`anode_ether::xsk::XskForwarder`): an XDP program on every
 //!   interface redirects every frame into a UMEM shared by the sockets, the router rewrites
 //!   it there and it leaves from the outgoing socket's tx ring. Measured on the veth testbed
-//!   at 1.9x / 1.8x the packets of `packet --fast-path off` (64 / 1472 B, docs/benchmarks.md).
+//!   at 1.4x the packets of `packet --fast-path off` on the same CPU (85 % / 84 % of kernel
+//!   forwarding at 64 / 1472 B; 1.9x / 1.8x when each has a CPU of its own;
+//!   docs/benchmarks.md).
 //!   No kernel fast path: XDP runs before TC, so the redirect takes every frame before a TC
 //!   program could forward it, and an XDP fast path would have to share the hook. So
 //!   `--links xsk` means `--fast-path off`, and an explicit `--fast-path tc|xdp` is refused.
