@@ -9,7 +9,6 @@ mod cmd;
 mod config;
 mod control;
 mod ees;
-mod signals;
 mod steps;
 
 /// anode: a programmable ("active") network node.

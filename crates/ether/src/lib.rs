@@ -125,6 +125,7 @@ pub mod fastpath;
 mod link;
 pub mod pktgen;
 mod ring;
+pub mod signals;
 mod sys;
 pub mod xsk;
 

@@ -16,7 +16,7 @@ use anode_io::NodeHandle;
 
 use crate::config::{self, NodeFile};
 use crate::control::{self, ControlServer, Driver, Job, NodeGone};
-use crate::signals;
+use anode_ether::signals;
 
 /// Arguments of `anode node`.
 #[derive(Debug, clap::Args)]

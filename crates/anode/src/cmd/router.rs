@@ -84,7 +84,7 @@ use anode_ip::{FilterId, IfaceId, InterfaceConfig, IpCidr, IpRouter, RouteOrigin
 use serde::Deserialize;
 
 use super::CmdResult;
-use crate::signals;
+use anode_ether::signals;
 
 mod fastpath;
 mod links;

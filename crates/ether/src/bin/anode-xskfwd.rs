@@ -14,37 +14,14 @@
 //! seconds, 0: no limit), then prints the router's counters and one line per interface.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use anode_ether::signals;
 use anode_ether::xsk::{UmemPref, XskConfig, XskForwarder, router_for};
 use anode_ip::{IpCidr, RouteOrigin};
 
 const USAGE: &str = "usage: anode-xskfwd --iface NAME=ADDR/LEN[,ADDR/LEN...] (one per interface, in order) [--route PREFIX=GATEWAY]... [--umem auto|shared|separate] [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 4096] [--chunks 16384] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]";
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signals() -> std::io::Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: `sa` is fully initialised (zeroed, then the handler and an empty mask set);
-        // the handler only stores to an atomic, which is async-signal-safe.
-        let rc = unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
 
 struct Args {
     ifaces: Vec<(String, Vec<IpCidr>)>,
@@ -117,7 +94,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = install_signals() {
+    if let Err(e) = signals::install() {
         eprintln!("anode-xskfwd: installing signal handlers: {e}");
         return ExitCode::FAILURE;
     }
@@ -152,7 +129,7 @@ fn main() -> ExitCode {
         }
     };
     let start = Instant::now();
-    while !STOP.load(Ordering::SeqCst)
+    while !signals::stop_requested()
         && !handle.is_finished()
         && (a.secs == 0.0 || start.elapsed().as_secs_f64() < a.secs)
     {

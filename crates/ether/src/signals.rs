@@ -1,4 +1,5 @@
-//! SIGINT / SIGTERM as a flag: the handler only stores to an atomic (async-signal-safe); the
+//! SIGINT / SIGTERM as a flag for the binaries (`anode node`, `anode router`,
+//! `anode-xskfwd`): the handler only stores to an atomic (async-signal-safe); the
 //! main loop polls [`stop_requested`] and shuts down cleanly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
