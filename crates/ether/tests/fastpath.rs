@@ -31,36 +31,12 @@ use proptest::test_runner::{Config, TestRunner};
 mod support;
 use support::*;
 
-fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let has_ip = Command::new("sh")
-        .args(["-c", "command -v ip && command -v tc"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if euid == 0 && has_ip {
-        return true;
-    }
-    let why = if euid != 0 {
-        "needs root"
-    } else {
-        "needs ip and tc (scripts/setup.sh installs iproute2)"
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
-}
+mod netns;
+use netns::{Namespaces, in_ns, sh};
 
-fn sh(cmd: &str) -> String {
-    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// Root, `ip` and `tc` (panics under CI without them, else prints SKIPPED).
+fn can_run(test: &str) -> bool {
+    netns::can_run(test, &["ip", "tc"], false)
 }
 
 fn ifindex(name: &str) -> u32 {
@@ -822,15 +798,6 @@ fn differential_against_the_router() {
 
 // ---- a real attach ----
 
-/// Deletes the namespace on drop (also when the test fails).
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 #[test]
 fn attaches_and_detaches_on_a_veth() {
     if !can_run("attaches_and_detaches_on_a_veth") {
@@ -838,17 +805,11 @@ fn attaches_and_detaches_on_a_veth() {
     }
     let name = format!("anfp{}", std::process::id());
     sh(&format!("ip netns add {name}"));
-    let ns = Netns(name.clone());
+    let ns = Namespaces(vec![name.clone()]);
     sh(&format!(
         "ip -n {name} link add fpa0 type veth peer name fpa1 && ip -n {name} link set fpa0 up && ip -n {name} link set fpa1 up"
     ));
-    let path = format!("/var/run/netns/{name}");
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(&path).unwrap();
-        // SAFETY: setns on an open namespace file changes only this thread's namespace.
-        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+    in_ns(&name, || {
         let idx = [ifindex("fpa0"), ifindex("fpa1")];
         // fpa1 already has a clsact qdisc: it must stay after the drop.
         sh("tc qdisc add dev fpa1 clsact");
@@ -881,39 +842,11 @@ fn attaches_and_detaches_on_a_veth() {
             let shown = sh(&format!("ip -d link show dev {dev}"));
             assert!(!shown.contains("prog/xdp"), "{dev}: {shown}");
         }
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    });
     drop(ns);
 }
 
 // ---- real traffic through the attached program ----
-
-/// Deletes the namespaces on drop (also when the test fails).
-struct Namespaces(Vec<String>);
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-/// Runs `f` on a thread that has entered the named network namespace.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::File::open(&path).unwrap();
-        // SAFETY: setns on an open namespace file changes only this thread's namespace.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
 
 /// Sends one raw frame on `dev` of namespace `ns` through AF_PACKET (a frame of a page or
 /// more becomes a non-linear skb: only the Ethernet header in the linear part).
@@ -986,39 +919,18 @@ struct Line {
 
 impl Line {
     fn new(tag: &str, mtu: usize) -> Line {
-        let id = std::process::id();
-        let (s, r, d) = (
-            format!("{tag}s{id}"),
-            format!("{tag}r{id}"),
-            format!("{tag}d{id}"),
-        );
-        let guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
-        for n in [&s, &r, &d] {
-            sh(&format!("ip netns add {n}"));
-        }
-        sh(&format!(
-            "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
-             ip -n {r} link add r1 type veth peer name d0 netns {d} && \
-             ip -n {s} link set s0 mtu {mtu} up && ip -n {r} link set r0 mtu {mtu} up && \
-             ip -n {r} link set r1 mtu {mtu} up && ip -n {d} link set d0 mtu {mtu} up && \
-             ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0"
-        ));
+        let (s, r, d, guard) = netns::line(tag, mtu);
         let (mac_s0, mac_r0, mac_r1, mac_d0) = (
             mac_of(&s, "s0"),
             mac_of(&r, "r0"),
             mac_of(&r, "r1"),
             mac_of(&d, "d0"),
         );
+        // The router's neighbors are static: nothing in r answers ARP/ND.
         sh(&format!(
-            "ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
-             ip -n {s} neigh add 198.18.1.2 lladdr {r0} dev s0 && \
-             ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
-             ip -n {s} -6 route add default via 2001:2:0:1::2 && \
+            "ip -n {s} neigh add 198.18.1.2 lladdr {r0} dev s0 && \
              ip -n {s} -6 neigh add 2001:2:0:1::2 lladdr {r0} dev s0 && \
-             ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
              ip -n {d} neigh add 198.18.2.1 lladdr {r1} dev d0 && \
-             ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
-             ip -n {d} -6 route add default via 2001:2:0:2::1 && \
              ip -n {d} -6 neigh add 2001:2:0:2::1 lladdr {r1} dev d0",
             r0 = fmt_mac(mac_r0),
             r1 = fmt_mac(mac_r1),

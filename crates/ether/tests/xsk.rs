@@ -8,7 +8,6 @@
 //!
 //! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -16,59 +15,8 @@ use std::thread::JoinHandle;
 use anode_ether::Stopped;
 use anode_ether::xsk::{BindMode, UmemPref, XskConfig, XskForwarder, router_for};
 
-fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let has_ip = Command::new("sh")
-        .args(["-c", "command -v ip && command -v ping"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    // SAFETY: plain socket(2); closed at once if it succeeded.
-    let xdp = unsafe {
-        let fd = libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
-        if fd >= 0 {
-            libc::close(fd);
-        }
-        fd >= 0
-    };
-    if euid == 0 && has_ip && xdp {
-        return true;
-    }
-    let why = if euid != 0 {
-        "needs root"
-    } else if !has_ip {
-        "needs ip and ping (scripts/setup.sh installs iproute2 and iputils-ping)"
-    } else {
-        "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
-}
-
-fn sh(cmd: &str) -> String {
-    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Deletes the namespaces on drop (also when the test fails).
-struct Namespaces(Vec<String>);
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
+mod netns;
+use netns::{can_run, line, sh};
 
 /// The forwarder's thread; stopped and joined on drop (also when the test fails), before
 /// the namespaces go.
@@ -94,47 +42,13 @@ impl Drop for Running {
     }
 }
 
-/// s --veth-- r --veth-- d as in scripts/netns-router.sh (mode xsk): end hosts addressed and
-/// routed via the router, r without kernel addresses, forwarding or IPv6.
-fn line(tag: &str) -> (String, String, String, Namespaces) {
-    let id = std::process::id();
-    let (s, r, d) = (
-        format!("{tag}s{id}"),
-        format!("{tag}r{id}"),
-        format!("{tag}d{id}"),
-    );
-    let guard = Namespaces(vec![s.clone(), r.clone(), d.clone()]);
-    for n in [&s, &r, &d] {
-        sh(&format!("ip netns add {n} && ip -n {n} link set lo up"));
-    }
-    sh(&format!(
-        "ip -n {s} link add s0 type veth peer name r0 netns {r} && \
-         ip -n {r} link add r1 type veth peer name d0 netns {d} && \
-         ip netns exec {r} sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 && \
-         ip netns exec {r} sysctl -qw net.ipv6.conf.r0.disable_ipv6=1 net.ipv6.conf.r1.disable_ipv6=1 && \
-         ip -n {s} link set s0 up && ip -n {r} link set r0 up && \
-         ip -n {r} link set r1 up && ip -n {d} link set d0 up && \
-         ip -n {s} addr add 198.18.1.1/24 dev s0 && ip -n {s} route add default via 198.18.1.2 && \
-         ip -n {s} -6 addr add 2001:2:0:1::1/64 dev s0 nodad && \
-         ip -n {s} -6 route add default via 2001:2:0:1::2 && \
-         ip -n {d} addr add 198.18.2.2/24 dev d0 && ip -n {d} route add default via 198.18.2.1 && \
-         ip -n {d} -6 addr add 2001:2:0:2::2/64 dev d0 nodad && \
-         ip -n {d} -6 route add default via 2001:2:0:2::1"
-    ));
-    (s, r, d, guard)
-}
-
 /// Opens the forwarder on r0/r1 in namespace `ns` (on its own thread, which stays there to
 /// run it) and returns once it is set up.
 fn start(ns: &str, umem: UmemPref) -> Running {
-    let path = format!("/var/run/netns/{ns}");
+    let ns = ns.to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::File::open(&path).unwrap();
-        // SAFETY: setns on an open namespace file changes only this thread's namespace.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        netns::enter(&ns);
         let ifaces = vec![
             (
                 "r0".to_string(),
@@ -186,7 +100,11 @@ fn start(ns: &str, umem: UmemPref) -> Running {
 }
 
 fn pings_through(tag: &str, umem: UmemPref) {
-    let (s, r, d, _namespaces) = line(tag);
+    let (s, r, d, _namespaces) = line(tag, 1500);
+    // The forwarder owns r0/r1: the kernel there gets no IPv6 addresses on them either.
+    sh(&format!(
+        "ip netns exec {r} sysctl -qw net.ipv6.conf.r0.disable_ipv6=1 net.ipv6.conf.r1.disable_ipv6=1"
+    ));
     let fwd = start(&r, umem);
     // Through the router both ways, both families, and to the router itself.
     sh(&format!(
@@ -255,7 +173,11 @@ fn pings_through(tag: &str, umem: UmemPref) {
 
 #[test]
 fn xsk_forwards_pings_with_a_shared_umem() {
-    if !can_run("xsk_forwards_pings_with_a_shared_umem") {
+    if !can_run(
+        "xsk_forwards_pings_with_a_shared_umem",
+        &["ip", "ping"],
+        true,
+    ) {
         return;
     }
     pings_through("xku", UmemPref::Shared);
@@ -263,7 +185,11 @@ fn xsk_forwards_pings_with_a_shared_umem() {
 
 #[test]
 fn xsk_forwards_pings_with_a_umem_per_socket() {
-    if !can_run("xsk_forwards_pings_with_a_umem_per_socket") {
+    if !can_run(
+        "xsk_forwards_pings_with_a_umem_per_socket",
+        &["ip", "ping"],
+        true,
+    ) {
         return;
     }
     pings_through("xkp", UmemPref::Separate);
