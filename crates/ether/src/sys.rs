@@ -264,41 +264,39 @@ pub struct Mmap {
 unsafe impl Send for Mmap {}
 
 impl Mmap {
-    /// Maps `len` bytes of the ring of `fd`.
-    pub fn ring(fd: &OwnedFd, len: usize) -> io::Result<Mmap> {
-        // SAFETY: a fresh shared mapping of the socket's ring; the kernel validates `len`
-        // against the ring it set up; the result is checked for MAP_FAILED.
+    /// Maps `len` bytes read-write with `flags` (`MAP_SHARED` or `MAP_PRIVATE`, and more)
+    /// from `fd` at `offset` (`fd` -1 and `MAP_ANONYMOUS` for fresh memory). The kernel
+    /// checks `fd`, `offset` and `len` against what can be mapped.
+    pub fn new(
+        len: usize,
+        flags: libc::c_int,
+        fd: libc::c_int,
+        offset: libc::off_t,
+    ) -> io::Result<Mmap> {
+        // SAFETY: a fresh mapping at an address the kernel picks (nothing existing is
+        // replaced); the result is checked for MAP_FAILED before use.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
+                flags,
+                fd,
+                offset,
             )
         };
-        let p = if p == libc::MAP_FAILED {
-            // MAP_LOCKED can fail under RLIMIT_MEMLOCK: retry without it.
-            // SAFETY: as above, without MAP_LOCKED.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_POPULATE,
-                    fd.as_raw_fd(),
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            p
-        } else {
-            p
-        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
         Ok(Mmap { ptr: p.cast(), len })
+    }
+
+    /// Maps `len` bytes of the ring of `fd`, locked in memory if RLIMIT_MEMLOCK allows.
+    pub fn ring(fd: &OwnedFd, len: usize) -> io::Result<Mmap> {
+        let flags = libc::MAP_SHARED | libc::MAP_POPULATE;
+        Mmap::new(len, flags | libc::MAP_LOCKED, fd.as_raw_fd(), 0)
+            // MAP_LOCKED can fail under RLIMIT_MEMLOCK: retry without it.
+            .or_else(|_| Mmap::new(len, flags, fd.as_raw_fd(), 0))
     }
 }
 

@@ -67,23 +67,13 @@ impl<T: Copy> Raw<T> {
             .and_then(|l| usize::try_from(l).ok())
             .ok_or_else(|| bad("length overflows"))?;
         let pgoff = libc::off_t::try_from(pgoff).map_err(|_| bad("page offset overflows"))?;
-        // SAFETY: a fresh shared mapping of one of the socket's rings (the kernel checks
-        // that the offset selects a ring it set up and that `len` fits it); checked for
-        // MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                pgoff,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let map = Mmap { ptr: p.cast(), len };
+        // The kernel checks that the offset selects a ring it set up and that `len` fits it.
+        let map = Mmap::new(
+            len,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd.as_raw_fd(),
+            pgoff,
+        )?;
         // A u32 word at `o` must lie inside the mapping, 4-byte aligned.
         let word = |o: u64, what: &str| -> io::Result<*const AtomicU32> {
             let o = usize::try_from(o).map_err(|_| bad(what))?;

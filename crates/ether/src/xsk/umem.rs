@@ -53,21 +53,12 @@ impl Umem {
         }
         let len = usize::try_from(u64::from(chunks) * u64::from(chunk_size))
             .map_err(|_| inval("UMEM too large"))?;
-        // SAFETY: a fresh private anonymous mapping; checked for MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let map = Mmap { ptr: p.cast(), len };
+        let map = Mmap::new(
+            len,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )?;
         // Lowest addresses on top of the stack.
         let free = (0..u64::from(chunks))
             .rev()
