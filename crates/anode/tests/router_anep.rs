@@ -18,6 +18,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+#[path = "../../ether/tests/netns/mod.rs"]
+mod netns;
+
 /// One topology at a time (the tests share two CPUs with the other namespace tests).
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -25,16 +28,7 @@ const MAC_A: &str = "02:00:5e:18:05:01";
 const MAC_B: &str = "02:00:5e:18:05:02";
 
 fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if euid == 0 {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: needs root");
-    }
-    eprintln!("\n*** {test}: SKIPPED (needs root) ***\n");
-    false
+    netns::can_run(test, &[], false)
 }
 
 fn sh(args: &[&str]) {

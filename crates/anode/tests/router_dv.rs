@@ -19,29 +19,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../ether/tests/netns/mod.rs"]
+mod netns;
+
 fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let has_ping = Command::new("sh")
-        .args([
-            "-c",
-            "command -v ping && command -v ip && command -v traceroute",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if euid == 0 && has_ping {
-        return true;
-    }
-    let why = if euid != 0 {
-        "needs root"
-    } else {
-        "needs ip, ping and traceroute (scripts/setup.sh installs them)"
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
+    netns::can_run(test, &["ping", "ip", "traceroute"], false)
 }
 
 fn run(args: &[&str]) -> Output {

@@ -12,12 +12,13 @@
 //! counts are exact. Every wait is bounded; the Drop guard runs `netns-router.sh down`.
 //! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
 
-use std::fs::File;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+#[path = "../../ether/tests/netns/mod.rs"]
+mod netns;
 
 const P: &str = "amo";
 
@@ -26,28 +27,7 @@ fn root() -> PathBuf {
 }
 
 fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let tools = Command::new("sh")
-        .args([
-            "-c",
-            "command -v ip && command -v ping && command -v ethtool",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if euid == 0 && tools {
-        return true;
-    }
-    let why = if euid != 0 {
-        "needs root"
-    } else {
-        "needs ip, ping, ethtool (scripts/setup.sh installs them)"
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
+    netns::can_run(test, &["ip", "ping", "ethtool"], false)
 }
 
 fn anode(args: &[&str]) -> Output {
@@ -112,19 +92,6 @@ impl Drop for Topo {
     }
 }
 
-/// Runs `f` on a thread inside network namespace `ns`.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let file = File::open(format!("/run/netns/{ns}")).unwrap();
-    std::thread::spawn(move || {
-        // SAFETY: setns on this thread only, with an open netns file descriptor.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .unwrap()
-}
-
 #[test]
 fn modules_see_only_filtered_packets_and_drop_beyond_the_limit() {
     if !can_run("modules_see_only_filtered_packets_and_drop_beyond_the_limit") {
@@ -186,7 +153,7 @@ fn modules_see_only_filtered_packets_and_drop_beyond_the_limit() {
             t.log()
         );
     }
-    let rx = in_netns(&format!("{P}d"), || {
+    let rx = netns::in_ns(&format!("{P}d"), || {
         let socks: Vec<UdpSocket> = [5001u16, 5002]
             .iter()
             .map(|p| {
@@ -197,7 +164,7 @@ fn modules_see_only_filtered_packets_and_drop_beyond_the_limit() {
             .collect();
         socks
     });
-    in_netns(&format!("{P}s"), || {
+    netns::in_ns(&format!("{P}s"), || {
         let s = UdpSocket::bind("198.18.1.1:0").unwrap();
         for i in 0..10u8 {
             for port in [5001u16, 5002] {

@@ -27,7 +27,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -35,6 +34,8 @@ use std::time::Duration;
 
 mod node_util;
 use node_util::{NodeProc, TestDir, wait_until};
+#[path = "../../ether/tests/netns/mod.rs"]
+mod netns;
 
 /// One topology at a time: the tests share two CPUs and measure throughput.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -53,44 +54,8 @@ fn can_run_xsk(test: &str) -> bool {
 }
 
 fn can_run_with(test: &str, xsk: bool) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    let missing: Vec<&str> = ["ip", "ping", "traceroute", "iperf3", "ethtool"]
-        .into_iter()
-        .filter(|t| {
-            !Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .collect();
-    // SAFETY: plain socket(2); closed at once if it succeeded.
-    let no_xdp = xsk
-        && unsafe {
-            let fd = libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
-            if fd >= 0 {
-                libc::close(fd);
-            }
-            fd < 0
-        };
-    if euid == 0 && missing.is_empty() && !no_xdp {
-        return true;
-    }
-    let why = if euid != 0 {
-        "needs root".to_string()
-    } else if no_xdp {
-        "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)".to_string()
-    } else {
-        format!(
-            "missing tools: {} (scripts/setup.sh installs them)",
-            missing.join(", ")
-        )
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
+    let tools = ["ip", "ping", "traceroute", "iperf3", "ethtool"];
+    netns::can_run(test, &tools, xsk)
 }
 
 /// The topology; dropping it runs `netns-router.sh down`.
@@ -162,10 +127,7 @@ impl Topo {
 
     /// Enters host `h`'s network namespace on the calling thread.
     fn enter(&self, h: &str) {
-        let f = std::fs::File::open(format!("/var/run/netns/{}{h}", self.p)).unwrap();
-        // SAFETY: `f` is an open namespace file; setns only changes this thread's namespace.
-        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        netns::enter(&format!("{}{h}", self.p));
     }
 }
 

@@ -1,5 +1,5 @@
 //! Network-namespace plumbing shared by the tests that run real traffic (fastpath.rs,
-//! xsk.rs): the root/tool check that fails under CI instead of skipping, shell commands
+//! xsk.rs, and crates/anode/tests/router_netns.rs by path): the root/tool check that fails under CI instead of skipping, shell commands
 //! that must succeed, namespaces deleted on drop, a thread inside a named namespace, and
 //! the s --veth-- r --veth-- d line of scripts/netns-router.sh (198.18.0.0/15 and
 //! 2001:2::/48 only, inside the namespaces).
@@ -13,15 +13,16 @@ use std::process::Command;
 pub fn can_run(test: &str, tools: &[&str], af_xdp: bool) -> bool {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    let check = tools
+    let missing: Vec<&str> = tools
         .iter()
-        .map(|t| format!("command -v {t}"))
-        .collect::<Vec<_>>()
-        .join(" && ");
-    let has_tools = Command::new("sh")
-        .args(["-c", &check])
-        .output()
-        .is_ok_and(|o| o.status.success());
+        .copied()
+        .filter(|t| {
+            !Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
     // SAFETY: plain socket(2); closed at once if it succeeded.
     let no_xdp = af_xdp
         && unsafe {
@@ -31,18 +32,18 @@ pub fn can_run(test: &str, tools: &[&str], af_xdp: bool) -> bool {
             }
             fd < 0
         };
-    if euid == 0 && has_tools && !no_xdp {
+    if euid == 0 && missing.is_empty() && !no_xdp {
         return true;
     }
     let why = if euid != 0 {
         "needs root".to_string()
-    } else if !has_tools {
-        format!(
-            "needs {} (scripts/setup.sh installs them)",
-            tools.join(", ")
-        )
-    } else {
+    } else if no_xdp {
         "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)".to_string()
+    } else {
+        format!(
+            "missing tools: {} (scripts/setup.sh installs them)",
+            missing.join(", ")
+        )
     };
     if std::env::var_os("CI").is_some() {
         panic!("{test}: cannot run under CI: {why}");
