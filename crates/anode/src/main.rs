@@ -6,10 +6,6 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
-mod config;
-mod control;
-mod ees;
-mod steps;
 
 /// anode: a programmable ("active") network node.
 ///

@@ -4,8 +4,9 @@
 //! - in **deterministic virtual time** ([`run`]): a discrete-event simulator drives the
 //!   sans-IO [`anode_core::Node`]s over emulated links (delay, bandwidth, queue, loss, MTU);
 //!   the same file and seed give a byte-identical report; or
-//! - in **real time** over loopback UDP ([`realtime::run`]): every node in its own `anode-io`
-//!   UDP driver on 127.0.0.1; not reproducible (the report says so).
+//! - in **real time** over loopback UDP: every node a real `anode-node` runtime (UDP driver,
+//!   control socket) on 127.0.0.1; that runner lives in `anode_node::realtime` and drives the
+//!   same steps through [`driver`]; not reproducible (the report says so).
 //!
 //! The file (see [`topology`]) lists nodes, links and scenario steps: send datagrams, fail
 //! and restore links, and `expect` checks that state the expected results, so a topology file
@@ -54,9 +55,9 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+pub mod driver;
 mod error;
 mod link;
-pub mod realtime;
 mod report;
 mod scenario;
 mod sim;

@@ -494,7 +494,7 @@ impl Report {
 }
 
 /// "a-b" for link `i`.
-pub(crate) fn link_name(specs: &[NodeSpec], links: &[LinkSpec], i: usize) -> String {
+pub fn link_name(specs: &[NodeSpec], links: &[LinkSpec], i: usize) -> String {
     links.get(i).map_or(format!("link{i}"), |l| {
         let n = |x: usize| specs.get(x).map_or("?", |s| s.name.as_str());
         format!("{}-{}", n(l.a), n(l.b))
@@ -502,7 +502,8 @@ pub(crate) fn link_name(specs: &[NodeSpec], links: &[LinkSpec], i: usize) -> Str
 }
 
 /// Everything a runner hands over to build its report.
-pub(crate) struct Assembly<'a> {
+#[derive(Debug)]
+pub struct Assembly<'a> {
     pub topo: &'a Topology,
     pub deterministic: bool,
     pub note: &'a str,
@@ -519,7 +520,7 @@ pub(crate) struct Assembly<'a> {
 }
 
 /// Builds the report: failure analyses, every step's outcome, check totals.
-pub(crate) fn assemble(a: Assembly<'_>) -> Report {
+pub fn assemble(a: Assembly<'_>) -> Report {
     let name = |i: usize| link_name(a.specs, a.link_specs, i);
     let failures = analyze_failures(a.link_log, a.reach, a.tracker, a.end, &name);
     let mut steps = Vec::with_capacity(a.steps.len());

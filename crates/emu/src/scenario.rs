@@ -520,12 +520,7 @@ pub struct EeEvent {
 pub const MAX_EE_EVENTS: usize = 1 << 20;
 
 /// Records `e` in `log` if it is an EE event and there is room.
-pub(crate) fn record_ee_event(
-    log: &mut Vec<EeEvent>,
-    at: Duration,
-    node: usize,
-    e: &anode_core::Event,
-) {
+pub fn record_ee_event(log: &mut Vec<EeEvent>, at: Duration, node: usize, e: &anode_core::Event) {
     use anode_core::Event;
     let keep = match e {
         Event::Delivered(d) => d.type_id != anode_wire::anep::TYPE_DATAGRAM,
@@ -588,7 +583,7 @@ pub(crate) fn walk(net: &mut dyn Net, from: usize, to: usize) -> Result<Vec<usiz
 }
 
 /// Whether every node reaches every other by the routing tables over up links.
-pub(crate) fn all_pairs_reachable(net: &mut dyn Net) -> bool {
+pub fn all_pairs_reachable(net: &mut dyn Net) -> bool {
     let n = net.nodes().len();
     (0..n).all(|a| (0..n).all(|b| a == b || walk(net, a, b).is_ok()))
 }
@@ -608,7 +603,13 @@ impl fmt::Debug for StepCtx<'_> {
     }
 }
 
-impl StepCtx<'_> {
+impl<'a> StepCtx<'a> {
+    /// The context of step `step` (its index in the file) running on `net`; for runners
+    /// outside this crate (`anode_node::realtime`).
+    pub fn new(net: &'a mut dyn Net, step: usize) -> StepCtx<'a> {
+        StepCtx { net, step }
+    }
+
     /// Time since the start of the run.
     pub fn now(&self) -> Duration {
         self.net.now()

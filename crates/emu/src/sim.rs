@@ -554,7 +554,7 @@ fn build_report(sim: &Sim, topo: &Topology, steps: &[Step]) -> Report {
 }
 
 /// One node's report entry: counters, neighbors and routes by name.
-pub(crate) fn node_report(
+pub fn node_report(
     n: &Node,
     s: &NodeSpec,
     by_addr: &BTreeMap<NodeAddr, usize>,

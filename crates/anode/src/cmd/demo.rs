@@ -34,7 +34,7 @@ topologies/demo.toml in the source tree; to change it, copy it and run
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
-    let registry = crate::steps::registry()?;
+    let registry = anode_node::steps::registry()?;
     let topo = Topology::parse_with(DEMO_TOML, "demo.toml (built in)", &registry)
         .map_err(|e| format!("the built-in demo topology does not parse (a bug): {e}"))?;
     let report = anode_emu::run_with(topo, &registry).map_err(|e| e.to_string())?;

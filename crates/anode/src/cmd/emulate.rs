@@ -56,10 +56,10 @@ counters and routes. Exit status: 0 if every check held, 1 otherwise.";
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
-    let registry = crate::steps::registry()?;
+    let registry = anode_node::steps::registry()?;
     let topo = Topology::load_with(&args.topology, &registry).map_err(|e| e.to_string())?;
     let report = if args.realtime {
-        anode_emu::realtime::run(topo, &registry)
+        anode_node::realtime::run(topo, &registry)
     } else {
         anode_emu::run_with(topo, &registry)
     }

@@ -164,7 +164,7 @@ pub fn run(c: ModuleCommand) -> super::CmdResult {
             out,
         } => {
             let t = Trust::from_hex(&trust).map_err(|e| e.to_string())?;
-            let body = http_get(&url, &format!("/{name}/{version}"))?;
+            let body = anode_node::repo::http_get(&url, &format!("/{name}/{version}"))?;
             let p = Package::decode(&body).map_err(|e| e.to_string())?;
             if p.manifest.name != name || p.manifest.version.to_string() != version {
                 return Err(format!(
@@ -233,34 +233,6 @@ fn serve_one(dir: &Path, mut s: TcpStream) {
             .and_then(|()| s.write_all(&b)),
         None => s.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
     };
-}
-
-/// A minimal HTTP/1.0 GET (plain http only), at most 16 MiB of body.
-pub(crate) fn http_get(url: &str, path: &str) -> Result<Vec<u8>, String> {
-    let host = url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("'{url}': only http:// repositories are supported"))?
-        .trim_end_matches('/');
-    let mut s = TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
-        .map_err(|e| format!("{host}: {e}"))?;
-    let mut resp = Vec::new();
-    s.take(16 << 20)
-        .read_to_end(&mut resp)
-        .map_err(|e| format!("{host}: {e}"))?;
-    let split = resp
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("{host}: malformed HTTP response"))?;
-    let head = String::from_utf8_lossy(resp.get(..split).unwrap_or(&[])).to_string();
-    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
-        return Err(format!(
-            "{host}{path}: {}",
-            head.lines().next().unwrap_or("no status")
-        ));
-    }
-    Ok(resp.get(split + 4..).unwrap_or(&[]).to_vec())
 }
 
 /// The package `anode module pack` makes: from a built-in module's name or a directory. A

@@ -11,24 +11,12 @@
 //!   (a service operation of an active module), `qdisc NAME --link L --rate-mbps R` (a
 //!   queue-discipline module on a link; `--remove` takes it off); `--json` on every one.
 //!
-//! Contract of [`setup_node`]: a node config with trusted keys gets a module host before the
-//! node starts, and every `[[module]]` is read, verified, installed and (unless `start =
-//! false`) started, or the node does not start and the message says which entry failed,
-//! where (`FILE:LINE:COL`) and why.
+//! A node's `[[module]]` startup list is `anode_node::modules`.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use anode_core::Node;
 use anode_ctl::{ModuleConfig, ModuleConfigValue, ModuleEntry};
-use anode_modules::{ModRuntime, Package, Trust};
+use anode_modules::Package;
 
 use super::client::{Conn, connect_to};
-use crate::config::NodeFile;
-use crate::config::modules::{ModuleSource, config_table};
-
-/// Live module instances a node's runtime has room for.
-const MAX_INSTANCES: u32 = 64;
 
 /// Where a package comes from, on the command line.
 #[derive(Debug, clap::Args)]
@@ -159,19 +147,6 @@ fn parse_config(args: &[String]) -> Result<ModuleConfig, String> {
     Ok(c)
 }
 
-/// Fetches NAME VERSION from the repository at `url` (not verified: the node does that).
-pub fn fetch(url: &str, name: &str, version: &str) -> Result<Vec<u8>, String> {
-    let body = super::module::http_get(url, &format!("/{name}/{version}"))?;
-    let p = Package::decode(&body).map_err(|e| format!("{url}: {e}"))?;
-    if p.manifest.name != name || p.manifest.version.to_string() != version {
-        return Err(format!(
-            "the repository {url} answered with {} for {name}@{version}: refused",
-            p.id()
-        ));
-    }
-    Ok(body)
-}
-
 /// The package bytes a [`Source`] names.
 fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
     if s.source.starts_with("http://") {
@@ -181,7 +156,7 @@ fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
                 s.source
             ));
         };
-        return fetch(&s.source, n, v);
+        return anode_node::repo::fetch(&s.source, n, v);
     }
     if s.name.is_some() {
         return Err(format!(
@@ -340,66 +315,4 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             out(conn.json(), &m, text)
         }
     }
-}
-
-/// Gives `node` a module host if `file` trusts publisher keys, and installs and starts its
-/// `[[module]]` list (see the module docs).
-pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
-    let m = &file.modules;
-    if m.trusted_keys.is_empty() {
-        return Ok(());
-    }
-    let cfg = file.path.display();
-    let trust = Trust::from_hex(&m.trusted_keys).map_err(|e| format!("{cfg}: {e}"))?;
-    let rt = ModRuntime::new(MAX_INSTANCES)
-        .map_err(|e| format!("cannot start the module runtime: {e}"))?;
-    anode_modules::attach(node, Arc::clone(&rt), trust);
-    let mut to_start = Vec::new();
-    for spec in &m.startup {
-        let at = |what: String, fix: &str| {
-            format!(
-                "{cfg}:{}:{}: [[module]] {}: {what}; {fix}",
-                spec.pos.0, spec.pos.1, spec.source
-            )
-        };
-        let pkg = match &spec.source {
-            ModuleSource::File(p) => read_package(p).map_err(|e| {
-                at(
-                    e,
-                    "check the path (relative to the config file) or make the package with `anode module pack` and `sign`",
-                )
-            })?,
-            ModuleSource::Repo { url, name, version } => fetch(url, name, version)
-                .and_then(|b| Package::decode(&b).map_err(|e| e.to_string()))
-                .map_err(|e| at(e, "start the repository (`anode repo serve DIR`) or fix the URL"))?,
-        };
-        let name = pkg.manifest.name.clone();
-        let host = anode_modules::host(node).map_err(|e| e.to_string())?;
-        host.install(pkg, &config_table(&spec.config)).map_err(|e| {
-            at(
-                e.to_string(),
-                "sign the package with a key listed in [modules] trusted_keys, or fix [module.config]",
-            )
-        })?;
-        if spec.start {
-            to_start.push((spec, name));
-        }
-    }
-    // Every entry is installed before any starts, so the list's order need not follow the
-    // service dependencies.
-    for (spec, name) in to_start {
-        let host = anode_modules::host(node).map_err(|e| e.to_string())?;
-        host.start(&name).map_err(|e| {
-            format!(
-                "{cfg}:{}:{}: [[module]] {}: did not start: {e}; add a [[module]] that provides what it misses, or set start = false",
-                spec.pos.0, spec.pos.1, spec.source
-            )
-        })?;
-    }
-    anode_modules::sync_routes(node).map_err(|e| format!("{cfg}: {e}"))?;
-    Ok(())
-}
-
-fn read_package(p: &Path) -> Result<Package, String> {
-    Package::read(p).map_err(|e| e.to_string())
 }

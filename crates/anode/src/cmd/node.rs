@@ -6,17 +6,11 @@
 //! another node is live on it), start the UDP driver, serve until SIGINT/SIGTERM or a
 //! `shutdown` request, then stop the control server (removing the socket file) and the driver.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anode_core::Node;
-use anode_io::NodeHandle;
-
-use crate::config::{self, NodeFile};
-use crate::control::{self, ControlServer, Driver, Job, NodeGone};
 use anode_ether::signals;
+use anode_node::config::{self, NodeFile};
+use anode_node::{NodeBuilder, RunOptions, RunningNode};
 
 /// Arguments of `anode node`.
 #[derive(Debug, clap::Args)]
@@ -38,29 +32,6 @@ pub struct Args {
     pub check: bool,
 }
 
-/// The UDP driver as the control server's [`Driver`].
-#[derive(Debug)]
-struct Udp(NodeHandle);
-
-impl Driver for Udp {
-    fn run(&self, job: Job) -> Result<(), NodeGone> {
-        self.0.call(move |n, now| job(n, now)).map_err(|_| NodeGone)
-    }
-
-    fn driver_stats(&self) -> BTreeMap<String, u64> {
-        self.0
-            .stats()
-            .fields()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect()
-    }
-
-    fn bound_addr(&self) -> String {
-        self.0.local_addr().to_string()
-    }
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
     let file = config::load(&args.config).map_err(|e| e.to_string())?;
@@ -68,83 +39,28 @@ pub fn run(args: Args) -> super::CmdResult {
         print_summary(&file);
         return Ok(());
     }
-    let node = build(&file)?;
-    let path = file.socket.clone();
-    // Claim the control socket first: a node already running there is the likelier mistake,
-    // and its message is clearer than the UDP bind's.
-    let listener = control::bind_socket(&path).map_err(|e| e.to_string())?;
-    let driver = match anode_io::spawn(node, anode_io::DriverConfig::new(file.bind)) {
-        Ok(d) => d,
-        Err(e) => {
-            control::remove_socket(&path);
-            return Err(format!(
-                "cannot run the node on UDP {} ({e}); is another program using that port? change [node] address or bind in {}",
-                file.bind,
-                file.path.display()
-            ));
-        }
-    };
-    let Some(events) = driver.take_events() else {
-        control::remove_socket(&path);
-        return Err("the UDP driver's event channel was already taken".into());
-    };
-    let udp = Arc::new(Udp(driver));
-    let server = ControlServer::serve(listener, &path, udp.clone(), events).map_err(|e| {
-        control::remove_socket(&path);
-        e.to_string()
-    })?;
-    if let Some(addr) = file.metrics {
-        // The endpoint holds the driver weakly, so it never keeps the node alive.
-        let weak = Arc::downgrade(&udp);
-        let text = move || {
-            weak.upgrade()
-                .and_then(|u| {
-                    control::call(&*u, |n, _| {
-                        anode_nodeos::metrics::render(&n.domain_reports())
-                    })
-                    .ok()
-                })
-                .unwrap_or_default()
-        };
-        let cfg = anode_nodeos::metrics::MetricsConfig {
-            listen: Some(addr.to_string()),
-        };
-        match anode_nodeos::metrics::serve(&cfg, Arc::new(text)) {
-            Ok(Some(a)) => eprintln!("anode: metrics on http://{a}/metrics"),
-            Ok(None) => {}
-            Err(e) => {
-                server.stop();
-                return Err(format!("{e} (in {})", file.path.display()));
-            }
-        }
+    let node = NodeBuilder::from_file(&file)
+        .build(std::time::Instant::now())
+        .map_err(|e| e.to_string())?;
+    let running =
+        RunningNode::start(node, RunOptions::from_file(&file)).map_err(|e| e.to_string())?;
+    if let Some(a) = running.metrics_addr() {
+        eprintln!("anode: metrics on http://{a}/metrics");
     }
     signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
     eprintln!(
         "anode: node {} running on UDP {} with {} link(s); control socket {}\n\
          anode: try `anode status --socket {}`; Ctrl-C stops the node (--log info shows neighbors and routes)",
         file.node.address,
-        udp.bound_addr(),
+        running.local_addr(),
         file.links.len(),
-        path.display(),
-        path.display(),
+        file.socket.display(),
+        file.socket.display(),
     );
-    let why = loop {
-        if signals::stop_requested() {
-            break "signal";
-        }
-        if server.shutdown_requested() {
-            break "shutdown request";
-        }
-        if !udp.0.is_running() {
-            break "the UDP driver stopped";
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let why = running.wait(signals::stop_requested).as_str();
     tracing::info!("stopping: {why}");
-    server.stop();
-    match Arc::try_unwrap(udp) {
-        Ok(Udp(h)) => {
-            let n = h.shutdown();
+    match running.stop().node {
+        Some(n) => {
             let c = n.counters();
             eprintln!(
                 "anode: node {} stopped ({why}): {} packets in, {} out, {} forwarded, {} delivered",
@@ -155,42 +71,9 @@ pub fn run(args: Args) -> super::CmdResult {
                 c.delivered
             );
         }
-        // A control thread still holds the driver; dropping it here stops the data path
-        // once that thread lets go, and the process exits anyway.
-        Err(_) => eprintln!("anode: node stopped ({why})"),
+        None => eprintln!("anode: node stopped ({why})"),
     }
     Ok(())
-}
-
-/// The node, with its links and static routes.
-fn build(file: &NodeFile) -> Result<Node, String> {
-    let now = Instant::now();
-    let mut node =
-        Node::new(file.node.clone(), now).map_err(|e| format!("{}: {e}", file.path.display()))?;
-    for l in &file.links {
-        node.add_link(l.clone(), now);
-    }
-    for r in &file.routes {
-        node.add_static_route(r.dest, r.via, r.metric, now);
-    }
-    crate::ees::register_with(&mut node, Some(file.code_cache.clone()), None, &file.nodeos)
-        .map_err(|e| match e {
-            crate::ees::EeSetupError::Capsule(_) => format!(
-                "{e} (capsule code cache {}; set [capsule] cache_dir in {})",
-                file.code_cache.display(),
-                file.path.display()
-            ),
-            crate::ees::EeSetupError::NodeOs { .. } => format!(
-                "{e} ([nodeos] in {}, policy file {})",
-                file.path.display(),
-                file.nodeos
-                    .policy_file
-                    .as_ref()
-                    .map_or("none".into(), |p| p.display().to_string())
-            ),
-        })?;
-    super::module_ops::setup_node(&mut node, file)?;
-    Ok(node)
 }
 
 fn print_summary(f: &NodeFile) {

@@ -11,10 +11,11 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anode_capsule::{CapsuleConfig, CapsuleEe, protocols};
+use anode_capsule::{CapsuleEe, protocols};
 use anode_core::{LinkConfig, Node, NodeConfig};
-use anode_io::DriverConfig;
 use anode_netbench::{BenchError, signals};
+use anode_node::config::nodeos::NodeOsFile;
+use anode_node::{EeOptions, NodeBuilder, RunOptions, RunningNode};
 use anode_wire::NodeAddr;
 use clap::Parser;
 
@@ -43,32 +44,6 @@ struct Args {
     module: Option<String>,
 }
 
-/// Installs and starts the built-in module `name` on `node`.
-fn install_module(node: &mut Node, name: &str) -> Result<(), BenchError> {
-    let err = |e: String| BenchError::io("module")(std::io::Error::other(e));
-    let mut pkg = anode_modules::builtin::package(name).ok_or_else(|| {
-        let names: Vec<&str> = anode_modules::builtin::BUILTIN
-            .iter()
-            .map(|(n, _, _)| *n)
-            .collect();
-        err(format!(
-            "no built-in module '{name}'; the built-in modules are: {}",
-            names.join(", ")
-        ))
-    })?;
-    let key = anode_modules::generate_key();
-    pkg.sign(&key);
-    let rt = anode_modules::ModRuntime::new(8).map_err(|e| err(e.to_string()))?;
-    let trust = anode_modules::Trust::new(vec![key.verifying_key()]);
-    anode_modules::attach(node, rt, trust);
-    let h = anode_modules::host(node).map_err(|e| err(e.to_string()))?;
-    h.install(pkg, &toml::Table::new())
-        .and_then(|_| h.start(name))
-        .map_err(|e| err(e.to_string()))?;
-    eprintln!("module {name} installed and active");
-    Ok(())
-}
-
 /// The module's report (`null` without a module).
 fn module_report(node: &mut Node, name: Option<&str>) -> serde_json::Value {
     let Some(info) = name.and_then(|n| anode_modules::host(node).ok()?.info(n).ok()) else {
@@ -90,36 +65,51 @@ fn run(a: &Args) -> Result<(), BenchError> {
         )));
     }
     signals::block_stop_signals().map_err(BenchError::io("block signals"))?;
-    let now = Instant::now();
-    let bad = |e: anode_core::ConfigError| {
-        BenchError::io("node config")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
-    };
-    let mut node = Node::new(NodeConfig::new(a.addr), now).map_err(bad)?;
-    for p in &a.peers {
+    let mut b = NodeBuilder::new(NodeConfig::new(a.addr)).links(a.peers.iter().map(|p| {
         let mut l = LinkConfig::new(*p);
         l.static_neighbor = true;
-        node.add_link(l, now);
-    }
+        l
+    }));
     if a.capsule {
-        let ee_err = |e: anode_capsule::CapsuleError| {
-            BenchError::io("capsule EE")(std::io::Error::other(e.to_string()))
-        };
-        let mut ee = CapsuleEe::new(CapsuleConfig::default()).map_err(ee_err)?;
-        let hash = ee.install(protocols::FORWARD).map_err(ee_err)?;
-        let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        // Bare EEs (no NodeOS), as the forwarder has always measured them.
+        b = b
+            .ees(EeOptions {
+                nodeos: NodeOsFile {
+                    enabled: false,
+                    ..NodeOsFile::default()
+                },
+                ..EeOptions::default()
+            })
+            .capsule_code(protocols::FORWARD.to_vec());
+        let hex: String = anode_capsule::code_hash(protocols::FORWARD)
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
         eprintln!("capsule EE: protocols::FORWARD installed ({hex}...)");
-        node.register_ee(Box::new(ee));
     }
     if let Some(name) = &a.module {
-        install_module(&mut node, name)?;
+        b = b.builtin_module(name);
     }
-    let mut cfg = DriverConfig::new(a.addr.socket_addr());
-    cfg.batch = a.batch;
-    let h = anode_io::spawn(node, cfg).map_err(BenchError::io(format!("driver on {}", a.addr)))?;
-    println!("ready {}", h.local_addr());
+    let node = b
+        .build(Instant::now())
+        .map_err(|e| BenchError::io("node")(std::io::Error::other(e.to_string())))?;
+    if let Some(name) = &a.module {
+        eprintln!("module {name} installed and active");
+    }
+    let mut opts = RunOptions::new(a.addr.socket_addr());
+    opts.driver.batch = a.batch;
+    let running = RunningNode::start(node, opts).map_err(|e| {
+        BenchError::io(format!("driver on {}", a.addr))(std::io::Error::other(e.to_string()))
+    })?;
+    println!("ready {}", running.local_addr());
     let sig = signals::wait(Duration::from_secs_f64(a.secs)).map_err(BenchError::io("wait"))?;
-    let stats = h.stats();
-    let mut node = h.shutdown();
+    let stats = running.driver_stats();
+    let Some(mut node) = running.stop().node else {
+        return Err(BenchError::io("stop")(std::io::Error::other(
+            "the node did not come back",
+        )));
+    };
     let capsule = capsule_report(&mut node);
     let module = module_report(&mut node, a.module.as_deref());
     let driver: serde_json::Map<String, serde_json::Value> = stats

@@ -146,8 +146,9 @@ pub fn parse_ping(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, anode_emu::Sp
 
 impl Ping {
     fn send(&mut self, ctx: &mut StepCtx<'_>, seq: u32) {
-        let mut p = vec![0u8; 20];
-        p[2..4].copy_from_slice(&self.port.to_be_bytes());
+        let mut p = vec![0u8; 2];
+        p.extend_from_slice(&self.port.to_be_bytes());
+        p.resize(20, 0);
         let code = code_hash(protocols::PING);
         inject(
             ctx,
@@ -314,10 +315,11 @@ pub fn parse_flood(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, anode_emu::S
 
 impl Flood {
     fn payload(&self, kind: u8) -> Vec<u8> {
-        let mut p = vec![0u8; self.size];
-        p[0] = kind;
-        p[2..4].copy_from_slice(&self.port.to_be_bytes());
-        p[4..8].copy_from_slice(&self.status_ms.to_be_bytes());
+        // kind, reserved, port, status interval; then zeros up to the size (at least 8).
+        let mut p = vec![kind, 0];
+        p.extend_from_slice(&self.port.to_be_bytes());
+        p.extend_from_slice(&self.status_ms.to_be_bytes());
+        p.resize(self.size.max(p.len()), 0);
         p
     }
 

@@ -40,6 +40,7 @@ use serde::Deserialize;
 
 use super::parse_mac;
 use super::prefixes::PrefixExchange;
+use crate::builder::{EeOptions, NodeBuilder};
 use crate::config;
 use crate::control::{self, ControlServer, Driver, Job, NodeGone};
 
@@ -283,7 +284,7 @@ impl NodeHooks {
             r.validate().map_err(|e| format!("[node.routing]: {e}"))?;
             nc.routing = r;
         }
-        let mut node = Node::new(nc, now).map_err(|e| e.to_string())?;
+        let mut builder = NodeBuilder::new(nc);
         if n.ees {
             let nodeos = config::check_nodeos(s.file, s.text, &n.nodeos).map_err(|e| {
                 format!("{e} (in [node.nodeos]; the keys are those of a node file's [nodeos])")
@@ -298,15 +299,11 @@ impl NodeHooks {
                 Some(c) => relative_to(s.file, c.trim()),
                 None => config::default_code_cache(n.address.port()),
             };
-            crate::ees::register_with(&mut node, Some(cache.clone()), None, &nodeos).map_err(
-                |e| {
-                    format!(
-                        "{e} (router node: capsule code cache {}; set [node] capsule_cache in {}, or ees = false)",
-                        cache.display(),
-                        s.file.display()
-                    )
-                },
-            )?;
+            builder = builder.ees(EeOptions {
+                cache_dir: Some(cache),
+                runtime: None,
+                nodeos,
+            });
         }
         let prefixes = if n.advertise_ms == 0 {
             None
@@ -348,9 +345,15 @@ impl NodeHooks {
                 Carrier::Udp(_) => format!("udp:{}", l.peer),
                 Carrier::Ether(i, m) => format!("ether:{i}:{m}"),
             };
-            node.add_link(lc, now);
+            builder = builder.link(lc);
             carriers.push(carrier);
         }
+        let node = builder.build(now).map_err(|e| {
+            format!(
+                "{e} (router node in {}: set [node] capsule_cache, or ees = false)",
+                s.file.display()
+            )
+        })?;
         let shared = Arc::new(Shared::default());
         let (jobs, events, control) = match &n.control {
             None => (None, None, None),

@@ -67,7 +67,7 @@ count = 5
 #[test]
 fn realtime_ring_converges_delivers_and_reroutes() {
     let t = Topology::parse(SRC, "rt.toml").unwrap();
-    let r = anode_emu::realtime::run(t, &anode_emu::Registry::builtin()).unwrap();
+    let r = anode_node::realtime::run(t, &anode_emu::Registry::builtin()).unwrap();
     let failed: Vec<_> = r
         .steps
         .iter()

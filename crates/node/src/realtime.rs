@@ -24,18 +24,20 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use anode_core::{DropReason, Event, LinkConfig, LinkId, Node, NodeConfig};
-use anode_io::{DriverConfig, Impairment, NodeHandle};
+use anode_io::Impairment;
+
+use crate::builder::NodeBuilder;
+use crate::run::{RunOptions, RunningNode};
 use anode_wire::NodeAddr;
 use anode_wire::anep::TYPE_DATAGRAM;
 
-use crate::error::EmuError;
-use crate::report::{
-    Assembly, LinkChange, LinkReport, ReachChange, Report, assemble, link_name, us,
+use anode_emu::driver::{
+    Assembly, LinkChange, all_pairs_reachable, assemble, link_name, node_report, us,
 };
-use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx, all_pairs_reachable};
-use crate::sim::node_report;
-use crate::topology::{LinkSpec, NodeSpec, Topology};
-use crate::track::{FlowRec, Tracker};
+use anode_emu::{
+    EeEvent, EmuError, FlowRec, LinkReport, LinkSpec, Net, Next, NodeFn, NodeSpec, ReachChange,
+    Registry, Report, Step, StepCtx, Topology, Tracker,
+};
 
 const COLLECT_EVERY: Duration = Duration::from_millis(1);
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
@@ -47,7 +49,7 @@ struct RtNet {
     start: Instant,
     specs: Vec<NodeSpec>,
     link_specs: Vec<LinkSpec>,
-    handles: Vec<NodeHandle>,
+    handles: Vec<RunningNode>,
     events: Vec<Receiver<Event>>,
     ends: Vec<[LinkId; 2]>,
     /// node -> its LinkId index -> peer node.
@@ -57,7 +59,7 @@ struct RtNet {
     default_rb: Vec<u16>,
     tracker: Tracker,
     delivered: Vec<BTreeMap<u16, u64>>,
-    ee_events: Vec<crate::scenario::EeEvent>,
+    ee_events: Vec<EeEvent>,
     /// Next-hop snapshot: tables[from][to].
     tables: Vec<Vec<Option<usize>>>,
     reach_state: bool,
@@ -94,7 +96,7 @@ impl RtNet {
         let now = self.start.elapsed();
         for (i, rx) in self.events.iter().enumerate() {
             while let Ok(e) = rx.try_recv() {
-                crate::scenario::record_ee_event(&mut self.ee_events, now, i, &e);
+                anode_emu::driver::record_ee_event(&mut self.ee_events, now, i, &e);
                 if let Event::Delivered(d) = e {
                     if let Some(m) = self.delivered.get_mut(i) {
                         *m.entry(d.port).or_insert(0) += 1;
@@ -272,7 +274,7 @@ impl Net for RtNet {
         self.tables.get(from)?.get(to).copied().flatten()
     }
 
-    fn ee_events(&self) -> &[crate::scenario::EeEvent] {
+    fn ee_events(&self) -> &[EeEvent] {
         &self.ee_events
     }
 
@@ -302,36 +304,30 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         })
         .collect();
     let t0 = Instant::now();
-    let mut nodes = Vec::with_capacity(specs.len());
-    for (i, s) in specs.iter().enumerate() {
-        let mut cfg = NodeConfig::new(s.address);
-        cfg.routing = topo.routing;
-        let mut node = Node::new(cfg, t0).map_err(|e| EmuError::Node {
-            node: s.name.clone(),
-            reason: e.to_string(),
-        })?;
-        registry.setup_node(i, &mut node);
-        nodes.push(node);
-    }
-    let mut impairments: Vec<Vec<Impairment>> = vec![Vec::new(); nodes.len()];
-    let mut peers = vec![Vec::new(); nodes.len()];
+    let mut builders: Vec<NodeBuilder> = specs
+        .iter()
+        .map(|s| {
+            let mut cfg = NodeConfig::new(s.address);
+            cfg.routing = topo.routing;
+            NodeBuilder::new(cfg)
+        })
+        .collect();
+    let mut impairments: Vec<Vec<Impairment>> = vec![Vec::new(); builders.len()];
+    let mut peers = vec![Vec::new(); builders.len()];
     let mut ends = Vec::with_capacity(topo.links.len());
     for l in &topo.links {
         let mut ids = [LinkId(0); 2];
         for (dir, (me, peer)) in [(l.a, l.b), (l.b, l.a)].into_iter().enumerate() {
-            let (Some(peer_spec), Some(node)) = (specs.get(peer), nodes.get_mut(me)) else {
+            let (Some(peer_spec), Some(b)) = (specs.get(peer), builders.get_mut(me)) else {
                 return Err(EmuError::Realtime("a link names a missing node".into()));
             };
-            let id = node.add_link(
-                LinkConfig {
-                    name: format!("to-{}", peer_spec.name),
-                    peer: peer_spec.address,
-                    mtu: l.mtu,
-                    cost: l.cost,
-                    static_neighbor: false,
-                },
-                t0,
-            );
+            let id = b.push_link(LinkConfig {
+                name: format!("to-{}", peer_spec.name),
+                peer: peer_spec.address,
+                mtu: l.mtu,
+                cost: l.cost,
+                static_neighbor: false,
+            });
             if let Some(slot) = ids.get_mut(dir) {
                 *slot = id;
             }
@@ -350,22 +346,27 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         }
         ends.push(ids);
     }
-    let default_rb = nodes.iter().map(|n| n.config().default_rb).collect();
-    let mut handles = Vec::with_capacity(nodes.len());
-    let mut events = Vec::with_capacity(nodes.len());
-    for ((node, imp), s) in nodes.into_iter().zip(impairments).zip(&specs) {
-        let mut cfg = DriverConfig::new(s.address.socket_addr());
-        cfg.impairments = imp;
-        cfg.seed = topo.seed ^ fnv(&s.name);
-        let h = anode_io::spawn(node, cfg).map_err(|e| {
-            EmuError::Realtime(format!(
-                "node '{}' could not start on {}: {e}",
-                s.name, s.address
-            ))
-        })?;
-        events.push(h.take_events().ok_or_else(|| {
-            EmuError::Realtime(format!("node '{}': event channel unavailable", s.name))
-        })?);
+    let default_rb = builders.iter().map(|b| b.config().default_rb).collect();
+    let mut handles = Vec::with_capacity(builders.len());
+    let mut events = Vec::with_capacity(builders.len());
+    for (i, ((b, imp), s)) in builders
+        .into_iter()
+        .zip(impairments)
+        .zip(&specs)
+        .enumerate()
+    {
+        let fail = |what: String| EmuError::Realtime(format!("node '{}': {what}", s.name));
+        let mut node = b.build(t0).map_err(|e| fail(e.to_string()))?;
+        registry.setup_node(i, &mut node);
+        let mut opts = RunOptions::new(s.address.socket_addr());
+        opts.driver.impairments = imp;
+        opts.driver.seed = topo.seed ^ fnv(&s.name);
+        let h = RunningNode::start(node, opts)
+            .map_err(|e| fail(format!("could not start on {}: {e}", s.address)))?;
+        events.push(
+            h.take_events()
+                .ok_or_else(|| fail("event channel unavailable".into()))?,
+        );
         handles.push(h);
     }
     let n = specs.len();
@@ -421,10 +422,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
                 ran = true;
             }
             if let Some(step) = steps.get_mut(k) {
-                let mut ctx = StepCtx {
-                    net: &mut net,
-                    step: step.index,
-                };
+                let mut ctx = StepCtx::new(&mut net, step.index);
                 if let Next::After(d) = step.action.run(&mut ctx) {
                     due.push(Reverse((at + d, k)));
                 }
@@ -439,7 +437,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
     }
     net.collect();
     let handles = std::mem::take(&mut net.handles);
-    let finals: Vec<Node> = handles.into_iter().map(NodeHandle::shutdown).collect();
+    let finals: Vec<Node> = handles.into_iter().filter_map(|h| h.stop().node).collect();
     let nodes = finals
         .iter()
         .zip(&net.specs)

@@ -1,0 +1,324 @@
+//! [`RunningNode`]: a built node at work over real UDP: the `anode-io` driver (its data-path
+//! thread), the control server on a Unix socket (optional) and the Prometheus endpoint
+//! (optional).
+//!
+//! Contracts:
+//! - [`RunningNode::start`] claims the control socket before it binds UDP (a node already
+//!   running on that socket is the likelier mistake, and its message is clearer), and undoes
+//!   what it did if a later step fails: no socket file is left behind.
+//! - The metrics endpoint holds the driver weakly, so it never keeps a stopped node alive.
+//! - [`RunningNode::stop`] stops the control server (closing its connections and removing the
+//!   socket file), then the data path, and returns the node for its final counters.
+//! - Without a control server the node's events are the caller's
+//!   ([`RunningNode::take_events`]); with one, they feed the control server's subscribers.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use anode_core::{Event, Node};
+use anode_io::{DriverConfig, NodeHandle};
+
+use crate::config::NodeFile;
+use crate::control::{self, ControlServer, Driver, Job, NodeGone};
+
+/// How a built node runs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The UDP driver's settings (bind address, batch, impairments).
+    pub driver: DriverConfig,
+    /// The control socket's path; `None`: no control server.
+    pub socket: Option<PathBuf>,
+    /// Where to serve Prometheus metrics (loopback only); `None`: off.
+    pub metrics: Option<SocketAddr>,
+    /// The config file, named in error messages.
+    pub origin: String,
+}
+
+impl RunOptions {
+    /// UDP on `bind`, no control socket, no metrics.
+    pub fn new(bind: SocketAddr) -> RunOptions {
+        RunOptions {
+            driver: DriverConfig::new(bind),
+            socket: None,
+            metrics: None,
+            origin: format!("node on {bind}"),
+        }
+    }
+
+    /// What a node file says: its bind address, control socket and `[metrics]`.
+    pub fn from_file(file: &NodeFile) -> RunOptions {
+        RunOptions {
+            driver: DriverConfig::new(file.bind),
+            socket: Some(file.socket.clone()),
+            metrics: file.metrics,
+            origin: file.path.display().to_string(),
+        }
+    }
+}
+
+/// Why a node could not start running.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The control socket could not be claimed (another node is live on it, or the
+    /// directory cannot be made).
+    #[error("{0}")]
+    Socket(#[from] control::SocketError),
+    /// The UDP socket could not be bound.
+    #[error(
+        "cannot run the node on UDP {bind} ({source}); is another program using that port? change [node] address or bind in {origin}"
+    )]
+    Udp {
+        /// The address.
+        bind: SocketAddr,
+        /// The config file.
+        origin: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The driver's event channel was already taken.
+    #[error("the UDP driver's event channel was already taken")]
+    Events,
+    /// The metrics endpoint could not start.
+    #[error("{source} (in {origin})")]
+    Metrics {
+        /// The config file.
+        origin: String,
+        /// Why.
+        source: anode_nodeos::metrics::MetricsError,
+    },
+}
+
+/// Why a node stopped (what [`RunningNode::wait`] saw).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    /// The caller's stop condition held (a signal, a deadline).
+    Requested,
+    /// A control client asked for a shutdown (`anode stop`).
+    ShutdownRequest,
+    /// The data path ended on its own.
+    DriverStopped,
+}
+
+impl StopCause {
+    /// A few words for a log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopCause::Requested => "signal",
+            StopCause::ShutdownRequest => "shutdown request",
+            StopCause::DriverStopped => "the UDP driver stopped",
+        }
+    }
+}
+
+/// A stopped node: the node itself, unless a control thread still held its driver.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The node with its final state and counters.
+    pub node: Option<Node>,
+}
+
+/// The UDP driver as the control server's [`Driver`].
+#[derive(Debug)]
+struct Udp(NodeHandle);
+
+impl Driver for Udp {
+    fn run(&self, job: Job) -> Result<(), NodeGone> {
+        self.0.call(move |n, now| job(n, now)).map_err(|_| NodeGone)
+    }
+
+    fn driver_stats(&self) -> BTreeMap<String, u64> {
+        self.0
+            .stats()
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    fn bound_addr(&self) -> String {
+        self.0.local_addr().to_string()
+    }
+}
+
+/// A node running over UDP; see the module docs.
+#[derive(Debug)]
+pub struct RunningNode {
+    udp: Arc<Udp>,
+    server: Option<ControlServer>,
+    socket: Option<PathBuf>,
+    metrics: Option<SocketAddr>,
+}
+
+impl RunningNode {
+    /// Starts `node`: claims the control socket, binds UDP, serves control and metrics.
+    pub fn start(node: Node, opts: RunOptions) -> Result<RunningNode, RunError> {
+        let listener = match &opts.socket {
+            Some(p) => Some(control::bind_socket(p)?),
+            None => None,
+        };
+        let cleanup = |opts: &RunOptions| {
+            if let Some(p) = &opts.socket {
+                control::remove_socket(p);
+            }
+        };
+        let bind = opts.driver.bind;
+        let handle = anode_io::spawn(node, opts.driver.clone()).map_err(|source| {
+            cleanup(&opts);
+            RunError::Udp {
+                bind,
+                origin: opts.origin.clone(),
+                source,
+            }
+        })?;
+        let udp = Arc::new(Udp(handle));
+        let server = match (listener, &opts.socket) {
+            (Some(l), Some(path)) => {
+                let Some(events) = udp.0.take_events() else {
+                    cleanup(&opts);
+                    return Err(RunError::Events);
+                };
+                let driver: Arc<dyn Driver> = udp.clone();
+                Some(
+                    ControlServer::serve(l, path, driver, events).inspect_err(|_| {
+                        cleanup(&opts);
+                    })?,
+                )
+            }
+            _ => None,
+        };
+        let mut running = RunningNode {
+            udp,
+            server,
+            socket: opts.socket.clone(),
+            metrics: None,
+        };
+        if let Some(addr) = opts.metrics {
+            match running.serve_metrics(addr) {
+                Ok(bound) => running.metrics = bound,
+                Err(source) => {
+                    running.stop();
+                    return Err(RunError::Metrics {
+                        origin: opts.origin,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(running)
+    }
+
+    fn serve_metrics(
+        &self,
+        addr: SocketAddr,
+    ) -> Result<Option<SocketAddr>, anode_nodeos::metrics::MetricsError> {
+        let weak = Arc::downgrade(&self.udp);
+        let text = move || {
+            weak.upgrade()
+                .and_then(|u| {
+                    control::call(&*u, |n, _| {
+                        anode_nodeos::metrics::render(&n.domain_reports())
+                    })
+                    .ok()
+                })
+                .unwrap_or_default()
+        };
+        let cfg = anode_nodeos::metrics::MetricsConfig {
+            listen: Some(addr.to_string()),
+        };
+        anode_nodeos::metrics::serve(&cfg, Arc::new(text))
+    }
+
+    /// The UDP address the node is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.udp.0.local_addr()
+    }
+
+    /// The control socket, if the node serves one.
+    pub fn control_socket(&self) -> Option<&Path> {
+        self.socket.as_deref()
+    }
+
+    /// Where metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+    }
+
+    /// The node's events, when it runs without a control server (`None` with one, or when
+    /// taken already).
+    pub fn take_events(&self) -> Option<Receiver<Event>> {
+        if self.server.is_some() {
+            return None;
+        }
+        self.udp.0.take_events()
+    }
+
+    /// Runs `f` on the node's thread and returns its result.
+    pub fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Node, std::time::Instant) -> R + Send + 'static,
+    ) -> Result<R, NodeGone> {
+        control::call(&*self.udp, f)
+    }
+
+    /// The driver's statistics.
+    pub fn driver_stats(&self) -> anode_io::DriverStats {
+        self.udp.0.stats()
+    }
+
+    /// Why the node should stop now, if it should: `requested` is the caller's own
+    /// condition (a signal flag, a deadline).
+    pub fn stop_cause(&self, requested: bool) -> Option<StopCause> {
+        if requested {
+            Some(StopCause::Requested)
+        } else if self.server.as_ref().is_some_and(|s| s.shutdown_requested()) {
+            Some(StopCause::ShutdownRequest)
+        } else if !self.udp.0.is_running() {
+            Some(StopCause::DriverStopped)
+        } else {
+            None
+        }
+    }
+
+    /// Waits (checking every 50 ms) until `requested` returns true, a client asks for a
+    /// shutdown, or the data path ends.
+    pub fn wait(&self, mut requested: impl FnMut() -> bool) -> StopCause {
+        loop {
+            if let Some(c) = self.stop_cause(requested()) {
+                return c;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the control server and the data path; returns the node.
+    pub fn stop(mut self) -> Stopped {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+        let udp = Arc::clone(&self.udp);
+        drop(self);
+        match Arc::try_unwrap(udp) {
+            Ok(Udp(h)) => Stopped {
+                node: Some(h.shutdown()),
+            },
+            // A metrics scrape or control thread still holds the driver; dropping it here
+            // stops the data path once that thread lets go.
+            Err(_) => Stopped { node: None },
+        }
+    }
+}
+
+impl Drop for RunningNode {
+    /// A node dropped without [`RunningNode::stop`] (a panic, an early return) still closes
+    /// its control server and removes the socket file; the data path stops with the last
+    /// handle.
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+    }
+}
