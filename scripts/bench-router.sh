@@ -19,7 +19,7 @@
 # so the sender spends nothing in its own IP/UDP stack; GEN=blast: the C `blast` UDP-socket
 # sender of ../shared/baselines. The receiver in d counts datagrams: RECV=c (default) the C
 # `recv` of ../shared/baselines (blocking recvmmsg: it sleeps when its queue is empty, and the
-# CPU delivering each packet pays for waking it), RECV=poll `anode-sink` (crates/ether), which
+# CPU delivering each packet pays for waking it), RECV=poll `anode-pollsink` (crates/ether), which
 # polls with non-blocking recvmmsg and is never woken (it spins one CPU).
 # PIN=1 pins the generator (one thread) to CPU 0 and the receiver to CPU 1: forwarding runs
 # in the sender's softirq on CPU 0 in every mode (the veth hand-offs stay on the sending
@@ -109,8 +109,8 @@ export ANODE_BIN XSKFWD_BIN
 recv_bin=$tmp/recv
 if [ "${RECV:-c}" = poll ]; then
     if [ -z "${SINK_BIN:-}" ]; then
-        cargo build -q --release -p anode-ether --bin anode-sink
-        SINK_BIN=${CARGO_TARGET_DIR:-target}/release/anode-sink
+        cargo build -q --release -p anode-ether --bin anode-pollsink
+        SINK_BIN=${CARGO_TARGET_DIR:-target}/release/anode-pollsink
     fi
     recv_bin=$SINK_BIN
 fi

@@ -11,7 +11,7 @@ use node_util::*;
 fn refuse(dir: &TestDir, name: &str, text: &str) -> (Option<i32>, String, String) {
     let p = dir.file(name, text);
     let ps = p.to_string_lossy().into_owned();
-    let out = run(&["node", "--config", &ps], Duration::from_secs(10));
+    let out = anode().run(&["node", "--config", &ps], Duration::from_secs(10));
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -85,7 +85,7 @@ fn route_via_stranger_and_missing_file() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains(&format!("{p}:7:7:")), "{err}");
     assert!(err.contains("not the peer of any [[link]]"), "{err}");
-    let out = run(
+    let out = anode().run(
         &["node", "--config", "/nonexistent/x.toml"],
         Duration::from_secs(10),
     );
@@ -98,7 +98,7 @@ fn examples_check() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     for f in ["node-a.toml", "node-b.toml"] {
         let p = root.join(f).to_string_lossy().into_owned();
-        let out = run(
+        let out = anode().run(
             &["node", "--check", "--config", &p],
             Duration::from_secs(10),
         );

@@ -29,21 +29,21 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
         addr(ip, free_port(ip)),
     );
     let cfg = |me: &str, peers: &[(&str, &str)], name: &str| {
-        let mut s = config(me, peers, &dir.0.join(format!("{name}.sock")));
+        let mut s = node_config(me, peers, &dir.0.join(format!("{name}.sock")));
         s.push_str(&format!(
             "\n[capsule]\ncache_dir = \"{}\"\n",
             dir.0.join(format!("code-{name}")).display()
         ));
         s
     };
-    let a = NodeProc::start(&dir, "a", &aa, &cfg(&aa, &[("to-b", &ba)], "a"));
-    let b = NodeProc::start(
+    let a = anode().start_node(&dir, "a", &aa, &cfg(&aa, &[("to-b", &ba)], "a"));
+    let b = anode().start_node(
         &dir,
         "b",
         &ba,
         &cfg(&ba, &[("to-a", &aa), ("to-c", &ca)], "b"),
     );
-    let c = NodeProc::start(&dir, "c", &ca, &cfg(&ca, &[("to-b", &ba)], "c"));
+    let c = anode().start_node(&dir, "c", &ca, &cfg(&ca, &[("to-b", &ba)], "c"));
     let ok = wait_until(Duration::from_secs(15), || {
         a.has_route(&ca) && c.has_route(&aa)
     });
@@ -122,7 +122,7 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
     }
     // A program that does not type-check never reaches the node.
     let bad = dir.file("bad.plan", "fun f(x : int) : int = x ^ \"s\"\n");
-    let out = run(
+    let out = anode().run(
         &[
             "plan",
             "inject",

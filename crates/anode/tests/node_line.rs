@@ -17,23 +17,23 @@ fn datagram_crosses_the_middle_node_on_the_fast_path() {
         addr(ip, free_port(ip)),
         addr(ip, free_port(ip)),
     );
-    let a = NodeProc::start(
+    let a = anode().start_node(
         &dir,
         "a",
         &aa,
-        &config(&aa, &[("to-b", &ba)], &dir.0.join("a.sock")),
+        &node_config(&aa, &[("to-b", &ba)], &dir.0.join("a.sock")),
     );
-    let b = NodeProc::start(
+    let b = anode().start_node(
         &dir,
         "b",
         &ba,
-        &config(&ba, &[("to-a", &aa), ("to-c", &ca)], &dir.0.join("b.sock")),
+        &node_config(&ba, &[("to-a", &aa), ("to-c", &ca)], &dir.0.join("b.sock")),
     );
-    let c = NodeProc::start(
+    let c = anode().start_node(
         &dir,
         "c",
         &ca,
-        &config(&ca, &[("to-b", &ba)], &dir.0.join("c.sock")),
+        &node_config(&ca, &[("to-b", &ba)], &dir.0.join("c.sock")),
     );
 
     let ok = wait_until(Duration::from_secs(15), || {
@@ -60,7 +60,7 @@ fn datagram_crosses_the_middle_node_on_the_fast_path() {
     let before = b.json(&["stats"])["counters"]["fast_path"]
         .as_u64()
         .unwrap();
-    let l = listen(&c, 9, 2);
+    let l = c.listen(9, 2);
     a.json(&["send", &ca, "--port", "9", "one"]);
     a.json(&["send", &ca, "--port", "9", "--rb", "5", "--hex", "00ff"]);
     let got = listened(l);

@@ -17,9 +17,9 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
     let mport = free_port(ip);
     let cfg = format!(
         "{}\n[metrics]\nlisten = \"127.0.0.1:{mport}\"\n",
-        config(&me, &[], &dir.0.join("m.sock"))
+        node_config(&me, &[], &dir.0.join("m.sock"))
     );
-    let n = NodeProc::start(&dir, "m", &me, &cfg);
+    let n = anode().start_node(&dir, "m", &me, &cfg);
     let ok = wait_until(Duration::from_secs(10), || {
         n.log_text().contains("metrics on http://")
     });
@@ -53,10 +53,10 @@ fn non_loopback_metrics_are_refused() {
     let me = addr(ip, free_port(ip));
     let cfg = format!(
         "{}\n[metrics]\nlisten = \"0.0.0.0:9464\"\n",
-        config(&me, &[], &dir.0.join("b.sock"))
+        node_config(&me, &[], &dir.0.join("b.sock"))
     );
     let path = dir.file("b.toml", &cfg);
-    let out = run(
+    let out = anode().run(
         &["node", "--config", path.to_str().unwrap()],
         Duration::from_secs(10),
     );

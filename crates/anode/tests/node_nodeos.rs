@@ -52,8 +52,8 @@ fn live_node_shows_protocol_domains_with_counters() {
             dir.0.join(format!("code-{n}")).display()
         )
     };
-    let acfg = config(&aa, &[("to-b", &ba)], &dir.0.join("a.sock")) + &code("a");
-    let bcfg = config(&ba, &[("to-a", &aa)], &dir.0.join("b.sock"))
+    let acfg = node_config(&aa, &[("to-b", &ba)], &dir.0.join("a.sock")) + &code("a");
+    let bcfg = node_config(&ba, &[("to-a", &aa)], &dir.0.join("b.sock"))
         + &code("b")
         + &format!(
             "\n[nodeos]\npolicy = \"b-policy.toml\"\nmemory_bytes = 67108864\n\n[metrics]\nlisten = \"127.0.0.1:{mport}\"\n"
@@ -61,7 +61,7 @@ fn live_node_shows_protocol_domains_with_counters() {
 
     // --check prints what the node would run.
     let bpath = dir.file("b.toml", &bcfg);
-    let out = run(
+    let out = anode().run(
         &["node", "--config", bpath.to_str().unwrap(), "--check"],
         Duration::from_secs(10),
     );
@@ -72,8 +72,8 @@ fn live_node_shows_protocol_domains_with_counters() {
         "{text}"
     );
 
-    let a = NodeProc::start(&dir, "a", &aa, &acfg);
-    let b = NodeProc::start(&dir, "b", &ba, &bcfg);
+    let a = anode().start_node(&dir, "a", &aa, &acfg);
+    let b = anode().start_node(&dir, "b", &ba, &bcfg);
     let ok = wait_until(Duration::from_secs(15), || a.has_route(&ba));
     assert!(ok, "no route\na:\n{}", a.log_text());
     let p = a.json(&["ping", &ba, "--count", "5", "--interval-ms", "20"]);
@@ -127,9 +127,9 @@ fn bad_policy_file_stops_the_node_naming_its_line() {
         "p.toml",
         "[capsule]\nmax_children = 4\n\n[\"capsule/*\"]\nmemory = 5\n",
     );
-    let cfg = config(&me, &[], &dir.0.join("x.sock")) + "\n[nodeos]\npolicy = \"p.toml\"\n";
+    let cfg = node_config(&me, &[], &dir.0.join("x.sock")) + "\n[nodeos]\npolicy = \"p.toml\"\n";
     let path = dir.file("x.toml", &cfg);
-    let out = run(
+    let out = anode().run(
         &["node", "--config", path.to_str().unwrap()],
         Duration::from_secs(10),
     );
@@ -146,7 +146,7 @@ fn keygen_policy_sign_verify_and_a_node_takes_the_signed_policy() {
     let dir = TestDir::new("nodeos-signed");
     let base = dir.0.join("op");
     let ok = |args: &[&str]| {
-        let out = run(args, Duration::from_secs(10));
+        let out = anode().run(args, Duration::from_secs(10));
         assert!(
             out.status.success(),
             "anode {args:?}: {}",
@@ -181,14 +181,14 @@ fn keygen_policy_sign_verify_and_a_node_takes_the_signed_policy() {
 
     // A node trusting the key takes it; tampered, it refuses to start and says so.
     let me = addr(ip, free_port(ip));
-    let cfg = config(&me, &[], &dir.0.join("s.sock"))
+    let cfg = node_config(&me, &[], &dir.0.join("s.sock"))
         + &format!("\n[nodeos]\ntrusted_keys = [\"{pubhex}\"]\nsigned = [\"proto.signed\"]\n");
     let path = dir.file("s.toml", &cfg);
     let check = ok(&["node", "--config", path.to_str().unwrap(), "--check"]);
     assert!(check.contains("nodeos"), "{check}");
     let text = std::fs::read_to_string(&signed).unwrap();
     std::fs::write(&signed, text.replace("cpu_share = 4", "cpu_share = 9")).unwrap();
-    let out = run(
+    let out = anode().run(
         &["node", "--config", path.to_str().unwrap()],
         Duration::from_secs(10),
     );
@@ -198,7 +198,7 @@ fn keygen_policy_sign_verify_and_a_node_takes_the_signed_policy() {
         err.contains("s.toml:") && err.contains("tampered with"),
         "{err}"
     );
-    let out = run(
+    let out = anode().run(
         &[
             "policy",
             "verify",

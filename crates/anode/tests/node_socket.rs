@@ -14,16 +14,16 @@ fn socket_is_private_exclusive_and_cleaned_up() {
     let dir = TestDir::new("sock");
     let ip = "127.0.0.1".parse().unwrap();
     let a_addr = addr(ip, free_port(ip));
-    let cfg = config(&a_addr, &[], &dir.0.join("a.sock"));
-    let mut a = NodeProc::start(&dir, "a", &a_addr, &cfg);
+    let cfg = node_config(&a_addr, &[], &dir.0.join("a.sock"));
+    let mut a = anode().start_node(&dir, "a", &a_addr, &cfg);
     let mode = std::fs::metadata(&a.socket).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
     assert_eq!(a.json(&["status"])["address"], a_addr.as_str());
 
     // A second node on the same socket is refused and leaves the first one alone.
     let other = addr(ip, free_port(ip));
-    let p2 = dir.file("b.toml", &config(&other, &[], &a.socket));
-    let out = run(
+    let p2 = dir.file("b.toml", &node_config(&other, &[], &a.socket));
+    let out = anode().run(
         &["node", "--config", &p2.to_string_lossy()],
         Duration::from_secs(10),
     );
@@ -56,7 +56,7 @@ fn socket_directory_is_created_private() {
     let ip = "127.0.0.1".parse().unwrap();
     let a_addr = addr(ip, free_port(ip));
     let sock = dir.0.join("deep/run/a.sock");
-    let cfgp = dir.file("a.toml", &config(&a_addr, &[], &sock));
+    let cfgp = dir.file("a.toml", &node_config(&a_addr, &[], &sock));
     let mut p = Proc::new(
         Command::new(BIN)
             .args(["node", "--config"])
@@ -73,7 +73,7 @@ fn socket_directory_is_created_private() {
         .mode();
     assert_eq!(m & 0o777, 0o700);
     // `anode stop` stops it and the socket goes away.
-    let out = run(
+    let out = anode().run(
         &["stop", "--socket", &sock.to_string_lossy()],
         Duration::from_secs(10),
     );
@@ -88,7 +88,7 @@ fn socket_directory_is_created_private() {
 
 #[test]
 fn clients_without_a_node_say_how_to_start_one() {
-    let out = run(
+    let out = anode().run(
         &["status", "--socket", "/nonexistent/anode.sock"],
         Duration::from_secs(10),
     );

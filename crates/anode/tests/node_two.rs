@@ -13,17 +13,17 @@ fn two_nodes(ip: IpAddr, tag: &str) {
     let dir = TestDir::new(tag);
     let (pa, pb) = (free_port(ip), free_port(ip));
     let (a_addr, b_addr) = (addr(ip, pa), addr(ip, pb));
-    let a = NodeProc::start(
+    let a = anode().start_node(
         &dir,
         "a",
         &a_addr,
-        &config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
+        &node_config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
     );
-    let b = NodeProc::start(
+    let b = anode().start_node(
         &dir,
         "b",
         &b_addr,
-        &config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
+        &node_config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
     );
 
     let ok = wait_until(Duration::from_secs(15), || {
@@ -52,7 +52,7 @@ fn two_nodes(ip: IpAddr, tag: &str) {
     assert_eq!(st["address"], b_addr.as_str());
     assert_eq!(st["links"][0]["neighbor_up"], true);
 
-    let l = listen(&b, 7, 1);
+    let l = b.listen(7, 1);
     let sent = a.json(&["send", &b_addr, "--port", "7", "hello from a"]);
     assert_eq!(sent["sent"], 12);
     let got = listened(l);

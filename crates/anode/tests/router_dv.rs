@@ -13,17 +13,16 @@
 //!
 //! Addresses from 198.18.0.0/15 and 2001:2::/48, only inside the namespaces. Every wait is
 //! bounded; a Drop guard stops the routers (by pid) and deletes the namespaces even when an
-//! assertion fails. Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
+//! assertion fails. Needs root: ignored by default; run as root with `--include-ignored`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../ether/tests/netns/mod.rs"]
-mod netns;
+use anode_testkit::netns;
 
-fn can_run(test: &str) -> bool {
-    netns::can_run(test, &["ping", "ip", "traceroute"], false)
+fn require(test: &str) {
+    netns::require(test, &["ping", "ip", "traceroute"], false);
 }
 
 fn run(args: &[&str]) -> Output {
@@ -318,10 +317,9 @@ const R1_V6: &str = "2001:2:0:3::/64 via 2001:2:0:2::2 metric 1";
 const R2_V4: &str = "198.18.1.0/24 via 198.18.2.1 metric 1";
 
 #[test]
+#[ignore = "needs root and netns"]
 fn learned_routes_carry_ping_and_follow_the_link() {
-    if !can_run("learned_routes_carry_ping_and_follow_the_link") {
-        return;
-    }
+    require("learned_routes_carry_ping_and_follow_the_link");
     let mut l = Line::up("dvr");
     l.router("r1");
     l.router("r2");
@@ -360,10 +358,9 @@ fn learned_routes_carry_ping_and_follow_the_link() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn failover_to_the_other_path() {
-    if !can_run("failover_to_the_other_path") {
-        return;
-    }
+    require("failover_to_the_other_path");
     let mut l = Line::build("dvf", &TRIANGLE);
     let (n1, n2, n3) = ("198.18.2.1:3322", "198.18.2.2:3322", "198.18.4.3:3322");
     l.router_with(

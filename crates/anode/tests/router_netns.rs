@@ -22,8 +22,8 @@
 //! AF_XDP (`--json` report); `router_xsk_links_refuse_jumbo_mtu` and
 //! `router_refuses_xsk_links_with_a_kernel_fast_path` check the two startup refusals.
 //!
-//! Needs root (the refusal of `--links xsk --fast-path tc` does not). Not root: fails under
-//! CI (env CI set), else prints SKIPPED and passes.
+//! Needs root (the refusal of `--links xsk --fast-path tc` does not): those tests are
+//! ignored by default; run them as root with `--include-ignored` (`.ci/run` does).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -33,9 +33,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 mod node_util;
+use anode_testkit::netns;
 use node_util::{NodeProc, TestDir, wait_until};
-#[path = "../../ether/tests/netns/mod.rs"]
-mod netns;
 
 /// One topology at a time: the tests share two CPUs and measure throughput.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -44,18 +43,19 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn can_run(test: &str) -> bool {
-    can_run_with(test, false)
+fn require(test: &str) {
+    require_with(test, false);
 }
 
-/// As [`can_run`], and the kernel must have AF_XDP sockets (`--links xsk`).
-fn can_run_xsk(test: &str) -> bool {
-    can_run_with(test, true)
+/// As [`require`], and the kernel must have AF_XDP sockets (`--links xsk`).
+fn require_xsk(test: &str) {
+    require_with(test, true);
 }
 
-fn can_run_with(test: &str, xsk: bool) -> bool {
+/// Panics unless root, the tools and (with `xsk`) AF_XDP sockets are there.
+fn require_with(test: &str, xsk: bool) {
     let tools = ["ip", "ping", "traceroute", "iperf3", "ethtool"];
-    netns::can_run(test, &tools, xsk)
+    netns::require(test, &tools, xsk);
 }
 
 /// The topology; dropping it runs `netns-router.sh down`.
@@ -180,11 +180,10 @@ impl Drop for Topo {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_ping_v4_v6() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_ping_v4_v6") {
-        return;
-    }
+    require("router_ping_v4_v6");
     let t = Topo::up("arp");
     pings(&t);
     let log = t.stop();
@@ -196,11 +195,10 @@ fn router_ping_v4_v6() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_ping_user_space() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_ping_user_space") {
-        return;
-    }
+    require("router_ping_user_space");
     let t = Topo::up_with("arq", "--fast-path off");
     pings(&t);
     let log = t.stop();
@@ -266,11 +264,10 @@ fn pings(t: &Topo) {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_tcp_transfer() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_tcp_transfer") {
-        return;
-    }
+    require("router_tcp_transfer");
     let t = Topo::up("art");
     tcp_transfer(&t);
 }
@@ -329,11 +326,10 @@ fn json_num(out: &str, key: &str) -> f64 {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_iperf3_tcp_udp() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_iperf3_tcp_udp") {
-        return;
-    }
+    require("router_iperf3_tcp_udp");
     let t = Topo::up("ari");
     // The UDP run gets one retry: on the shared two-CPU machine a burst of other work can
     // deschedule the (debug-build) router for long enough to lose 10 % once.
@@ -377,11 +373,10 @@ fn router_iperf3_tcp_udp() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_ttl_and_traceroute() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_ttl_and_traceroute") {
-        return;
-    }
+    require("router_ttl_and_traceroute");
     let t = Topo::up("arx");
     ttl_expiry(&t);
 }
@@ -461,11 +456,10 @@ fn words(cmd: &str) -> Vec<&str> {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_jumbo_frames_and_path_mtu() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_jumbo_frames_and_path_mtu") {
-        return;
-    }
+    require("router_jumbo_frames_and_path_mtu");
     // s --(MTU 9000)-- r --(MTU 1500)-- d. Jumbo packets the fast path cannot send out of r1
     // reach the user-space router whole (its ring slots are sized for r0's MTU).
     let t = Topo::up_env("arm", "", &[("MTU_S", "9000")]);
@@ -537,7 +531,7 @@ const NODE_TIMERS: &str = "hello_interval_ms = 200\ndead_interval_ms = 800\n\
 
 /// `anode ARGS` with a time bound; its stdout, after asserting success.
 fn anode_ok(args: &[&str]) -> String {
-    let o = node_util::run(args, Duration::from_secs(30));
+    let o = node_util::anode().run(args, Duration::from_secs(30));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),
@@ -590,7 +584,7 @@ impl NodeLine {
                 sock(h),
                 dir.0.join(format!("code-{h}")).display()
             );
-            NodeProc::start_in(Some(&format!("{p}{h}")), &dir, h, me, &cfg)
+            node_util::anode().start_node_in(Some(&format!("{p}{h}")), &dir, h, me, &cfg)
         };
         let hosts = [
             host("s", "198.18.1.1", "198.18.1.2"),
@@ -688,11 +682,10 @@ impl NodeLine {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_node_runs_capsules_and_plan() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run("router_node_runs_capsules_and_plan") {
-        return;
-    }
+    require("router_node_runs_capsules_and_plan");
     let n = NodeLine::up("are", "");
     n.capsule_pings();
     let out = anode_ok(&["traceroute", "--socket", &n.sock("s"), "198.18.2.2:3322"]);
@@ -753,11 +746,10 @@ fn thread_policy(pid: &str, comm: &str) -> Option<u64> {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_user_space_over_af_xdp() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run_xsk("router_user_space_over_af_xdp") {
-        return;
-    }
+    require_xsk("router_user_space_over_af_xdp");
     let t = Topo::up_with("arz", "--links xsk --rt-priority 10");
     let pid = std::fs::read_to_string(std::env::temp_dir().join("anode-netns-arz/router.pid"))
         .unwrap_or_default();
@@ -806,11 +798,10 @@ fn router_user_space_over_af_xdp() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_node_over_af_xdp() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run_xsk("router_node_over_af_xdp") {
-        return;
-    }
+    require_xsk("router_node_over_af_xdp");
     let n = NodeLine::up("arw", "--links xsk --json");
     n.capsule_pings();
     n.plan_ping("eval.plan");
@@ -835,11 +826,10 @@ fn router_node_over_af_xdp() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn router_xsk_links_refuse_jumbo_mtu() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run_xsk("router_xsk_links_refuse_jumbo_mtu") {
-        return;
-    }
+    require_xsk("router_xsk_links_refuse_jumbo_mtu");
     // s0 -- r0 at MTU 9000: more than a 4096-byte AF_XDP chunk holds. The router must not
     // start (netns-router.sh up fails with its log), and say why and what to use instead.
     let t = Topo { p: "arj".into() };
@@ -869,7 +859,7 @@ fn router_refuses_xsk_links_with_a_kernel_fast_path() {
         "[[interface]]\nname = \"anodenone0\"\nipv4 = [\"198.18.1.2/24\"]\n",
     );
     for fp in ["tc", "xdp"] {
-        let o = node_util::run(
+        let o = node_util::anode().run(
             &[
                 "router",
                 "--config",

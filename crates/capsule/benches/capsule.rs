@@ -26,46 +26,16 @@ use anode_capsule::{
 };
 use anode_core::wire::addr::v4;
 use anode_core::wire::anep::TYPE_CAPSULE;
-use anode_core::wire::control::{Control, Hello, Routes};
 use anode_core::wire::datagram::Datagram;
 use anode_core::wire::transit::{Transit, TransitRepr};
 use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
+/// The kit's transit node (jumbo links, so a 1400-byte payload plus the 136 bytes of
+/// capsule headers fits; 1000 routes) running `ee`.
 fn transit_node(ee: CapsuleEe) -> (Node, Instant) {
-    let now = Instant::now();
-    let me = v4(198, 18, 0, 2, 3322);
-    let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
-    let mut n = Node::new(NodeConfig::new(me), now).unwrap();
-    // Jumbo links so a 1400-byte payload plus the 136 bytes of capsule headers fits.
-    for peer in [a, c] {
-        let mut l = LinkConfig::new(peer);
-        l.mtu = 9000;
-        n.add_link(l, now);
-    }
-    for (i, peer) in [a, c].into_iter().enumerate() {
-        let h = Control::Hello(Hello {
-            sender: peer,
-            hello_ms: 1000,
-            dead_ms: 1_000_000,
-            seq: 1,
-            seen: vec![me],
-        });
-        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
-    }
-    let entries: Vec<_> = (0..1000u16)
-        .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 3322), 1))
-        .collect();
-    for ch in entries.chunks(64) {
-        let r = Control::Routes(Routes {
-            sender: c,
-            entries: ch.to_vec(),
-        });
-        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
-    }
+    let (mut n, now) = anode_testkit::fixtures::transit_node(Some(9000), 1000);
     n.register_ee(Box::new(ee));
-    while n.poll_transmit().is_some() {}
-    while n.poll_event().is_some() {}
     (n, now)
 }
 

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use anode_core::{EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_core::{EeHeader, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 use anode_wire::NodeAddr;
 use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
@@ -43,7 +43,7 @@ use anode_wire::control::Control;
 
 use crate::abi::{self, verdict};
 use crate::cache::{DiskCache, DiskHit, MemCache};
-use crate::host::{CallEnv, CurCapsule, EnvPtr};
+use crate::host::{CallEnv, CurCapsule, Effect};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::route::{CapsuleRouteFn, RouteTable};
@@ -195,6 +195,9 @@ pub struct CapsuleEe {
     last_now: Option<Instant>,
     /// Routing functions capsules may name (`forward_by`).
     routes: RouteTable,
+    /// What the running guest did to the node (moved into the store for each call and
+    /// applied after it; kept for its capacity).
+    effects: Vec<Effect>,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -225,6 +228,7 @@ impl CapsuleEe {
             tier_poll_at: None,
             last_now: None,
             routes: RouteTable::default(),
+            effects: Vec::new(),
             mem: MemCache::new(cfg.mem_cache_bytes),
             loader: Loader::new(cfg.loader),
             soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
@@ -698,11 +702,11 @@ impl CapsuleEe {
         }
     }
 
-    /// Parses the capsule header and runs the capsule's code, or parks it for missing code.
+    /// Runs the capsule's code (its header parsed by the node), or parks it for missing code.
     fn dispatch(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
-        let (hdr, hl) = match CapsuleRepr::parse(pkt.ee_bytes()) {
-            Ok(x) => x,
-            Err(_) => return ctx.count_drop("capsule", "bad_header"),
+        let (hdr, hl) = match pkt.header {
+            EeHeader::Capsule(h, len) => (h, len),
+            _ => return ctx.count_drop("capsule", "bad_header"),
         };
         let payload_at = pkt.anep_len + pkt.transit_len + hl;
         // One lookup on the hot path: whether the code is in memory and has a live instance.
@@ -837,6 +841,8 @@ impl CapsuleEe {
                 anep_len: pkt.anep_len,
                 payload_at,
                 why: pkt.why,
+                transit: pkt.transit,
+                header: hdr,
                 dirty: false,
             });
             st.actions = 0;
@@ -847,24 +853,29 @@ impl CapsuleEe {
             return ctx.count_drop("capsule", "trap");
         }
         self.stats.runs += 1;
-        let r = {
-            let mut env = CallEnv {
-                ctx: &mut *ctx,
-                soft: &mut self.soft,
-                ports: &self.ports,
-                epoch,
-                max_actions: self.cfg.max_actions,
-                routes: &mut self.routes,
-                route_misses: 0,
-            };
-            live.store.data_mut().env = EnvPtr::to(&mut env);
-            let r = live
-                .accept
-                .call(&mut live.store, ((plen - payload_at) as i32, why));
-            live.store.data_mut().env = EnvPtr::NULL;
+        // The call's environment moves into the store and back (host/mod.rs); what the guest
+        // did to the node is applied after it returns, in order.
+        live.store.data_mut().env = Some(CallEnv {
+            view: ctx.view(),
+            soft: std::mem::replace(&mut self.soft, SoftState::new(0, 0)),
+            ports: std::mem::take(&mut self.ports),
+            routes: std::mem::take(&mut self.routes),
+            epoch,
+            max_actions: self.cfg.max_actions,
+            route_misses: 0,
+            effects: std::mem::take(&mut self.effects),
+        });
+        let r = live
+            .accept
+            .call(&mut live.store, ((plen - payload_at) as i32, why));
+        if let Some(env) = live.store.data_mut().env.take() {
+            self.soft = env.soft;
+            self.ports = env.ports;
+            self.routes = env.routes;
             self.stats.unknown_route_fn += env.route_misses;
-            r
-        };
+            self.effects = env.effects;
+        }
+        apply_effects(ctx, &mut self.effects);
         let cap = live.store.data_mut().cap.take();
         if self.cfg.record_runs {
             let outcome = match &r {
@@ -902,6 +913,31 @@ impl CapsuleEe {
                     ctx.log("capsule", format!("{reason} after the capsule was sent on"));
                 }
             }
+        }
+    }
+}
+
+/// Applies what a guest call did to the node, in order (`host/mod.rs`); leaves `effects`
+/// empty with its capacity, for the next call.
+fn apply_effects(ctx: &mut NodeContext<'_>, effects: &mut Vec<Effect>) {
+    for e in effects.drain(..) {
+        match e {
+            Effect::Send {
+                buf,
+                anep_len,
+                via: None,
+            } => {
+                let _ = ctx.forward(buf, anep_len);
+            }
+            Effect::Send {
+                buf,
+                anep_len,
+                via: Some(hop),
+            } => {
+                let _ = ctx.forward_via(hop, buf, anep_len);
+            }
+            Effect::Deliver(d) => ctx.deliver(d),
+            Effect::Log(m) => ctx.log("capsule", m),
         }
     }
 }

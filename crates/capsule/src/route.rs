@@ -9,7 +9,7 @@
 //! Contracts:
 //! - A name is 1 to [`MAX_ROUTE_NAME`](crate::abi::MAX_ROUTE_NAME) bytes of UTF-8;
 //!   `set_route` refuses others and replaces an existing function of the same name.
-//! - A routing function answers only from what it is given (the node context, the
+//! - A routing function answers only from what it is given (the node's facts, the
 //!   destination, the flow); it must not panic. Its answer is used only if it names an up
 //!   neighbor: any other hop is treated as "no route".
 //! - A guest naming a function that is not registered gets `NOT_FOUND` and keeps the
@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use anode_core::{NextHop, NodeContext};
+use anode_core::{NextHop, NodeFacts};
 use anode_wire::NodeAddr;
 
 use crate::CapsuleError;
@@ -27,13 +27,19 @@ use crate::abi::MAX_ROUTE_NAME;
 /// A routing function capsules may ask for by name.
 pub trait CapsuleRouteFn: Send {
     /// The next hop toward `dst` for a capsule of flow `flow`, or `None` for no route.
-    fn next_hop(&mut self, ctx: &NodeContext<'_>, dst: NodeAddr, flow: u64) -> Option<NextHop>;
+    fn next_hop(&mut self, node: &dyn NodeFacts, dst: NodeAddr, flow: u64) -> Option<NextHop>;
 }
 
 /// The registered routing functions, by name.
 #[derive(Default)]
 pub(crate) struct RouteTable {
     fns: BTreeMap<String, Box<dyn CapsuleRouteFn>>,
+}
+
+impl std::fmt::Debug for RouteTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.fns.keys()).finish()
+    }
 }
 
 impl RouteTable {

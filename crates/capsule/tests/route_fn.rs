@@ -8,7 +8,7 @@ use anode_capsule::{CapsuleEe, CapsuleError, CapsuleRouteFn, capsule_packet, pro
 use anode_core::wire::NodeAddr;
 use anode_core::wire::addr::v4;
 use anode_core::wire::anep::TYPE_CAPSULE;
-use anode_core::{Event, LinkConfig, LinkId, NextHop, Node, NodeConfig, NodeContext};
+use anode_core::{Event, LinkConfig, LinkId, NextHop, Node, NodeConfig, NodeFacts};
 
 const PORT: u16 = 7;
 
@@ -24,15 +24,15 @@ struct Pin {
 }
 
 impl CapsuleRouteFn for Pin {
-    fn next_hop(&mut self, ctx: &NodeContext<'_>, dst: NodeAddr, flow: u64) -> Option<NextHop> {
+    fn next_hop(&mut self, node: &dyn NodeFacts, dst: NodeAddr, flow: u64) -> Option<NextHop> {
         match flow {
             99 => None,
             98 => Some(NextHop {
                 link: LinkId(5),
                 addr: addr(5),
             }),
-            f if f == self.flow => ctx.neighbors().into_iter().find(|h| h.link == self.link),
-            _ => ctx.lookup(&dst),
+            f if f == self.flow => node.neighbor_on(self.link),
+            _ => node.lookup(&dst),
         }
     }
 }

@@ -5,57 +5,20 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::time::Instant;
 
+use anode_core::LinkId;
 use anode_core::wire::addr::v4;
-use anode_core::wire::control::{Control, Hello, Routes};
 use anode_core::wire::datagram::Datagram;
 use anode_core::wire::transit::{Transit, TransitRepr};
-use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
+use anode_testkit::fixtures::transit_node;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-
-fn transit_node() -> (Node, Instant) {
-    let now = Instant::now();
-    let me = v4(198, 18, 0, 2, 3322);
-    let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
-    let mut n = Node::new(NodeConfig::new(me), now).unwrap();
-    // 9000-byte links so the 1400-byte payload plus headers (1484 bytes) fits.
-    let jumbo = |peer| LinkConfig {
-        mtu: 9000,
-        ..LinkConfig::new(peer)
-    };
-    n.add_link(jumbo(a), now);
-    n.add_link(jumbo(c), now);
-    for (i, peer) in [a, c].into_iter().enumerate() {
-        let h = Control::Hello(Hello {
-            sender: peer,
-            hello_ms: 1000,
-            dead_ms: 1_000_000,
-            seq: 1,
-            seen: vec![me],
-        });
-        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
-    }
-    // 1000 other destinations behind c, so the lookup is not in a one-entry table.
-    let entries: Vec<_> = (0..1000u16)
-        .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 3322), 1))
-        .collect();
-    for ch in entries.chunks(64) {
-        let r = Control::Routes(Routes {
-            sender: c,
-            entries: ch.to_vec(),
-        });
-        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
-    }
-    while n.poll_transmit().is_some() {}
-    while n.poll_event().is_some() {}
-    (n, now)
-}
 
 fn bench_fastpath(cr: &mut Criterion) {
     let mut g = cr.benchmark_group("fastpath");
     for size in [64usize, 1400] {
-        let (mut node, now) = transit_node();
+        // 9000-byte links so the 1400-byte payload plus headers (1484 bytes) fits; 1000 other
+        // destinations behind the next hop, so the lookup is not in a one-entry table.
+        let (mut node, now) = transit_node(Some(9000), 1000);
         let pkt = Datagram {
             transit: TransitRepr {
                 rb: u16::MAX,

@@ -15,11 +15,13 @@ use std::time::Instant;
 
 use anode_routing::{LinkId, NextHop};
 use anode_wire::NodeAddr;
+use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
-use anode_wire::transit::Transit;
+use anode_wire::transit::TransitRepr;
 
 use crate::cut::{CutError, CutId, CutSpec, DemuxKey};
 use crate::node::Core;
+use crate::view::{NodeFacts, NodeView};
 use crate::{Delivery, DropReason, Event};
 
 /// Why the node handed a packet to an EE.
@@ -35,7 +37,9 @@ pub enum Dispatch {
     Local,
 }
 
-/// A packet handed to an EE. The buffer is the one that arrived (no copy).
+/// A packet handed to an EE: the buffer that arrived (no copy) and its headers, parsed once
+/// by the node into typed values that travel with it (the NodeOS guard and the EE read them
+/// here instead of parsing the bytes again).
 #[derive(Debug)]
 pub struct EePacket {
     /// The whole ANEP packet.
@@ -44,16 +48,68 @@ pub struct EePacket {
     pub anep_len: usize,
     /// Length of the transit header; the EE header starts at `anep_len + transit_len`.
     pub transit_len: usize,
+    /// The transit header.
+    pub transit: TransitRepr,
+    /// The EE header, for the EE types whose header the node knows.
+    pub header: EeHeader,
     /// The link it arrived on (`None` when injected locally).
     pub link: Option<LinkId>,
     /// Why the EE gets it.
     pub why: Dispatch,
 }
 
+/// The EE header of an [`EePacket`], parsed once by the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EeHeader {
+    /// A capsule header (`TYPE_CAPSULE`) and its length; the payload follows it.
+    Capsule(CapsuleRepr, usize),
+    /// A capsule whose header does not parse (the EE drops it as `bad_header`).
+    BadCapsule,
+    /// Another EE's packet: the EE parses its own header.
+    Other,
+}
+
+impl EeHeader {
+    /// Parses the EE header of a `type_id` packet from `ee_bytes`.
+    pub fn parse(type_id: u16, ee_bytes: &[u8]) -> EeHeader {
+        if type_id != anode_wire::anep::TYPE_CAPSULE {
+            return EeHeader::Other;
+        }
+        match CapsuleRepr::parse(ee_bytes) {
+            Ok((h, len)) => EeHeader::Capsule(h, len),
+            Err(_) => EeHeader::BadCapsule,
+        }
+    }
+
+    /// The capsule header, if this is a well-formed capsule.
+    pub fn capsule(&self) -> Option<&CapsuleRepr> {
+        match self {
+            EeHeader::Capsule(h, _) => Some(h),
+            _ => None,
+        }
+    }
+}
+
 impl EePacket {
-    /// A view of the transit header.
-    pub fn transit(&self) -> Option<Transit<&[u8]>> {
-        Transit::new_checked(self.buf.get(self.anep_len..)?).ok()
+    /// A packet for an EE, its headers parsed: `None` if the transit header is malformed.
+    pub fn new(
+        type_id: u16,
+        buf: Vec<u8>,
+        anep_len: usize,
+        link: Option<LinkId>,
+        why: Dispatch,
+    ) -> Option<EePacket> {
+        let (transit, transit_len) = TransitRepr::parse(buf.get(anep_len..)?).ok()?;
+        let header = EeHeader::parse(type_id, buf.get(anep_len + transit_len..).unwrap_or(&[]));
+        Some(EePacket {
+            buf,
+            anep_len,
+            transit_len,
+            transit,
+            header,
+            link,
+            why,
+        })
     }
 
     /// The bytes after the transit header (EE header and payload).
@@ -120,6 +176,18 @@ impl NodeContext<'_> {
     /// The next hop toward `dst` by the default (distance-vector) route.
     pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
         self.core.dv.lookup(dst)
+    }
+
+    /// An owned view of the node for the rest of this call (`view.rs`): time, address,
+    /// forwarding table, up neighbors, link MTUs; costs reference-count increments only.
+    pub fn view(&mut self) -> NodeView {
+        NodeView::new(
+            self.now,
+            self.core.addr,
+            self.core.cfg.default_rb,
+            self.core.dv.fib().clone(),
+            self.core.view_cache(),
+        )
     }
 
     /// The up neighbors.
@@ -216,5 +284,24 @@ impl NodeContext<'_> {
     /// the NodeOS charges to the domain it ran for.
     pub fn tx_totals(&self) -> (u64, u64) {
         (self.core.counters.tx_packets, self.core.counters.tx_bytes)
+    }
+}
+
+impl NodeFacts for NodeContext<'_> {
+    fn address(&self) -> NodeAddr {
+        self.core.addr
+    }
+
+    fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
+        self.core.dv.lookup(dst)
+    }
+
+    fn neighbor_on(&self, link: LinkId) -> Option<NextHop> {
+        let n = self.core.neighbors.neighbor(link)?;
+        self.core
+            .neighbors
+            .up()
+            .any(|(l, _)| l == link)
+            .then_some(NextHop { link, addr: n.addr })
     }
 }

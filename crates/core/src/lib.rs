@@ -44,18 +44,18 @@ mod hooks;
 mod node;
 mod report;
 mod txq;
+mod view;
 
+pub use anode_routing::{Fib, FibEntry};
 pub use anode_routing::{LinkId, NextHop, RoutingConfig, dv::Route, dv::RouteKind};
 pub use anode_wire as wire;
 pub use config::{ConfigError, LinkConfig, NodeConfig};
 pub use counters::{Counters, DropReason};
 pub use cut::{CutError, CutId, CutSpec, CutThrough, CutVerdict, DemuxKey};
-pub use ee::{Dispatch, EePacket, ExecutionEnvironment, NodeContext};
+pub use ee::{Dispatch, EeHeader, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
 pub use hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
 pub use node::{NeighborInfo, Node};
 pub use report::{DomainReport, DomainStat};
 pub use txq::{Fcfs, QueueDiscipline};
-
-#[cfg(test)]
-mod tests;
+pub use view::{NodeFacts, NodeView};

@@ -56,6 +56,8 @@ pub(crate) struct Core {
     pub cur_in: Option<LinkId>,
     /// The time of the call being handled (for hooks run where no time is passed down).
     pub now: Instant,
+    /// Neighbor and link facts for [`crate::NodeView`]s; `None` after a change.
+    pub view_cache: Option<crate::view::ViewCache>,
 }
 
 /// A neighbor as reported by [`Node::neighbors`].
@@ -112,6 +114,7 @@ impl Node {
                 txq: None,
                 cur_in: None,
                 now,
+                view_cache: None,
                 cfg,
             },
             ees: Vec::new(),
@@ -133,6 +136,7 @@ impl Node {
         let id = self.core.neighbors.add_link(now);
         let pin = cfg.static_neighbor.then_some(cfg.peer);
         self.core.links.push(LinkInfo { cfg });
+        self.core.view_cache = None;
         if let Some(peer) = pin
             && let Some(ev) = self.core.neighbors.pin(id, peer, now)
         {
@@ -163,6 +167,7 @@ impl Node {
 
     /// Takes a link administratively up or down. Down drops its neighbor at once.
     pub fn set_link_up(&mut self, link: LinkId, up: bool, now: Instant) {
+        self.core.view_cache = None;
         if let Some(ev) = self.core.neighbors.set_enabled(link, up, now) {
             self.core.neighbor_event(now, ev);
         }
@@ -441,16 +446,11 @@ impl Node {
             core: &mut self.core,
             now,
         };
-        ee.handle_packet(
-            &mut ctx,
-            EePacket {
-                buf,
-                anep_len,
-                transit_len: c.transit_len,
-                link,
-                why,
-            },
-        );
+        // The one parse of the headers on the packet's way through the EE and the NodeOS.
+        match EePacket::new(type_id, buf, anep_len, link, why) {
+            Some(pkt) => ee.handle_packet(&mut ctx, pkt),
+            None => ctx.core.drop(DropReason::MalformedTransit),
+        }
     }
 
     /// Runs every timer due at `now`: hellos, neighbor expiry, routing updates, EE timers.
@@ -637,7 +637,30 @@ impl Core {
         self.events.push_back(Event::Delivered(d));
     }
 
+    /// The neighbor and link facts for views, built once after each change.
+    pub(crate) fn view_cache(&mut self) -> crate::view::ViewCache {
+        if let Some(c) = &self.view_cache {
+            return c.clone();
+        }
+        let c = crate::view::ViewCache {
+            neighbors: self
+                .neighbors
+                .up()
+                .map(|(link, n)| NextHop { link, addr: n.addr })
+                .collect(),
+            links: self
+                .links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.cfg.mtu, self.neighbors.is_enabled(LinkId(i as u32))))
+                .collect(),
+        };
+        self.view_cache = Some(c.clone());
+        c
+    }
+
     pub(crate) fn neighbor_event(&mut self, now: Instant, ev: NeighborEvent) {
+        self.view_cache = None;
         match ev {
             NeighborEvent::Up { link, addr } => {
                 let cost = self.links.get(link.0 as usize).map_or(1, |l| l.cfg.cost);

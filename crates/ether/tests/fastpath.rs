@@ -14,7 +14,7 @@
 //!   middle one has kernel forwarding off: they get through only through the program; a
 //!   TTL-1 ping and an 802.1Q-tagged frame are passed on.
 //!
-//! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
+//! Needs root: the tests are ignored by default; run them as root with `--include-ignored`.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
@@ -31,12 +31,11 @@ use proptest::test_runner::{Config, TestRunner};
 mod support;
 use support::*;
 
-mod netns;
-use netns::{Namespaces, in_ns, sh};
+use anode_testkit::netns::{self, Namespaces, in_ns, sh};
 
-/// Root, `ip` and `tc` (panics under CI without them, else prints SKIPPED).
-fn can_run(test: &str) -> bool {
-    netns::can_run(test, &["ip", "tc"], false)
+/// Root, `ip` and `tc` (panics with what is missing).
+fn require(test: &str) {
+    netns::require(test, &["ip", "tc"], false);
 }
 
 fn ifindex(name: &str) -> u32 {
@@ -139,10 +138,9 @@ fn loaded(hook: Hook, idx: [u32; 2], r: &IpRouter) -> FastPath {
 // ---- fixtures ----
 
 #[test]
+#[ignore = "needs root and netns"]
 fn forwards_ipv4_and_ipv6_like_the_router() {
-    if !can_run("forwards_ipv4_and_ipv6_like_the_router") {
-        return;
-    }
+    require("forwards_ipv4_and_ipv6_like_the_router");
     in_netns(|idx| {
         let now = Instant::now();
         let mut r = router(now, false);
@@ -214,10 +212,10 @@ fn forwards_ipv4_and_ipv6_like_the_router() {
 type Field = fn(&FastPathStats) -> u64;
 
 #[test]
+#[ignore = "needs root and netns"]
+#[expect(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn passes_everything_else_unchanged() {
-    if !can_run("passes_everything_else_unchanged") {
-        return;
-    }
+    require("passes_everything_else_unchanged");
     in_netns(|idx| {
         let now = Instant::now();
         let r = router(now, false);
@@ -378,10 +376,9 @@ fn passes_everything_else_unchanged() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn used_neighbors_and_incremental_sync() {
-    if !can_run("used_neighbors_and_incremental_sync") {
-        return;
-    }
+    require("used_neighbors_and_incremental_sync");
     in_netns(|idx| {
         let now = Instant::now();
         let mut r = router(now, false);
@@ -424,10 +421,9 @@ fn used_neighbors_and_incremental_sync() {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn xdp_program_decides_the_same() {
-    if !can_run("xdp_program_decides_the_same") {
-        return;
-    }
+    require("xdp_program_decides_the_same");
     in_netns(|idx| {
         let now = Instant::now();
         let r = router(now, false);
@@ -693,10 +689,9 @@ fn build(s: &Spec) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn differential_against_the_router() {
-    if !can_run("differential_against_the_router") {
-        return;
-    }
+    require("differential_against_the_router");
     in_netns(|idx| {
         let now = Instant::now();
         let mut r = router(now, false);
@@ -799,10 +794,9 @@ fn differential_against_the_router() {
 // ---- a real attach ----
 
 #[test]
+#[ignore = "needs root and netns"]
 fn attaches_and_detaches_on_a_veth() {
-    if !can_run("attaches_and_detaches_on_a_veth") {
-        return;
-    }
+    require("attaches_and_detaches_on_a_veth");
     let name = format!("anfp{}", std::process::id());
     sh(&format!("ip netns add {name}"));
     let ns = Namespaces(vec![name.clone()]);
@@ -1005,10 +999,9 @@ impl Line {
 /// program; a TTL-1 ping and an 802.1Q-tagged frame are passed on (and die in the router
 /// namespace's stack).
 #[test]
+#[ignore = "needs root and netns"]
 fn forwards_real_pings_with_kernel_forwarding_off() {
-    if !can_run("forwards_real_pings_with_kernel_forwarding_off") {
-        return;
-    }
+    require("forwards_real_pings_with_kernel_forwarding_off");
     let mut line = Line::new("fp", 1500);
     // A host the program could forward to, were it not for the 802.1Q tag it arrives with.
     let mac_r1 = MacAddr(mac_of(&line.r, "r1"));
@@ -1152,10 +1145,9 @@ fn jumbo_udp(line: &Line, v6dst: bool, len: usize) -> (Vec<u8>, Vec<u8>) {
 /// whose key lies deep in the payload it pulls as far as the key and passes the matching
 /// packet on.
 #[test]
+#[ignore = "needs root and netns"]
 fn forwards_non_linear_jumbo_frames() {
-    if !can_run("forwards_non_linear_jumbo_frames") {
-        return;
-    }
+    require("forwards_non_linear_jumbo_frames");
     let mut line = Line::new("jf", 9000);
     let (f4, p4) = jumbo_udp(&line, false, 8000);
     let (f6, p6) = jumbo_udp(&line, true, 6000);

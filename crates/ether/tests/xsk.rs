@@ -6,7 +6,7 @@
 //! Once with the UMEM shared by both sockets (forwarding in place) and once with one UMEM
 //! per socket (forwarding copies). The counters must show the frames went through AF_XDP.
 //!
-//! Needs root: not root, fails under CI (env CI set), else prints SKIPPED.
+//! Needs root: the tests are ignored by default; run them as root with `--include-ignored`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +15,7 @@ use std::thread::JoinHandle;
 use anode_ether::Stopped;
 use anode_ether::xsk::{BindMode, UmemPref, XskConfig, XskForwarder, router_for};
 
-mod netns;
-use netns::{can_run, line, sh};
+use anode_testkit::netns::{self, line, sh};
 
 /// The forwarder's thread; stopped and joined on drop (also when the test fails), before
 /// the namespaces go.
@@ -172,25 +171,23 @@ fn pings_through(tag: &str, umem: UmemPref) {
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn xsk_forwards_pings_with_a_shared_umem() {
-    if !can_run(
+    netns::require(
         "xsk_forwards_pings_with_a_shared_umem",
         &["ip", "ping"],
         true,
-    ) {
-        return;
-    }
+    );
     pings_through("xku", UmemPref::Shared);
 }
 
 #[test]
+#[ignore = "needs root and netns"]
 fn xsk_forwards_pings_with_a_umem_per_socket() {
-    if !can_run(
+    netns::require(
         "xsk_forwards_pings_with_a_umem_per_socket",
         &["ip", "ping"],
         true,
-    ) {
-        return;
-    }
+    );
     pings_through("xkp", UmemPref::Separate);
 }

@@ -28,7 +28,7 @@
 use std::sync::{Arc, Mutex};
 
 use anode_capsule::{CapsuleEe, CapsuleRouteFn};
-use anode_core::{LinkId, NextHop, Node, NodeContext};
+use anode_core::{LinkId, NextHop, Node, NodeFacts};
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::DomainGuard;
 use anode_nodeos::plan::MeteredPlan;
@@ -67,16 +67,16 @@ impl WasmRoute {
     }
 
     /// The guest's answer for `dst` and `flow`, as a next hop that is an up neighbor.
-    fn hop(&mut self, ctx: &NodeContext<'_>, dst: &NodeAddr, flow: u64) -> Option<NextHop> {
+    fn hop(&mut self, node: &dyn NodeFacts, dst: &NodeAddr, flow: u64) -> Option<NextHop> {
         if self.dead {
             return None;
         }
         match self.inst.route(&dst.to_bytes(), flow) {
-            Ok(ROUTE_DEFAULT) => ctx.lookup(dst),
+            Ok(ROUTE_DEFAULT) => node.lookup(dst),
             Ok(ROUTE_NONE) => None,
             Ok(link) => {
                 let l = u32::try_from(link).ok();
-                let hop = l.and_then(|l| ctx.neighbors().into_iter().find(|h| h.link == LinkId(l)));
+                let hop = l.and_then(|l| node.neighbor_on(LinkId(l)));
                 if hop.is_none() {
                     let name = self.name.clone();
                     return self.failed(ModuleError::Fault {
@@ -100,8 +100,8 @@ impl RouteFn for WasmRoute {
 }
 
 impl CapsuleRouteFn for WasmRoute {
-    fn next_hop(&mut self, ctx: &NodeContext<'_>, dst: NodeAddr, flow: u64) -> Option<NextHop> {
-        self.hop(ctx, &dst, flow)
+    fn next_hop(&mut self, node: &dyn NodeFacts, dst: NodeAddr, flow: u64) -> Option<NextHop> {
+        self.hop(node, &dst, flow)
     }
 }
 

@@ -23,7 +23,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use anode_core::{DropReason, Event, LinkConfig, LinkId, Node, NodeConfig};
+use anode_core::{DropReason, Event, LinkConfig, LinkId, NodeConfig};
 use anode_io::Impairment;
 
 use crate::builder::NodeBuilder;
@@ -288,6 +288,15 @@ impl Net for RtNet {
 
 /// Runs `topo` in real time over loopback UDP, for `[network] duration_ms` of wall-clock time.
 pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+    let mut net = start(&topo, registry)?;
+    let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
+    drive(&mut net, &mut steps, topo.duration);
+    Ok(finish(net, &topo, &steps))
+}
+
+/// Wires the topology's nodes (free loopback ports, links with their impairments) and
+/// starts each as a [`RunningNode`].
+fn start(topo: &Topology, registry: &Registry) -> Result<RtNet, EmuError> {
     let ip = if topo.ipv6 {
         IpAddr::V6(Ipv6Addr::LOCALHOST)
     } else {
@@ -370,7 +379,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         handles.push(h);
     }
     let n = specs.len();
-    let mut net = RtNet {
+    Ok(RtNet {
         start: t0,
         by_addr: specs
             .iter()
@@ -392,14 +401,17 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         reach_state: false,
         reach: Vec::new(),
         link_log: Vec::new(),
-    };
-    let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
+    })
+}
+
+/// Runs the steps at their wall-clock times until `end`, collecting deliveries every
+/// millisecond and sampling reachability every 10 ms.
+fn drive(net: &mut RtNet, steps: &mut [Step], end: Duration) {
     let mut due: BinaryHeap<Reverse<(Duration, usize)>> = steps
         .iter()
         .enumerate()
         .map(|(k, s)| Reverse((s.at, k)))
         .collect();
-    let end = topo.duration;
     let mut next_sample = Duration::ZERO;
     loop {
         let now = net.start.elapsed();
@@ -422,7 +434,7 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
                 ran = true;
             }
             if let Some(step) = steps.get_mut(k) {
-                let mut ctx = StepCtx::new(&mut net, step.index);
+                let mut ctx = StepCtx::new(&mut *net, step.index);
                 if let Next::After(d) = step.action.run(&mut ctx) {
                     due.push(Reverse((at + d, k)));
                 }
@@ -436,12 +448,15 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
         std::thread::sleep(wake.saturating_sub(net.start.elapsed()));
     }
     net.collect();
+}
+
+/// Stops every node and builds the report.
+fn finish(mut net: RtNet, topo: &Topology, steps: &[Step]) -> Report {
     let handles = std::mem::take(&mut net.handles);
-    let finals: Vec<Node> = handles.into_iter().filter_map(|h| h.stop().node).collect();
-    let nodes = finals
-        .iter()
+    let nodes = handles
+        .into_iter()
         .zip(&net.specs)
-        .map(|(n, s)| node_report(n, s, &net.by_addr, &net.specs))
+        .filter_map(|(h, s)| Some(node_report(&h.stop().node?, s, &net.by_addr, &net.specs)))
         .collect();
     let links = net
         .link_specs
@@ -459,19 +474,19 @@ pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> 
             b_to_a: None,
         })
         .collect();
-    Ok(assemble(Assembly {
-        topo: &topo,
+    assemble(Assembly {
+        topo,
         deterministic: false,
         note: NOTE,
         specs: &net.specs,
         link_specs: &net.link_specs,
-        steps: &steps,
+        steps,
         tracker: &net.tracker,
         reach: &net.reach,
         link_log: &net.link_log,
-        end,
+        end: topo.duration,
         links,
         nodes,
         events: 0,
-    }))
+    })
 }

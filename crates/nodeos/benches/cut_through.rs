@@ -10,12 +10,9 @@ use std::time::Instant;
 
 use anode_core::wire::addr::v4;
 use anode_core::wire::anep::TYPE_CAPSULE;
-use anode_core::wire::control::{Control, Hello};
 use anode_core::wire::routed_packet;
 use anode_core::wire::transit::{FLAG_EVAL_EVERY_HOP, Transit, TransitRepr};
-use anode_core::{
-    CutSpec, EePacket, ExecutionEnvironment, LinkConfig, LinkId, Node, NodeConfig, NodeContext,
-};
+use anode_core::{CutSpec, EePacket, ExecutionEnvironment, LinkId, Node, NodeContext};
 use anode_nodeos::{CutTable, flow_key};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -37,24 +34,7 @@ impl ExecutionEnvironment for Fwd {
 }
 
 fn node() -> (Node, Instant) {
-    let now = Instant::now();
-    let me = v4(198, 18, 0, 2, 3322);
-    let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
-    let mut n = Node::new(NodeConfig::new(me), now).unwrap();
-    n.add_link(LinkConfig::new(a), now);
-    n.add_link(LinkConfig::new(c), now);
-    for (i, peer) in [a, c].into_iter().enumerate() {
-        let h = Control::Hello(Hello {
-            sender: peer,
-            hello_ms: 1000,
-            dead_ms: 1_000_000,
-            seq: 1,
-            seen: vec![me],
-        });
-        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
-    }
-    while n.poll_transmit().is_some() {}
-    while n.poll_event().is_some() {}
+    let (mut n, now) = anode_testkit::fixtures::transit_node(None, 0);
     n.register_ee(Box::new(Fwd));
     let mut t = CutTable::new(2000, u64::MAX);
     let spec = CutSpec {

@@ -31,7 +31,6 @@ use std::time::Instant;
 use anode_capsule::{CapsuleConfig, CapsuleEe, CapsuleError, CodeHash, RunOutcome, Runtime};
 use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
 use anode_routing::LinkId;
-use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
 use rustc_hash::FxHashMap;
 
@@ -73,7 +72,7 @@ fn principal(code: &CodeHash) -> String {
 }
 
 fn code_of(pkt: &EePacket) -> Option<CodeHash> {
-    CapsuleRepr::parse(pkt.ee_bytes()).ok().map(|(h, _)| h.code)
+    pkt.header.capsule().map(|h| h.code)
 }
 
 fn code_epoch(ee: &CapsuleEe) -> u64 {

@@ -15,54 +15,28 @@ use std::time::Instant;
 
 use anode_core::wire::addr::v4;
 use anode_core::wire::anep::TYPE_PLAN;
-use anode_core::wire::control::{Control, Hello, Routes};
 use anode_core::wire::datagram::Datagram;
 use anode_core::wire::transit::{Transit, TransitRepr};
-use anode_core::{LinkConfig, LinkId, NextHop, Node, NodeConfig};
+use anode_core::{LinkId, NextHop, Node};
 use anode_plan::ee::{FLOW_ROUTE, PacketSpec, PlanEe, build_packet};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const PING: &str = include_str!("../programs/ping/eval.plan");
 
+/// The kit's transit node (1000 routes) running the PLAN EE, with flow 42 routed to the
+/// next hop.
 fn transit_node() -> (Node, Instant) {
-    let now = Instant::now();
-    let me = v4(198, 18, 0, 2, 3322);
-    let (a, c) = (v4(198, 18, 0, 1, 3322), v4(198, 18, 0, 3, 3322));
-    let mut n = Node::new(NodeConfig::new(me), now).unwrap();
-    n.add_link(LinkConfig::new(a), now);
-    n.add_link(LinkConfig::new(c), now);
-    for (i, peer) in [a, c].into_iter().enumerate() {
-        let h = Control::Hello(Hello {
-            sender: peer,
-            hello_ms: 1000,
-            dead_ms: 1_000_000,
-            seq: 1,
-            seen: vec![me],
-        });
-        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
-    }
-    let entries: Vec<_> = (0..1000u16)
-        .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 3322), 1))
-        .collect();
-    for ch in entries.chunks(64) {
-        let r = Control::Routes(Routes {
-            sender: c,
-            entries: ch.to_vec(),
-        });
-        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
-    }
+    let (mut n, now) = anode_testkit::fixtures::transit_node(None, 1000);
     let mut ee = PlanEe::with_defaults();
     ee.state_mut().flows.install(
         42,
         NextHop {
             link: LinkId(1),
-            addr: c,
+            addr: anode_testkit::addr(2),
         },
         now,
     );
     n.register_ee(Box::new(ee));
-    while n.poll_transmit().is_some() {}
-    while n.poll_event().is_some() {}
     (n, now)
 }
 

@@ -633,101 +633,9 @@ impl Checker<'_> {
             ExprKind::Char(c) => (Ir::Const(Value::Char(*c)), Ty::CHAR),
             ExprKind::Str(s) => (Ir::Const(Value::Str(Arc::from(s.as_slice()))), Ty::STRING),
             ExprKind::Host(h) => (Ir::Const(Value::Host(*h)), Ty::HOST),
-            ExprKind::List(items) => {
-                let elem = self.s.fresh();
-                let mut irs = Vec::with_capacity(items.len());
-                for (i, it) in items.iter().enumerate() {
-                    irs.push(self.typed(it, &elem, || format!("list element {}", i + 1))?);
-                }
-                if irs.is_empty() {
-                    (
-                        Ir::Const(Value::List(crate::value::List::nil())),
-                        Ty::list(elem),
-                    )
-                } else {
-                    (Ir::List(irs), Ty::list(elem))
-                }
-            }
-            ExprKind::Var(name) => match self.lookup(name).cloned() {
-                Some(Binding::Local { id, ty }) => (Ir::Local(self.slot_of(id, pos)?), ty),
-                Some(Binding::Global { slot, ty }) => (Ir::Global(slot), ty),
-                Some(Binding::Fun { .. }) => {
-                    return Err(TypeError::new(
-                        pos,
-                        format!(
-                            "`{name}` is a function; call it as {name}(...) (PLAN functions are not values)"
-                        ),
-                    ));
-                }
-                None => {
-                    if let Some((scheme, target)) = self.service(name) {
-                        match self.s.instantiate(&scheme) {
-                            SchemeBody::Value(t) => {
-                                (Ir::CallSvc(Self::svc_ref(name, target), Vec::new()), t)
-                            }
-                            SchemeBody::Fun(ft) => {
-                                return Err(TypeError::new(
-                                    pos,
-                                    format!(
-                                        "`{name}` is a service routine of type {ft}; call it as {name}(...)"
-                                    ),
-                                ));
-                            }
-                        }
-                    } else if self.is_exn(name) {
-                        (
-                            Ir::Const(Value::Exn(Arc::from(name.as_str()))),
-                            Ty::Base(BaseType::Exn),
-                        )
-                    } else if self.top.contains_key(name) {
-                        return Err(self.not_defined(name, pos));
-                    } else {
-                        return Err(TypeError::new(pos, format!("unbound variable `{name}`")));
-                    }
-                }
-            },
-            ExprKind::Call(name, args) => match self.lookup(name).cloned() {
-                Some(Binding::Fun {
-                    idx,
-                    scheme,
-                    captures,
-                }) => {
-                    let ft = self
-                        .fun_of(&scheme)
-                        .ok_or_else(|| TypeError::new(pos, "internal error: function scheme"))?;
-                    let mut irs =
-                        self.check_args(pos, &format!("function `{name}`"), &ft.params, args)?;
-                    irs.extend(self.capture_irs(&captures, pos)?);
-                    (Ir::CallFn(idx, irs), ft.ret)
-                }
-                Some(Binding::Local { ty, .. } | Binding::Global { ty, .. }) => {
-                    let t = self.s.resolve(&ty).unwrap_or(ty);
-                    return Err(TypeError::new(
-                        pos,
-                        format!("`{name}` is a variable of type {t}, not a function"),
-                    ));
-                }
-                None => match self.service(name) {
-                    Some((scheme, target)) => match self.fun_of(&scheme) {
-                        Some(ft) => {
-                            let irs = self.check_args(
-                                pos,
-                                &format!("service `{name}`"),
-                                &ft.params,
-                                args,
-                            )?;
-                            (Ir::CallSvc(Self::svc_ref(name, target), irs), ft.ret)
-                        }
-                        None => {
-                            return Err(TypeError::new(
-                                pos,
-                                format!("service `{name}` is a value; use it without parentheses"),
-                            ));
-                        }
-                    },
-                    None => return Err(self.not_defined(name, pos)),
-                },
-            },
+            ExprKind::List(items) => self.list_expr(items)?,
+            ExprKind::Var(name) => self.var_expr(name, pos)?,
+            ExprKind::Call(name, args) => self.call_expr(name, args, pos)?,
             ExprKind::Tuple(items) => {
                 let mut irs = Vec::new();
                 let mut tys = Vec::new();
@@ -788,61 +696,171 @@ impl Checker<'_> {
             ExprKind::Unop(op, a) => self.unop(*op, a, pos)?,
             ExprKind::Binop(op, a, b) => self.binop(*op, a, b)?,
             ExprKind::Net(prim, args) => self.net(*prim, args, pos)?,
-            ExprKind::Fold { left, func, a, b } => {
-                let (callee, ft) = self.callee(func, pos)?;
-                let which = if *left { "foldl" } else { "foldr" };
-                let [p0, p1] = ft.params.as_slice() else {
-                    return Err(TypeError::new(
-                        pos,
-                        format!(
-                            "the function `{func}` given to {which} must take 2 arguments ({}), but it takes {}",
-                            if *left {
-                                "accumulator, element"
-                            } else {
-                                "element, accumulator"
-                            },
-                            ft.params.len()
-                        ),
-                    ));
-                };
-                let (p0, p1) = (p0.clone(), p1.clone());
-                let acc = self.s.fresh();
-                let elem = self.s.fresh();
-                let (ai, at) = self.expr(a)?;
-                let (bi, bt) = self.expr(b)?;
-                let (init_t, list_t, init_pos, list_pos) = if *left {
-                    (&at, &bt, a.pos, b.pos)
+            ExprKind::Fold { left, func, a, b } => self.fold_expr(*left, func, (a, b), pos)?,
+        })
+    }
+
+    /// A list literal: every element of one type.
+    fn list_expr(&mut self, items: &[Expr]) -> CResult<(Ir, Ty)> {
+        let elem = self.s.fresh();
+        let mut irs = Vec::with_capacity(items.len());
+        for (i, it) in items.iter().enumerate() {
+            irs.push(self.typed(it, &elem, || format!("list element {}", i + 1))?);
+        }
+        Ok(if irs.is_empty() {
+            (
+                Ir::Const(Value::List(crate::value::List::nil())),
+                Ty::list(elem),
+            )
+        } else {
+            (Ir::List(irs), Ty::list(elem))
+        })
+    }
+
+    /// A variable: a local, a global, a service value or an exception name.
+    fn var_expr(&mut self, name: &str, pos: Pos) -> CResult<(Ir, Ty)> {
+        Ok(match self.lookup(name).cloned() {
+            Some(Binding::Local { id, ty }) => (Ir::Local(self.slot_of(id, pos)?), ty),
+            Some(Binding::Global { slot, ty }) => (Ir::Global(slot), ty),
+            Some(Binding::Fun { .. }) => {
+                return Err(TypeError::new(
+                    pos,
+                    format!(
+                        "`{name}` is a function; call it as {name}(...) (PLAN functions are not values)"
+                    ),
+                ));
+            }
+            None => {
+                if let Some((scheme, target)) = self.service(name) {
+                    match self.s.instantiate(&scheme) {
+                        SchemeBody::Value(t) => {
+                            (Ir::CallSvc(Self::svc_ref(name, target), Vec::new()), t)
+                        }
+                        SchemeBody::Fun(ft) => {
+                            return Err(TypeError::new(
+                                pos,
+                                format!(
+                                    "`{name}` is a service routine of type {ft}; call it as {name}(...)"
+                                ),
+                            ));
+                        }
+                    }
+                } else if self.is_exn(name) {
+                    (
+                        Ir::Const(Value::Exn(Arc::from(name))),
+                        Ty::Base(BaseType::Exn),
+                    )
+                } else if self.top.contains_key(name) {
+                    return Err(self.not_defined(name, pos));
                 } else {
-                    (&bt, &at, b.pos, a.pos)
-                };
-                let (init_t, list_t) = (init_t.clone(), list_t.clone());
-                self.unify_at(init_pos, &init_t, &acc, || {
-                    format!("initial value of {which}")
-                })?;
-                self.unify_at(list_pos, &list_t, &Ty::list(elem.clone()), || {
-                    format!("list argument of {which}")
-                })?;
-                let (pa, pe) = if *left { (&p0, &p1) } else { (&p1, &p0) };
-                self.unify_at(pos, &acc, pa, || {
-                    format!("accumulator parameter of `{func}` in {which}")
-                })?;
-                self.unify_at(pos, &elem, pe, || {
-                    format!("element parameter of `{func}` in {which}")
-                })?;
-                self.unify_at(pos, &ft.ret, &acc, || {
-                    format!("result of `{func}` in {which}")
-                })?;
-                (
-                    Ir::Fold {
-                        left: *left,
-                        callee,
-                        a: Box::new(ai),
-                        b: Box::new(bi),
-                    },
-                    acc,
-                )
+                    return Err(TypeError::new(pos, format!("unbound variable `{name}`")));
+                }
             }
         })
+    }
+
+    /// A call of a function or a service routine.
+    fn call_expr(&mut self, name: &str, args: &[Expr], pos: Pos) -> CResult<(Ir, Ty)> {
+        Ok(match self.lookup(name).cloned() {
+            Some(Binding::Fun {
+                idx,
+                scheme,
+                captures,
+            }) => {
+                let ft = self
+                    .fun_of(&scheme)
+                    .ok_or_else(|| TypeError::new(pos, "internal error: function scheme"))?;
+                let mut irs =
+                    self.check_args(pos, &format!("function `{name}`"), &ft.params, args)?;
+                irs.extend(self.capture_irs(&captures, pos)?);
+                (Ir::CallFn(idx, irs), ft.ret)
+            }
+            Some(Binding::Local { ty, .. } | Binding::Global { ty, .. }) => {
+                let t = self.s.resolve(&ty).unwrap_or(ty);
+                return Err(TypeError::new(
+                    pos,
+                    format!("`{name}` is a variable of type {t}, not a function"),
+                ));
+            }
+            None => match self.service(name) {
+                Some((scheme, target)) => match self.fun_of(&scheme) {
+                    Some(ft) => {
+                        let irs =
+                            self.check_args(pos, &format!("service `{name}`"), &ft.params, args)?;
+                        (Ir::CallSvc(Self::svc_ref(name, target), irs), ft.ret)
+                    }
+                    None => {
+                        return Err(TypeError::new(
+                            pos,
+                            format!("service `{name}` is a value; use it without parentheses"),
+                        ));
+                    }
+                },
+                None => return Err(self.not_defined(name, pos)),
+            },
+        })
+    }
+
+    /// `foldl(f, init, list)` / `foldr(f, list, init)`.
+    fn fold_expr(
+        &mut self,
+        left: bool,
+        func: &str,
+        (a, b): (&Expr, &Expr),
+        pos: Pos,
+    ) -> CResult<(Ir, Ty)> {
+        let (callee, ft) = self.callee(func, pos)?;
+        let which = if left { "foldl" } else { "foldr" };
+        let [p0, p1] = ft.params.as_slice() else {
+            return Err(TypeError::new(
+                pos,
+                format!(
+                    "the function `{func}` given to {which} must take 2 arguments ({}), but it takes {}",
+                    if left {
+                        "accumulator, element"
+                    } else {
+                        "element, accumulator"
+                    },
+                    ft.params.len()
+                ),
+            ));
+        };
+        let (p0, p1) = (p0.clone(), p1.clone());
+        let acc = self.s.fresh();
+        let elem = self.s.fresh();
+        let (ai, at) = self.expr(a)?;
+        let (bi, bt) = self.expr(b)?;
+        let (init_t, list_t, init_pos, list_pos) = if left {
+            (&at, &bt, a.pos, b.pos)
+        } else {
+            (&bt, &at, b.pos, a.pos)
+        };
+        let (init_t, list_t) = (init_t.clone(), list_t.clone());
+        self.unify_at(init_pos, &init_t, &acc, || {
+            format!("initial value of {which}")
+        })?;
+        self.unify_at(list_pos, &list_t, &Ty::list(elem.clone()), || {
+            format!("list argument of {which}")
+        })?;
+        let (pa, pe) = if left { (&p0, &p1) } else { (&p1, &p0) };
+        self.unify_at(pos, &acc, pa, || {
+            format!("accumulator parameter of `{func}` in {which}")
+        })?;
+        self.unify_at(pos, &elem, pe, || {
+            format!("element parameter of `{func}` in {which}")
+        })?;
+        self.unify_at(pos, &ft.ret, &acc, || {
+            format!("result of `{func}` in {which}")
+        })?;
+        Ok((
+            Ir::Fold {
+                left,
+                callee,
+                a: Box::new(ai),
+                b: Box::new(bi),
+            },
+            acc,
+        ))
     }
 
     fn let_expr(&mut self, defs: &[Def], body: &Expr) -> CResult<(Ir, Ty)> {

@@ -519,31 +519,20 @@ impl Parser {
     fn primary(&mut self) -> PResult<Expr> {
         let pos = self.pos();
         let mk = |kind| Ok(Expr { pos, kind });
+        let lit = match self.peek().clone() {
+            Tok::Int(i) => Some(ExprKind::Int(i)),
+            Tok::Char(c) => Some(ExprKind::Char(c)),
+            Tok::Str(s) => Some(ExprKind::Str(s)),
+            Tok::Host(h) => Some(ExprKind::Host(h)),
+            Tok::Kw("true") => Some(ExprKind::Bool(true)),
+            Tok::Kw("false") => Some(ExprKind::Bool(false)),
+            _ => None,
+        };
+        if let Some(kind) = lit {
+            self.advance();
+            return mk(kind);
+        }
         match self.peek().clone() {
-            Tok::Int(i) => {
-                self.advance();
-                mk(ExprKind::Int(i))
-            }
-            Tok::Char(c) => {
-                self.advance();
-                mk(ExprKind::Char(c))
-            }
-            Tok::Str(s) => {
-                self.advance();
-                mk(ExprKind::Str(s))
-            }
-            Tok::Host(h) => {
-                self.advance();
-                mk(ExprKind::Host(h))
-            }
-            Tok::Kw("true") => {
-                self.advance();
-                mk(ExprKind::Bool(true))
-            }
-            Tok::Kw("false") => {
-                self.advance();
-                mk(ExprKind::Bool(false))
-            }
             Tok::Ident(name) => {
                 self.advance();
                 if self.is_sym("(") {
@@ -562,27 +551,7 @@ impl Parser {
                 let b = self.expr()?;
                 mk(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
             }
-            Tok::Kw("let") => {
-                self.advance();
-                let mut defs = Vec::new();
-                while !self.is_kw("in") {
-                    if self.at_eof() {
-                        return Err(self.unexpected("`in` to finish the `let` definitions"));
-                    }
-                    defs.push(self.def()?);
-                }
-                self.advance();
-                if defs.is_empty() {
-                    return Err(SyntaxError::new(
-                        pos,
-                        "`let` needs at least one definition before `in`",
-                    ));
-                }
-                let body =
-                    self.seq_until(|p| p.is_kw("end"), "`;` or `end` in the body of `let`")?;
-                self.expect_kw("end", "to close `let`")?;
-                mk(ExprKind::Let(defs, Box::new(body)))
-            }
+            Tok::Kw("let") => self.let_expr(pos),
             Tok::Kw("try") => {
                 self.advance();
                 let body = self.expr()?;
@@ -597,49 +566,8 @@ impl Parser {
                 let (exn, _) = self.ident("an exception name after `raise`")?;
                 mk(ExprKind::Raise(exn))
             }
-            Tok::Sym("(") => {
-                self.advance();
-                if self.eat_sym(")") {
-                    return mk(ExprKind::Unit);
-                }
-                let first = self.expr()?;
-                if self.eat_sym(")") {
-                    return Ok(first);
-                }
-                if self.is_sym(",") {
-                    let mut items = vec![first];
-                    while self.eat_sym(",") {
-                        items.push(self.expr()?);
-                    }
-                    self.expect_sym(")", "to close the tuple")?;
-                    return mk(ExprKind::Tuple(items));
-                }
-                if self.is_sym(";") {
-                    let mut items = vec![first];
-                    while self.eat_sym(";") {
-                        items.push(self.expr()?);
-                    }
-                    self.expect_sym(")", "to close the sequence")?;
-                    return mk(ExprKind::Seq(items));
-                }
-                Err(self.unexpected("`)`, `,` or `;` after the expression"))
-            }
-            Tok::Sym("[") => {
-                self.advance();
-                let mut items = Vec::new();
-                if !self.eat_sym("]") {
-                    loop {
-                        items.push(self.expr()?);
-                        if self.eat_sym("]") {
-                            break;
-                        }
-                        if !self.eat_sym(";") && !self.eat_sym(",") {
-                            return Err(self.unexpected("`;` or `]` in the list"));
-                        }
-                    }
-                }
-                mk(ExprKind::List(items))
-            }
+            Tok::Sym("(") => self.paren(pos),
+            Tok::Sym("[") => self.list(pos),
             Tok::Sym("|") => {
                 self.advance();
                 let (name, _) =
@@ -658,29 +586,112 @@ impl Parser {
                 let args = self.args(k)?;
                 mk(ExprKind::Net(prim, args))
             }
-            Tok::Kw(k @ ("foldl" | "foldr")) => {
-                self.advance();
-                self.expect_sym("(", &format!("after `{k}`"))?;
-                let (func, _) = self.ident(&format!(
-                    "the name of the function to fold as the first argument of `{k}`"
-                ))?;
-                self.expect_sym(",", &format!("after the function name in `{k}`"))?;
-                let a = self.expr()?;
-                self.expect_sym(",", &format!("between the arguments of `{k}`"))?;
-                let b = self.expr()?;
-                self.expect_sym(
-                    ")",
-                    &format!("to close `{k}` (it takes exactly 3 arguments)"),
-                )?;
-                mk(ExprKind::Fold {
-                    left: k == "foldl",
-                    func,
-                    a: Box::new(a),
-                    b: Box::new(b),
-                })
-            }
+            Tok::Kw(k @ ("foldl" | "foldr")) => self.fold(pos, k),
             _ => Err(self.unexpected("an expression")),
         }
+    }
+
+    /// `let DEFS in BODY end` (at `let`).
+    fn let_expr(&mut self, pos: Pos) -> PResult<Expr> {
+        self.advance();
+        let mut defs = Vec::new();
+        while !self.is_kw("in") {
+            if self.at_eof() {
+                return Err(self.unexpected("`in` to finish the `let` definitions"));
+            }
+            defs.push(self.def()?);
+        }
+        self.advance();
+        if defs.is_empty() {
+            return Err(SyntaxError::new(
+                pos,
+                "`let` needs at least one definition before `in`",
+            ));
+        }
+        let body = self.seq_until(|p| p.is_kw("end"), "`;` or `end` in the body of `let`")?;
+        self.expect_kw("end", "to close `let`")?;
+        Ok(Expr {
+            pos,
+            kind: ExprKind::Let(defs, Box::new(body)),
+        })
+    }
+
+    /// `()`, `(e)`, a tuple `(e1, e2, ...)` or a sequence `(e1; e2; ...)` (at `(`).
+    fn paren(&mut self, pos: Pos) -> PResult<Expr> {
+        self.advance();
+        let mk = |kind| Ok(Expr { pos, kind });
+        if self.eat_sym(")") {
+            return mk(ExprKind::Unit);
+        }
+        let first = self.expr()?;
+        if self.eat_sym(")") {
+            return Ok(first);
+        }
+        for (sep, close, make) in [
+            (
+                ",",
+                "to close the tuple",
+                ExprKind::Tuple as fn(Vec<Expr>) -> ExprKind,
+            ),
+            (";", "to close the sequence", ExprKind::Seq),
+        ] {
+            if self.is_sym(sep) {
+                let mut items = vec![first];
+                while self.eat_sym(sep) {
+                    items.push(self.expr()?);
+                }
+                self.expect_sym(")", close)?;
+                return mk(make(items));
+            }
+        }
+        Err(self.unexpected("`)`, `,` or `;` after the expression"))
+    }
+
+    /// A list literal `[e1; e2; ...]` (at `[`).
+    fn list(&mut self, pos: Pos) -> PResult<Expr> {
+        self.advance();
+        let mut items = Vec::new();
+        if !self.eat_sym("]") {
+            loop {
+                items.push(self.expr()?);
+                if self.eat_sym("]") {
+                    break;
+                }
+                if !self.eat_sym(";") && !self.eat_sym(",") {
+                    return Err(self.unexpected("`;` or `]` in the list"));
+                }
+            }
+        }
+        Ok(Expr {
+            pos,
+            kind: ExprKind::List(items),
+        })
+    }
+
+    /// `foldl(f, a, l)` / `foldr(f, l, b)` (at the keyword `k`).
+    fn fold(&mut self, pos: Pos, k: &str) -> PResult<Expr> {
+        self.advance();
+        self.expect_sym("(", &format!("after `{k}`"))?;
+        let (func, _) = self.ident(&format!(
+            "the name of the function to fold as the first argument of `{k}`"
+        ))?;
+        self.expect_sym(",", &format!("after the function name in `{k}`"))?;
+        let a = self.expr()?;
+        self.expect_sym(",", &format!("between the arguments of `{k}`"))?;
+        let b = self.expr()?;
+        self.expect_sym(
+            ")",
+            &format!("to close `{k}` (it takes exactly 3 arguments)"),
+        )?;
+        Ok(Expr {
+            pos,
+            kind: ExprKind::Fold {
+                left: k == "foldl",
+                func,
+                a: Box::new(a),
+                b: Box::new(b),
+            },
+        })
     }
 
     /// `e1; e2; ...` until `stop` holds; a single expression is returned

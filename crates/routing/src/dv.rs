@@ -13,6 +13,7 @@
 //!   (split horizon with poisoned reverse).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anode_wire::NodeAddr;
@@ -20,6 +21,7 @@ use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
 use rustc_hash::FxHashMap;
 
+use crate::fib::Fib;
 use crate::{LinkId, NextHop, RoutingConfig};
 
 /// How a route was made.
@@ -65,9 +67,8 @@ pub struct DistanceVector {
     me: NodeAddr,
     cfg: RoutingConfig,
     routes: FxHashMap<NodeAddr, Route>,
-    /// The forwarding table the fast path reads: reachable destinations by their 18-byte wire
-    /// encoding, so a lookup needs no address decoding. Kept in step with `routes`.
-    fib: FxHashMap<[u8; NODE_ADDR_LEN], NextHop>,
+    /// The forwarding table the fast path reads (`fib.rs`), kept in step with `routes`.
+    fib: Arc<Fib>,
     neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
     statics: Vec<StaticRoute>,
     next_periodic: Instant,
@@ -100,7 +101,7 @@ impl DistanceVector {
             me,
             cfg,
             routes,
-            fib: FxHashMap::default(),
+            fib: Arc::default(),
             neighbors: FxHashMap::default(),
             statics: Vec::new(),
             next_periodic: now + cfg.update_interval,
@@ -130,7 +131,12 @@ impl DistanceVector {
     /// header's bytes): the fast path's lookup, with no decoding.
     #[inline]
     pub fn lookup_raw(&self, dest: &[u8; NODE_ADDR_LEN]) -> Option<NextHop> {
-        self.fib.get(dest).copied()
+        self.fib.lookup_raw(dest)
+    }
+
+    /// The forwarding table (a snapshot costs a reference-count increment).
+    pub fn fib(&self) -> &Arc<Fib> {
+        &self.fib
     }
 
     /// The route entry for `dest` (reachable or not).
@@ -428,10 +434,10 @@ impl DistanceVector {
         let expires = (kind == RouteKind::Learned).then_some(now + self.cfg.route_timeout);
         match next_hop {
             Some(nh) if metric < self.cfg.infinity => {
-                self.fib.insert(dest.to_bytes(), nh);
+                Arc::make_mut(&mut self.fib).insert(&dest, nh, metric);
             }
             _ => {
-                self.fib.remove(&dest.to_bytes());
+                Arc::make_mut(&mut self.fib).remove(&dest);
             }
         }
         let old = self.routes.insert(
@@ -459,7 +465,7 @@ impl DistanceVector {
             if r.kind == RouteKind::Local {
                 return;
             }
-            self.fib.remove(&dest.to_bytes());
+            Arc::make_mut(&mut self.fib).remove(&dest);
             r.metric = inf;
             r.expires = None;
             r.gc_at = Some(gc);

@@ -22,7 +22,10 @@
 #![forbid(unsafe_code)]
 
 pub mod dv;
+pub mod fib;
 pub mod neighbors;
+
+pub use fib::{Fib, FibEntry};
 
 use std::time::Duration;
 

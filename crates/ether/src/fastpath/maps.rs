@@ -201,6 +201,18 @@ pub struct Desired {
 pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
     let mut d = Desired::default();
     let idx = |id: anode_ip::IfaceId| ifindex.get(id.0 as usize).copied().filter(|i| *i != 0);
+    desired_ifaces(&mut d, t, &idx);
+    let mut punt_all = (t.punt_all_v4, t.punt_all_v6);
+    desired_routes(&mut d, t, &idx, &mut punt_all);
+    desired_neighbors(&mut d, t, &idx);
+    desired_filters(&mut d, t, &mut punt_all);
+    d.config.punt_all_v4 = u8::from(punt_all.0);
+    d.config.punt_all_v6 = u8::from(punt_all.1);
+    d
+}
+
+/// The interfaces the fast path owns, by ifindex.
+fn desired_ifaces(d: &mut Desired, t: &FastTable, idx: &dyn Fn(anode_ip::IfaceId) -> Option<u32>) {
     for f in &t.ifaces {
         if let Some(i) = idx(f.id) {
             d.ifaces.insert(
@@ -220,9 +232,16 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             }
         }
     }
-    let mut punt_all_v4 = t.punt_all_v4;
-    let mut punt_all_v6 = t.punt_all_v6;
+}
 
+/// The routes, the punted addresses as host routes, and what overflows (a family whose
+/// table does not fit goes to the router whole: `punt_all` (v4, v6)).
+fn desired_routes(
+    d: &mut Desired,
+    t: &FastTable,
+    idx: &dyn Fn(anode_ip::IfaceId) -> Option<u32>,
+    punt_all: &mut (bool, bool),
+) {
     for r in &t.routes {
         let (gw_family, gw) = match r.gateway {
             Some(g) => addr16(g),
@@ -263,7 +282,7 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             "{} own/broadcast IPv4 addresses exceed the fast path's {PUNT_MAX}: all IPv4 goes to the router",
             t.punt_v4.len()
         ));
-        punt_all_v4 = true;
+        punt_all.0 = true;
     } else {
         for a in &t.punt_v4 {
             d.routes_v4.insert((32, a.octets()), punt);
@@ -274,20 +293,19 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             "{} own IPv6 addresses exceed the fast path's {PUNT_MAX}: all IPv6 goes to the router",
             t.punt_v6.len()
         ));
-        punt_all_v6 = true;
+        punt_all.1 = true;
     } else {
         for a in &t.punt_v6 {
             d.routes_v6.insert((128, a.octets()), punt);
         }
     }
-
     if d.routes_v4.len() > ROUTES_MAX {
         d.notes.push(format!(
             "{} IPv4 routes exceed the fast path's {ROUTES_MAX}: all IPv4 goes to the router",
             d.routes_v4.len()
         ));
         d.routes_v4.clear();
-        punt_all_v4 = true;
+        punt_all.0 = true;
     }
     if d.routes_v6.len() > ROUTES_MAX {
         d.notes.push(format!(
@@ -295,9 +313,16 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             d.routes_v6.len()
         ));
         d.routes_v6.clear();
-        punt_all_v6 = true;
+        punt_all.1 = true;
     }
+}
 
+/// The resolved neighbors on interfaces the fast path owns (up to its table size).
+fn desired_neighbors(
+    d: &mut Desired,
+    t: &FastTable,
+    idx: &dyn Fn(anode_ip::IfaceId) -> Option<u32>,
+) {
     for (key, mac) in &t.neighbors {
         let Some(i) = idx(key.0) else { continue };
         if d.neigh.len() >= NEIGH_MAX {
@@ -318,9 +343,12 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
             (*key, mac.0),
         );
     }
+}
 
-    // Demux filters. A packet the fast path forwards is at most the largest MTU long, so a
-    // key reaching past that can never match one: such a filter is left out.
+/// The demux filters. A packet the fast path forwards is at most the largest MTU long, so a
+/// key reaching past that can never match one: such a filter is left out. A filter the
+/// program cannot hold sends its family to the router whole.
+fn desired_filters(d: &mut Desired, t: &FastTable, punt_all: &mut (bool, bool)) {
     let max_len = t.ifaces.iter().map(|f| f.mtu).max().unwrap_or(65535);
     let mut n = 0usize;
     for f in &t.demux {
@@ -347,13 +375,13 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
                         "a demux filter with keys beyond {MAX_KEYS} x {KEY_BYTES} bytes at offsets up to {MAX_KEY_OFFSET}"
                     )
                 };
-                if v4 && !punt_all_v4 {
+                if v4 && !punt_all.0 {
                     d.notes.push(format!("{why}: all IPv4 goes to the router"));
-                    punt_all_v4 = true;
+                    punt_all.0 = true;
                 }
-                if v6 && !punt_all_v6 {
+                if v6 && !punt_all.1 {
                     d.notes.push(format!("{why}: all IPv6 goes to the router"));
-                    punt_all_v6 = true;
+                    punt_all.1 = true;
                 }
             }
         }
@@ -368,9 +396,6 @@ pub fn desired(t: &FastTable, ifindex: &[u32]) -> Desired {
         .map(|k| k.offset + u16::from(k.len))
         .max()
         .unwrap_or(0);
-    d.config.punt_all_v4 = u8::from(punt_all_v4);
-    d.config.punt_all_v6 = u8::from(punt_all_v6);
-    d
 }
 
 /// A filter as the program can hold it, or why not.

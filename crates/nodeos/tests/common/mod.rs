@@ -1,4 +1,4 @@
-//! Shared test harness: a line of anode nodes with zero-delay links in virtual time, a test EE
+//! Shared test harness: a line of anode nodes on the test kit's network (zero-delay links, virtual time), a test EE
 //! that burns CPU and memory the way hostile protocols do, and a sink.
 
 #![allow(
@@ -7,15 +7,13 @@
 )]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
 
 use anode_core::wire::anep::TYPE_CAPSULE;
+use anode_core::wire::routed_packet;
 use anode_core::wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
-use anode_core::wire::{NodeAddr, addr::v4, routed_packet};
-use anode_core::{
-    Dispatch, EePacket, Event, ExecutionEnvironment, LinkConfig, LinkId, Node, NodeConfig,
-    NodeContext,
-};
+use anode_core::{Dispatch, EePacket, Event, ExecutionEnvironment, NodeContext};
 use anode_nodeos::guard::{MeteredEe, UsageReport};
 
 pub mod udp;
@@ -28,9 +26,7 @@ pub const BOMB: u8 = 2;
 pub const STORM: u8 = 3;
 pub const FLOOD: u8 = 4;
 
-pub fn addr(i: usize) -> NodeAddr {
-    v4(198, 18, 0, i as u8 + 1, 3322)
-}
+pub use anode_testkit::addr;
 
 /// A capsule from node `src` to node `dst` evaluated at every hop; EE bytes: kind, protocol.
 pub fn capsule(src: usize, dst: usize, kind: u8, proto: u8, seq: u64) -> Vec<u8> {
@@ -166,7 +162,7 @@ impl ExecutionEnvironment for Sink {
         if pkt.why == Dispatch::Destination {
             let k = pkt.ee_bytes().first().copied().unwrap_or(255);
             *self.got.entry(k).or_insert(0) += 1;
-            let p = pkt.transit().map_or(255, |t| (t.flow() >> 56) as u8);
+            let p = (pkt.transit.flow >> 56) as u8;
             *self.by_proto.entry(p).or_insert(0) += 1;
         } else {
             // A source node: send what local applications inject.
@@ -178,58 +174,36 @@ impl ExecutionEnvironment for Sink {
     }
 }
 
-/// A line of nodes 0 - 1 - ... - n-1 with zero-delay links.
+/// A line of nodes 0 - 1 - ... - n-1 on the test kit's network (zero-delay links); the
+/// nodes' EE log lines are gathered into `logs` after every step.
 pub struct Line {
-    pub nodes: Vec<Node>,
-    pub now: Instant,
+    pub net: anode_testkit::Net,
     pub logs: Vec<String>,
+}
+
+impl Deref for Line {
+    type Target = anode_testkit::Net;
+    fn deref(&self) -> &anode_testkit::Net {
+        &self.net
+    }
+}
+
+impl DerefMut for Line {
+    fn deref_mut(&mut self) -> &mut anode_testkit::Net {
+        &mut self.net
+    }
 }
 
 impl Line {
     pub fn new(n: usize) -> Line {
-        let now = Instant::now();
-        let mut nodes: Vec<Node> = (0..n)
-            .map(|i| Node::new(NodeConfig::new(addr(i)), now).unwrap())
-            .collect();
-        for i in 0..n.saturating_sub(1) {
-            nodes[i].add_link(LinkConfig::new(addr(i + 1)), now);
-            nodes[i + 1].add_link(LinkConfig::new(addr(i)), now);
-        }
         Line {
-            nodes,
-            now,
+            net: anode_testkit::Net::line(n, anode_testkit::NetOptions::default(), |_, _| {}),
             logs: Vec::new(),
         }
     }
 
-    /// Link 0 of node 0 goes right; node i>0 has link 0 left and link 1 right.
-    fn peer(&self, i: usize, l: LinkId) -> Option<(usize, LinkId)> {
-        let right = if i == 0 { 0 } else { 1 };
-        if l.0 == right && i + 1 < self.nodes.len() {
-            Some((i + 1, LinkId(0)))
-        } else if l.0 == 0 && i > 0 {
-            Some((i - 1, if i - 1 == 0 { LinkId(0) } else { LinkId(1) }))
-        } else {
-            None
-        }
-    }
-
-    pub fn pump(&mut self) {
-        for _ in 0..1_000_000 {
-            let mut moved = false;
-            for i in 0..self.nodes.len() {
-                while let Some(t) = self.nodes[i].poll_transmit() {
-                    moved = true;
-                    if let Some((j, l)) = self.peer(i, t.link) {
-                        self.nodes[j].handle_packet(self.now, l, t.buf);
-                    }
-                }
-            }
-            if !moved {
-                break;
-            }
-        }
-        for n in &mut self.nodes {
+    fn collect_logs(&mut self) {
+        for n in &mut self.net.nodes {
             while let Some(e) = n.poll_event() {
                 if let Event::Log { ee, message } = e {
                     self.logs.push(format!("{ee}: {message}"));
@@ -238,27 +212,14 @@ impl Line {
         }
     }
 
+    pub fn pump(&mut self) {
+        self.net.pump();
+        self.collect_logs();
+    }
+
     /// Runs timers up to `now + d`.
     pub fn advance(&mut self, d: Duration) {
-        let end = self.now + d;
-        loop {
-            self.pump();
-            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
-            match next {
-                Some(t) if t <= end => {
-                    self.now = self.now.max(t);
-                    for n in &mut self.nodes {
-                        if n.poll_timeout().is_some_and(|x| x <= self.now) {
-                            n.handle_timeout(self.now);
-                        }
-                    }
-                }
-                _ => {
-                    self.now = end;
-                    self.pump();
-                    return;
-                }
-            }
-        }
+        self.net.run_for(d);
+        self.collect_logs();
     }
 }

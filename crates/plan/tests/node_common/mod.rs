@@ -1,31 +1,38 @@
-//! A hand-wired network of anode nodes running the PLAN EE, in virtual time (the pattern of
-//! anode-core's own tests): zero-delay links, pumped until quiet.
+//! PLAN nodes on the test kit's virtual-time network: zero-delay links, pumped until quiet.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
 
-use anode_core::wire::NodeAddr;
-use anode_core::wire::addr::v4;
 use anode_core::wire::anep::TYPE_PLAN;
-use anode_core::{LinkConfig, LinkId, Node, NodeConfig};
 use anode_plan::ee::{EvalReport, PacketSpec, PlanEe, PlanEeConfig, build_packet, scout};
-
-pub fn addr(i: usize) -> NodeAddr {
-    v4(198, 18, 0, i as u8 + 1, 3322)
-}
+use anode_testkit::NetOptions;
+pub use anode_testkit::addr;
 
 pub fn program(name: &str) -> String {
     std::fs::read_to_string(format!("{}/programs/{name}", env!("CARGO_MANIFEST_DIR")))
         .expect("program file")
 }
 
+/// PLAN nodes (every one with the scout services) on the test kit's virtual-time network,
+/// zero-delay wires, settled for 5 s; each node's events are gathered into its
+/// [`EvalReport`] after every step.
 pub struct Net {
-    pub nodes: Vec<Node>,
-    wires: Vec<((usize, u32), (usize, u32))>,
-    pub now: Instant,
+    pub net: anode_testkit::Net,
     pub report: Vec<EvalReport>,
-    /// Packets moved between nodes.
-    pub moved: u64,
+}
+
+impl Deref for Net {
+    type Target = anode_testkit::Net;
+    fn deref(&self) -> &anode_testkit::Net {
+        &self.net
+    }
+}
+
+impl DerefMut for Net {
+    fn deref_mut(&mut self) -> &mut anode_testkit::Net {
+        &mut self.net
+    }
 }
 
 impl Net {
@@ -43,34 +50,18 @@ impl Net {
     }
 
     fn build(n: usize, edges: &[(usize, usize)], cfg: PlanEeConfig, mtu: Option<usize>) -> Net {
-        let now = Instant::now();
-        let mut nodes: Vec<Node> = (0..n)
-            .map(|i| Node::new(NodeConfig::new(addr(i)), now).unwrap())
-            .collect();
-        let mut wires = Vec::new();
-        for &(a, b) in edges {
-            let link = |p| {
-                let mut l = LinkConfig::new(addr(p));
-                if let Some(m) = mtu {
-                    l.mtu = m;
-                }
-                l
-            };
-            let la = nodes[a].add_link(link(b), now);
-            let lb = nodes[b].add_link(link(a), now);
-            wires.push(((a, la.0), (b, lb.0)));
-        }
-        for node in &mut nodes {
+        let opts = NetOptions {
+            mtu,
+            ..NetOptions::default()
+        };
+        let net = anode_testkit::Net::new(n, edges, opts, |_, node| {
             let mut ee = PlanEe::new(cfg);
             scout::install(&mut ee).unwrap();
             node.register_ee(Box::new(ee));
-        }
+        });
         let mut net = Net {
+            net,
             report: vec![EvalReport::default(); n],
-            nodes,
-            wires,
-            now,
-            moved: 0,
         };
         net.run_for(Duration::from_secs(5));
         net
@@ -81,22 +72,10 @@ impl Net {
         Net::new(n, &edges)
     }
 
-    fn peer(&self, node: usize, link: LinkId) -> Option<(usize, LinkId)> {
-        self.wires.iter().find_map(|&(x, y)| {
-            if x == (node, link.0) {
-                Some((y.0, LinkId(y.1)))
-            } else if y == (node, link.0) {
-                Some((x.0, LinkId(x.1)))
-            } else {
-                None
-            }
-        })
-    }
-
     fn collect(&mut self) {
-        for i in 0..self.nodes.len() {
-            let a = self.nodes[i].address();
-            while let Some(e) = self.nodes[i].poll_event() {
+        for i in 0..self.net.nodes.len() {
+            let a = self.net.nodes[i].address();
+            while let Some(e) = self.net.nodes[i].poll_event() {
                 self.report[i].add_event(a, &e);
             }
         }
@@ -104,45 +83,14 @@ impl Net {
 
     /// Moves all queued packets (zero delay) until quiet; panics if it never gets quiet.
     pub fn pump(&mut self) {
-        for _ in 0..100_000 {
-            let mut moved = false;
-            for i in 0..self.nodes.len() {
-                while let Some(t) = self.nodes[i].poll_transmit() {
-                    moved = true;
-                    self.moved += 1;
-                    if let Some((j, l)) = self.peer(i, t.link) {
-                        self.nodes[j].handle_packet(self.now, l, t.buf);
-                    }
-                }
-            }
-            self.collect();
-            if !moved {
-                return;
-            }
-        }
-        panic!("network did not quiesce");
+        self.net.pump();
+        self.collect();
     }
 
     pub fn run_for(&mut self, d: Duration) {
-        let end = self.now + d;
-        loop {
-            self.pump();
-            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
-            match next {
-                Some(t) if t <= end => {
-                    self.now = self.now.max(t);
-                    for n in &mut self.nodes {
-                        if n.poll_timeout().is_some_and(|d| d <= self.now) {
-                            n.handle_timeout(self.now);
-                        }
-                    }
-                }
-                _ => {
-                    self.now = end;
-                    return;
-                }
-            }
-        }
+        let end = self.net.now + d;
+        self.net.run_until(end, |_| false);
+        self.collect();
     }
 
     pub fn ee(&mut self, i: usize) -> &mut PlanEe {
@@ -161,9 +109,8 @@ impl Net {
     }
 
     pub fn inject_raw(&mut self, at: usize, pkt: Vec<u8>) {
-        let now = self.now;
-        let _ = self.nodes[at].inject(now, pkt);
-        self.pump();
+        let _ = self.net.inject(at, pkt);
+        self.collect();
     }
 
     pub fn output(&self, i: usize) -> String {

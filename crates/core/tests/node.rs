@@ -1,4 +1,5 @@
-//! Node-core tests: a few nodes wired by hand with zero-delay links, driven in virtual time.
+//! Node-core tests: a few nodes on the test kit's network (zero-delay links), driven in
+//! virtual time.
 
 use std::time::{Duration, Instant};
 
@@ -9,111 +10,17 @@ use anode_wire::datagram::Datagram;
 use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 use anode_wire::{NodeAddr, routed_packet};
 
-use crate::*;
+use anode_core::*;
+use anode_testkit::{Net, NetOptions, addr};
 
-/// A line or ring of nodes; link i of node a connects to node b.
-struct Net {
-    nodes: Vec<Node>,
-    /// (node, link) -> (node, link)
-    wires: Vec<((usize, u32), (usize, u32))>,
-    cut: Vec<bool>,
-    now: Instant,
-}
-
-fn addr(i: usize) -> NodeAddr {
-    v4(198, 18, 0, i as u8 + 1, 3322)
-}
-
-impl Net {
-    fn new(n: usize, edges: &[(usize, usize)]) -> Net {
-        let now = Instant::now();
-        let mut nodes: Vec<Node> = (0..n)
-            .map(|i| Node::new(NodeConfig::new(addr(i)), now).unwrap())
-            .collect();
-        let mut wires = Vec::new();
-        for &(a, b) in edges {
-            let la = nodes[a].add_link(LinkConfig::new(addr(b)), now);
-            let lb = nodes[b].add_link(LinkConfig::new(addr(a)), now);
-            wires.push(((a, la.0), (b, lb.0)));
-        }
-        let cut = vec![false; wires.len()];
-        Net {
-            nodes,
-            wires,
-            cut,
-            now,
-        }
-    }
-
-    fn peer(&self, node: usize, link: LinkId) -> Option<(usize, LinkId)> {
-        self.wires.iter().enumerate().find_map(|(i, &(x, y))| {
-            if self.cut[i] {
-                None
-            } else if x == (node, link.0) {
-                Some((y.0, LinkId(y.1)))
-            } else if y == (node, link.0) {
-                Some((x.0, LinkId(x.1)))
-            } else {
-                None
-            }
-        })
-    }
-
-    /// Moves all queued packets (zero delay) until quiet.
-    fn pump(&mut self) {
-        for _ in 0..10_000 {
-            let mut moved = false;
-            for i in 0..self.nodes.len() {
-                while let Some(t) = self.nodes[i].poll_transmit() {
-                    moved = true;
-                    if let Some((j, l)) = self.peer(i, t.link) {
-                        self.nodes[j].handle_packet(self.now, l, t.buf);
-                    }
-                }
-            }
-            if !moved {
-                return;
-            }
-        }
-        panic!("network did not quiesce");
-    }
-
-    fn run_for(&mut self, d: Duration) {
-        let end = self.now + d;
-        loop {
-            self.pump();
-            let next = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
-            match next {
-                Some(t) if t <= end => {
-                    self.now = self.now.max(t);
-                    for n in &mut self.nodes {
-                        if n.poll_timeout().is_some_and(|d| d <= self.now) {
-                            n.handle_timeout(self.now);
-                        }
-                    }
-                }
-                _ => {
-                    self.now = end;
-                    return;
-                }
-            }
-        }
-    }
-
-    fn deliveries(&mut self, i: usize) -> Vec<Delivery> {
-        let mut v = Vec::new();
-        while let Some(e) = self.nodes[i].poll_event() {
-            if let Event::Delivered(d) = e {
-                v.push(d);
-            }
-        }
-        v
-    }
+/// `n` nodes wired by `edges` on the test kit's network (zero-delay links).
+fn net(n: usize, edges: &[(usize, usize)]) -> Net {
+    Net::new(n, edges, NetOptions::default(), |_, _| {})
 }
 
 fn ring(n: usize) -> Net {
     let edges: Vec<(usize, usize)> = (0..n).map(|i| (i, (i + 1) % n)).collect();
-    Net::new(n, &edges)
+    net(n, &edges)
 }
 
 #[test]
@@ -154,7 +61,7 @@ fn failed_link_reroutes_within_dead_interval() {
     net.run_for(Duration::from_secs(3));
     // Node 0 reaches node 1 directly; cut that wire.
     assert_eq!(net.nodes[0].lookup(&addr(1)).unwrap().addr, addr(1));
-    net.cut[0] = true;
+    net.set_wire_up(0, false);
     // RIP semantics: node 0 notices at the dead interval and poisons the route at once; the
     // detour is learned at the latest with the next periodic update of the nodes behind it.
     let r = RoutingConfig::default();
@@ -176,14 +83,14 @@ fn failed_link_reroutes_within_dead_interval() {
     net.pump();
     assert_eq!(net.deliveries(1).len(), 1);
     // Restore: the direct route comes back.
-    net.cut[0] = false;
+    net.set_wire_up(0, true);
     net.run_for(Duration::from_secs(3));
     assert_eq!(net.nodes[0].lookup(&addr(1)).unwrap().addr, addr(1));
 }
 
 #[test]
 fn fast_path_spends_rb_and_drops_at_zero() {
-    let mut net = Net::new(4, &[(0, 1), (1, 2), (2, 3)]);
+    let mut net = net(4, &[(0, 1), (1, 2), (2, 3)]);
     net.run_for(Duration::from_secs(3));
     // rb 3 gets 0 -> 3 (three hops).
     net.nodes[0]
@@ -205,7 +112,7 @@ fn fast_path_spends_rb_and_drops_at_zero() {
 
 #[test]
 fn no_route_and_unknown_types_are_counted() {
-    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    let mut net = net(3, &[(0, 1), (1, 2)]);
     net.run_for(Duration::from_secs(3));
     let r = net.nodes[0].send_datagram(net.now, v4(198, 18, 9, 9, 1), 1, 0, None, b"a");
     assert_eq!(r, Err(DropReason::NoRoute));
@@ -246,7 +153,7 @@ fn no_route_and_unknown_types_are_counted() {
 
 #[test]
 fn checksum_survives_the_fast_path_and_catches_corruption() {
-    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    let mut net = net(3, &[(0, 1), (1, 2)]);
     net.run_for(Duration::from_secs(3));
     let mut body = TransitRepr {
         rb: 5,
@@ -308,7 +215,7 @@ fn recorder(n: &mut Node) -> &mut Recorder {
 
 #[test]
 fn ee_dispatch_every_hop_vs_fast_path() {
-    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    let mut net = net(3, &[(0, 1), (1, 2)]);
     for n in &mut net.nodes {
         n.register_ee(Box::new(Recorder { seen: vec![] }));
     }
@@ -344,7 +251,7 @@ fn ee_dispatch_every_hop_vs_fast_path() {
 
 #[test]
 fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
-    let mut net = Net::new(2, &[(0, 1)]);
+    let mut net = net(2, &[(0, 1)]);
     net.nodes[0].register_ee(Box::new(Recorder { seen: vec![] }));
     net.run_for(Duration::from_secs(3));
     let r = net.nodes[0].send_datagram(net.now, v4(198, 18, 9, 9, 1), 1, 0, None, b"a");
@@ -375,7 +282,7 @@ fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
 
 #[test]
 fn garbled_corpus_never_panics_and_every_packet_is_accounted() {
-    let mut net = Net::new(2, &[(0, 1)]);
+    let mut net = net(2, &[(0, 1)]);
     net.run_for(Duration::from_secs(3));
     let good = Datagram {
         transit: TransitRepr {
@@ -446,7 +353,7 @@ fn garbled_corpus_never_panics_and_every_packet_is_accounted() {
 
 #[test]
 fn packets_on_unknown_or_disabled_links_are_dropped() {
-    let mut net = Net::new(2, &[(0, 1)]);
+    let mut net = net(2, &[(0, 1)]);
     net.run_for(Duration::from_secs(3));
     net.nodes[1].handle_packet(net.now, LinkId(5), vec![1, 2, 3]);
     assert_eq!(net.nodes[1].counters().drops(DropReason::UnknownLink), 1);
@@ -542,7 +449,7 @@ impl CutThrough for ScanCut {
 
 #[test]
 fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
-    let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+    let mut net = net(3, &[(0, 1), (1, 2)]);
     for n in &mut net.nodes {
         n.register_ee(Box::new(Recorder { seen: vec![] }));
     }

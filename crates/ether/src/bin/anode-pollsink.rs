@@ -1,11 +1,11 @@
-//! anode-sink: a UDP counting receiver that polls instead of sleeping, for the router
+//! anode-pollsink: a UDP counting receiver that polls instead of sleeping, for the router
 //! benchmarks. It reads with non-blocking `recvmmsg` in a loop, so the sender never pays for
 //! waking it (on a small VM a wake-up is an inter-processor interrupt through the hypervisor,
 //! charged to the CPU that delivers the packet, which in a veth testbed is the sender's).
 //! Same arguments and output as the C `recv` of ../shared/baselines:
 //!
 //! ```text
-//! anode-sink BIND_IP:PORT MAX_SECONDS [IDLE_SECONDS]
+//! anode-pollsink BIND_IP:PORT MAX_SECONDS [IDLE_SECONDS]
 //! ready
 //! rcvd=N bytes=B secs=FIRST..LAST pps=P
 //! ```
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const BATCH: usize = 64;
-const USAGE: &str = "usage: anode-sink BIND_IP:PORT MAX_SECONDS [IDLE_SECONDS]";
+const USAGE: &str = "usage: anode-pollsink BIND_IP:PORT MAX_SECONDS [IDLE_SECONDS]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,14 +49,14 @@ fn main() -> ExitCode {
     let (addr, max, idle) = match parsed {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("anode-sink: {e}");
+            eprintln!("anode-pollsink: {e}");
             return ExitCode::from(2);
         }
     };
     let sock = match UdpSocket::bind(addr) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("anode-sink: bind {addr}: {e}");
+            eprintln!("anode-pollsink: bind {addr}: {e}");
             return ExitCode::FAILURE;
         }
     };

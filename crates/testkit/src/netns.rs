@@ -1,18 +1,23 @@
-//! Network-namespace plumbing shared by the tests that run real traffic (fastpath.rs,
-//! xsk.rs, and crates/anode/tests/router_netns.rs by path): the root/tool check that fails under CI instead of skipping, shell commands
-//! that must succeed, namespaces deleted on drop, a thread inside a named namespace, and
-//! the s --veth-- r --veth-- d line of scripts/netns-router.sh (198.18.0.0/15 and
-//! 2001:2::/48 only, inside the namespaces).
-
-#![allow(dead_code)] // each test binary uses its own part
+//! The network-namespace harness for tests that run real kernels and real tools.
+//!
+//! Such a test is `#[ignore = "needs root and netns"]` and starts with [`require`], which
+//! panics with what is missing (root, a tool, AF_XDP sockets): run with `--include-ignored`
+//! (as `.ci/run` does, as root) it either runs for real or fails; it never passes by
+//! skipping. Namespaces are deleted on drop ([`Namespaces`]), also when the test panics;
+//! processes started inside them are [`crate::process::Proc`]s, killed on drop. Addresses
+//! come from 198.18.0.0/15 and 2001:2::/48 and exist only inside the namespaces.
 
 use std::process::Command;
 
-/// True when `test` can run: root, the shell `tools`, and AF_XDP sockets if `af_xdp`.
-/// Otherwise it panics under CI (env CI set) and prints SKIPPED elsewhere.
-pub fn can_run(test: &str, tools: &[&str], af_xdp: bool) -> bool {
+/// Panics unless `test` can run here: root, the shell `tools`, and AF_XDP sockets if
+/// `af_xdp`. The message names what is missing and how to get it.
+pub fn require(test: &str, tools: &[&str], af_xdp: bool) {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
+    assert!(
+        euid == 0,
+        "{test}: needs root (it makes network namespaces); run as root, e.g. `sudo -E cargo test -- --include-ignored`"
+    );
     let missing: Vec<&str> = tools
         .iter()
         .copied()
@@ -23,33 +28,25 @@ pub fn can_run(test: &str, tools: &[&str], af_xdp: bool) -> bool {
                 .is_ok_and(|o| o.status.success())
         })
         .collect();
-    // SAFETY: plain socket(2); closed at once if it succeeded.
-    let no_xdp = af_xdp
-        && unsafe {
+    assert!(
+        missing.is_empty(),
+        "{test}: missing tools: {} (scripts/setup.sh installs them)",
+        missing.join(", ")
+    );
+    if af_xdp {
+        // SAFETY: plain socket(2); closed at once if it succeeded.
+        let ok = unsafe {
             let fd = libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0);
             if fd >= 0 {
                 libc::close(fd);
             }
-            fd < 0
+            fd >= 0
         };
-    if euid == 0 && missing.is_empty() && !no_xdp {
-        return true;
+        assert!(
+            ok,
+            "{test}: the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
+        );
     }
-    let why = if euid != 0 {
-        "needs root".to_string()
-    } else if no_xdp {
-        "the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)".to_string()
-    } else {
-        format!(
-            "missing tools: {} (scripts/setup.sh installs them)",
-            missing.join(", ")
-        )
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("\n*** {test}: SKIPPED ({why}) ***\n");
-    false
 }
 
 /// Runs `cmd` with `sh -c`; panics with its output unless it succeeds; returns its stdout.
@@ -65,6 +62,7 @@ pub fn sh(cmd: &str) -> String {
 }
 
 /// Deletes the namespaces on drop (also when the test fails).
+#[derive(Debug)]
 pub struct Namespaces(pub Vec<String>);
 
 impl Drop for Namespaces {
