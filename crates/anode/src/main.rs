@@ -48,7 +48,7 @@ enum Command {
     Repo(cmd::module::RepoCommand),
     /// Active ping with capsules (the first one loads its code hop by hop).
     Ping(cmd::tools::PingArgs),
-    /// Trace the path to a node with route-recording capsules.
+    /// Trace the path to a node with hop-limited capsule probes (or one route record).
     Traceroute(cmd::tools::TraceArgs),
     /// Flood a node with capsules counted at the receiver; report rate and loss.
     Flood(cmd::tools::FloodArgs),

@@ -51,15 +51,27 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
 
     // Fresh caches: only a gets the ping code (from the tool); b and c load it on demand.
     assert_eq!(c.json(&["code", "list"]).as_array().unwrap().len(), 0);
-    let p = a.json(&["ping", &ca, "--count", "4", "--interval-ms", "50"]);
+    let p = a.json(&["ping", &ca, "-c", "4", "-i", "0.05"]);
     assert_eq!(p["sent"], 4);
     assert_eq!(p["received"], 4, "{p}");
-    let first = p["first_ms"].as_f64().unwrap();
-    let cached = p["cached_avg_ms"].as_f64().unwrap();
+    assert_eq!(p["code_was_cached"], false, "{p}");
+    let rtts: Vec<f64> = p["rtt_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let cached = rtts[1..].iter().sum::<f64>() / 3.0;
     assert!(
-        first > cached,
-        "the first ping loads code hop by hop: first {first} ms, cached {cached} ms"
+        rtts[0] > cached,
+        "the first ping loads code hop by hop: first {} ms, cached {cached} ms",
+        rtts[0]
     );
+    assert!(p["min_ms"].as_f64().unwrap() <= p["avg_ms"].as_f64().unwrap());
+    assert!(p["mdev_ms"].as_f64().is_some(), "{p}");
+    // A second run finds the code cached at the source.
+    let p2 = a.json(&["ping", &ca, "-c", "1"]);
+    assert_eq!(p2["code_was_cached"], true, "{p2}");
     let stats = b.json(&["stats"]);
     assert!(stats["counters"]["to_ee"].as_u64().unwrap() >= 8, "{stats}");
     let at_c = c.json(&["code", "list"]);
@@ -69,8 +81,20 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
     assert!(list[0]["on_disk"].as_bool().unwrap());
     assert_eq!(b.json(&["code", "show", &hash])["hash"], hash.as_str());
 
-    let t = a.json(&["traceroute", &ca]);
+    // Hop-limited probes, as IP traceroute: b answers hop 1, c (the destination) hop 2.
+    let t = a.json(&["traceroute", &ca, "-q", "2"]);
+    assert_eq!(t["reached"], true, "{t}");
     let hops: Vec<&str> = t["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["addr"].as_str().unwrap())
+        .collect();
+    assert_eq!(hops, [ba.as_str(), ca.as_str()], "{t}");
+    assert_eq!(t["hops"][0]["rtt_ms"].as_array().unwrap().len(), 2, "{t}");
+    // One route-recording capsule: every node it passed, the source first.
+    let r = a.json(&["traceroute", &ca, "--record"]);
+    let hops: Vec<&str> = r["hops"]
         .as_array()
         .unwrap()
         .iter()

@@ -76,7 +76,7 @@ fn live_node_shows_protocol_domains_with_counters() {
     let b = anode().start_node(&dir, "b", &ba, &bcfg);
     let ok = wait_until(Duration::from_secs(15), || a.has_route(&ba));
     assert!(ok, "no route\na:\n{}", a.log_text());
-    let p = a.json(&["ping", &ba, "--count", "5", "--interval-ms", "20"]);
+    let p = a.json(&["ping", &ba, "-c", "5", "-i", "0.02"]);
     assert_eq!(p["received"], 5, "{p}");
 
     let ees = b.json(&["domains"]);

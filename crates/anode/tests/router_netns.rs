@@ -621,7 +621,7 @@ impl NodeLine {
             "--count",
             "3",
         ]);
-        assert!(out.contains("3 sent, 3 received"), "{out}");
+        assert!(out.contains("3 capsules transmitted, 3 received"), "{out}");
         let code = anode_ok(&["code", "list", "--socket", &self.sock("r")]);
         assert!(code.lines().any(|l| l.contains("wasm")), "{code}");
     }
@@ -688,7 +688,13 @@ fn router_node_runs_capsules_and_plan() {
     require("router_node_runs_capsules_and_plan");
     let n = NodeLine::up("are", "");
     n.capsule_pings();
-    let out = anode_ok(&["traceroute", "--socket", &n.sock("s"), "198.18.2.2:3322"]);
+    let out = anode_ok(&[
+        "traceroute",
+        "--record",
+        "--socket",
+        &n.sock("s"),
+        "198.18.2.2:3322",
+    ]);
     let hops: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))

@@ -65,13 +65,16 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod app;
+pub mod capsule;
 mod client;
 pub mod module;
 pub mod path;
 mod payload;
 mod proto;
+pub mod tools;
 
 pub use app::CodeEntry;
+pub use capsule::CapsuleSession;
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry};
 pub use payload::{Payload, PayloadError};

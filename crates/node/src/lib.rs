@@ -37,6 +37,7 @@
 pub mod builder;
 pub mod config;
 pub mod control;
+pub mod demo;
 pub mod ees;
 pub mod modules;
 pub mod realtime;

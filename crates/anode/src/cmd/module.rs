@@ -14,10 +14,7 @@
 //!   `/NAME/VERSION` (and `/NAME-VERSION.amod`); `anode module fetch URL NAME VERSION --trust
 //!   HEX` fetches one and verifies it before writing it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use anode_modules::{Package, Trust};
 
@@ -116,7 +113,7 @@ pub fn run(c: ModuleCommand) -> super::CmdResult {
     match c {
         ModuleCommand::Node(c) => super::module_ops::run(c),
         ModuleCommand::Pack { dir, builtin, out } => {
-            let p = pack_source(dir.as_deref(), builtin.as_deref())?;
+            let p = anode_node::repo::pack_source(dir.as_deref(), builtin.as_deref())?;
             let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
             p.write(&out).map_err(|e| e.to_string())?;
             println!(
@@ -184,82 +181,12 @@ pub fn run(c: ModuleCommand) -> super::CmdResult {
 /// Runs `anode repo ...`.
 pub fn repo(c: RepoCommand) -> super::CmdResult {
     let RepoCommand::Serve { dir, listen } = c;
-    let l = TcpListener::bind(&listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let srv = anode_node::repo::RepoServer::bind(&dir, &listen)?;
     println!(
-        "serving modules from {} on http://{listen}/NAME/VERSION",
-        dir.display()
+        "serving modules from {} on http://{}/NAME/VERSION",
+        dir.display(),
+        srv.addr()
     );
-    for s in l.incoming().flatten() {
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        serve_one(&dir, s);
-    }
+    srv.run();
     Ok(())
-}
-
-/// Answers one request: `GET /NAME/VERSION` or `GET /NAME-VERSION.amod`.
-fn serve_one(dir: &Path, mut s: TcpStream) {
-    let mut line = String::new();
-    let mut r = BufReader::new(&s).take(8192);
-    if r.read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("");
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let file = match parts.as_slice() {
-        [n, v] => format!("{n}-{v}.amod"),
-        [f] => (*f).to_string(),
-        _ => String::new(),
-    };
-    let safe = !file.is_empty()
-        && file.ends_with(".amod")
-        && file
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._+".contains(&b))
-        && !file.contains("..");
-    let body = if safe {
-        std::fs::read(dir.join(&file)).ok()
-    } else {
-        None
-    };
-    let _ = match body {
-        Some(b) => s
-            .write_all(
-                format!(
-                    "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
-                    b.len()
-                )
-                .as_bytes(),
-            )
-            .and_then(|()| s.write_all(&b)),
-        None => s.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
-    };
-}
-
-/// The package `anode module pack` makes: from a built-in module's name or a directory. A
-/// guest source directory without its compiled `module.wasm` gets an error saying how to
-/// build it (or to use `--builtin`).
-fn pack_source(dir: Option<&Path>, builtin: Option<&str>) -> Result<Package, String> {
-    if let Some(name) = builtin {
-        return anode_modules::builtin::package(name).ok_or_else(|| {
-            let names: Vec<&str> = anode_modules::builtin::BUILTIN
-                .iter()
-                .map(|(n, _, _)| *n)
-                .collect();
-            format!(
-                "no built-in module `{name}` (built-in: {})",
-                names.join(", ")
-            )
-        });
-    }
-    let dir = dir.ok_or("give a module directory or --builtin NAME")?;
-    if !dir.join("module.wasm").exists() && dir.join("Cargo.toml").exists() {
-        return Err(format!(
-            "{}: no module.wasm (this looks like a guest module's source): build it with \
-             `cargo build --release --target wasm32-unknown-unknown` and copy the .wasm to {}, \
-             or pack the built-in copy with `anode module pack --builtin NAME`",
-            dir.display(),
-            dir.join("module.wasm").display()
-        ));
-    }
-    Package::from_dir(dir).map_err(|e| e.to_string())
 }

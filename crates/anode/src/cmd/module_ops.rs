@@ -14,7 +14,6 @@
 //! A node's `[[module]]` startup list is `anode_node::modules`.
 
 use anode_ctl::{ModuleConfig, ModuleConfigValue, ModuleEntry};
-use anode_modules::Package;
 
 use super::client::{Conn, connect_to};
 
@@ -149,30 +148,7 @@ fn parse_config(args: &[String]) -> Result<ModuleConfig, String> {
 
 /// The package bytes a [`Source`] names.
 fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
-    if s.source.starts_with("http://") {
-        let (Some(n), Some(v)) = (&s.name, &s.ver) else {
-            return Err(format!(
-                "{}: a repository needs the module's NAME and VERSION after it",
-                s.source
-            ));
-        };
-        return anode_node::repo::fetch(&s.source, n, v);
-    }
-    if s.name.is_some() {
-        return Err(format!(
-            "{}: NAME and VERSION go with a repository URL (http://...), not a package file",
-            s.source
-        ));
-    }
-    let bytes = std::fs::read(&s.source).map_err(|e| {
-        format!(
-            "cannot read {} ({e}); give a .amod package (`anode module pack` and `sign` make one) or a repository URL",
-            s.source
-        )
-    })?;
-    // Catch a file that is not a package here, with its name in the message.
-    Package::decode(&bytes).map_err(|e| format!("{}: {e}", s.source))?;
-    Ok(bytes)
+    anode_node::repo::package_bytes(&s.source, s.name.as_deref(), s.ver.as_deref())
 }
 
 fn line(m: &ModuleEntry) -> String {

@@ -11,9 +11,10 @@
 
 use std::fmt::Write as _;
 
-use anode_plan::ee::sim::SimLine;
-use anode_plan::ee::{PacketSpec, PlanEe, PlanEeConfig, build_packet, scout};
+use anode_plan::ee::sim::{self, LineRun, LineSpec, RunLineError};
+use anode_plan::ee::{BuildError, PlanEe, scout};
 use anode_plan::{CompileError, Limits};
+use anode_wire::NodeAddr;
 
 /// `anode plan ...`
 #[derive(Debug, clap::Subcommand)]
@@ -136,118 +137,98 @@ fn check(a: &CheckArgs) -> super::CmdResult {
 
 fn run_line(a: &RunArgs) -> super::CmdResult {
     let text = read(&a.file)?;
-    let n = a.hops.saturating_add(1);
-    if a.eval_at >= n {
-        return Err(format!(
-            "--eval-at {} is not a node of a {}-hop line (nodes 0..={})",
-            a.eval_at, a.hops, a.hops
-        ));
-    }
-    let cfg = PlanEeConfig {
-        limits: Limits {
-            steps: a.steps,
-            ..Limits::default()
-        },
-        ..PlanEeConfig::default()
-    };
-    let mut line = SimLine::new(n, cfg, a.mtu).map_err(|e| e.to_string())?;
-    let spec = PacketSpec {
-        src: SimLine::addr(0),
-        eval_dest: SimLine::addr(a.eval_at),
+    let spec = LineSpec {
+        hops: a.hops,
+        eval_at: a.eval_at,
         rb: a.rb,
         flow: a.flow,
         session: a.session,
         route_fun: a.route_fun.clone(),
         handler: a.handler.clone(),
+        steps: a.steps,
+        mtu: a.mtu,
     };
-    let ee = line
-        .ee(0)
-        .ok_or("the built-in line has no PLAN EE (a bug)")?;
-    let pkt = build_packet(ee.interp(), &text, &a.entry, &spec).map_err(|e| match e {
-        anode_plan::ee::BuildError::Program(c) => located(&a.file, &c),
+    let run = sim::run_line(&text, &a.entry, &spec).map_err(|e| match e {
+        RunLineError::Build(BuildError::Program(c)) => located(&a.file, &c),
         e => e.to_string(),
     })?;
-    let size = pkt.len();
-    let injected = line.inject(0, pkt);
-    let mut evaluations = Vec::new();
-    for i in 0..n {
-        evaluations.push(line.ee(i).map_or(0, |e| e.stats().evaluations));
-    }
-    let r = line.report();
-    let idx = |addr| (0..n).find(|i| SimLine::addr(*i) == addr).unwrap_or(0);
     if a.json {
-        let j = serde_json::json!({
-            "nodes": (0..n).map(|i| SimLine::addr(i).to_string()).collect::<Vec<_>>(),
-            "packet_bytes": size,
-            "injected": match &injected { Ok(_) => "ok".to_string(), Err(e) => e.to_string() },
-            "quiet": matches!(injected, Ok(true)),
-            "packets_moved": line.moved(),
-            "evaluations": evaluations,
-            "prints": r.prints.iter().map(|(a, s)| serde_json::json!({"node": idx(*a), "text": s})).collect::<Vec<_>>(),
-            "deliveries": r.deliveries.iter().map(|(a, d)| serde_json::json!({
-                "node": idx(*a), "port": d.port, "src": d.src.to_string(), "flow": d.flow,
-                "value": d.value.to_display_string(),
-            })).collect::<Vec<_>>(),
-            "errors": r.errors.iter().map(|(a, s)| serde_json::json!({"node": idx(*a), "message": s})).collect::<Vec<_>>(),
-        });
-        println!("{j:#}");
+        println!("{:#}", run_json(&run));
     } else {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "line of {n} nodes: {}",
-            (0..n)
-                .map(|i| format!("{i}={}", SimLine::addr(i)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let _ = writeln!(
-            out,
-            "packet: {size} bytes, rb {}, evaluated first at node {}",
-            a.rb, a.eval_at
-        );
-        match &injected {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = writeln!(
-                    out,
-                    "warning: the network was still busy when the run stopped"
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(out, "the source refused the packet: {e}");
-            }
-        }
-        for (addr, s) in &r.prints {
-            let _ = writeln!(
-                out,
-                "node {} print: {}",
-                idx(*addr),
-                s.trim_end_matches('\n')
-            );
-        }
-        for (addr, d) in &r.deliveries {
-            let _ = writeln!(
-                out,
-                "node {} deliver port {}: {}",
-                idx(*addr),
-                d.port,
-                d.value.to_display_string()
-            );
-        }
-        for (addr, s) in &r.errors {
-            let _ = writeln!(out, "node {} error: {s}", idx(*addr));
-        }
-        let _ = writeln!(
-            out,
-            "{} packets moved; evaluations per node: {evaluations:?}",
-            line.moved()
-        );
-        print!("{out}");
+        print!("{}", run_text(&run, a));
     }
-    if r.errors.is_empty() && injected.is_ok() {
+    if run.report.errors.is_empty() && run.injected.is_ok() {
         Ok(())
     } else {
         Err("the packet did not run cleanly (see the errors above)".to_string())
     }
+}
+
+fn run_json(r: &LineRun) -> serde_json::Value {
+    let idx = |a: &NodeAddr| r.index_of(a);
+    let rep = &r.report;
+    serde_json::json!({
+        "nodes": r.nodes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "packet_bytes": r.packet_bytes,
+        "injected": match &r.injected { Ok(_) => "ok".to_string(), Err(e) => e.to_string() },
+        "quiet": matches!(r.injected, Ok(true)),
+        "packets_moved": r.moved,
+        "evaluations": r.evaluations,
+        "prints": rep.prints.iter().map(|(a, s)| serde_json::json!({"node": idx(a), "text": s})).collect::<Vec<_>>(),
+        "deliveries": rep.deliveries.iter().map(|(a, d)| serde_json::json!({
+            "node": idx(a), "port": d.port, "src": d.src.to_string(), "flow": d.flow,
+            "value": d.value.to_display_string(),
+        })).collect::<Vec<_>>(),
+        "errors": rep.errors.iter().map(|(a, s)| serde_json::json!({"node": idx(a), "message": s})).collect::<Vec<_>>(),
+    })
+}
+
+fn run_text(r: &LineRun, a: &RunArgs) -> String {
+    let idx = |addr: &NodeAddr| r.index_of(addr);
+    let mut out = String::new();
+    let nodes: Vec<String> = r
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{i}={n}"))
+        .collect();
+    let _ = writeln!(out, "line of {} nodes: {}", r.nodes.len(), nodes.join(" "));
+    let _ = writeln!(
+        out,
+        "packet: {} bytes, rb {}, evaluated first at node {}",
+        r.packet_bytes, a.rb, a.eval_at
+    );
+    match &r.injected {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = writeln!(
+                out,
+                "warning: the network was still busy when the run stopped"
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "the source refused the packet: {e}");
+        }
+    }
+    for (addr, s) in &r.report.prints {
+        let _ = writeln!(
+            out,
+            "node {} print: {}",
+            idx(addr),
+            s.trim_end_matches('\n')
+        );
+    }
+    for (addr, d) in &r.report.deliveries {
+        let v = d.value.to_display_string();
+        let _ = writeln!(out, "node {} deliver port {}: {v}", idx(addr), d.port);
+    }
+    for (addr, s) in &r.report.errors {
+        let _ = writeln!(out, "node {} error: {s}", idx(addr));
+    }
+    let _ = writeln!(
+        out,
+        "{} packets moved; evaluations per node: {:?}",
+        r.moved, r.evaluations
+    );
+    out
 }

@@ -211,3 +211,116 @@ impl SimLine {
         r.map(|()| quiet)
     }
 }
+
+/// One packet's run on a [`SimLine`] (`anode plan run`): the line, what to send.
+#[derive(Debug, Clone)]
+pub struct LineSpec {
+    /// Hops in the line (it has `hops + 1` nodes).
+    pub hops: usize,
+    /// The node where the packet is evaluated first (node 0 is the source).
+    pub eval_at: usize,
+    /// Resource bound.
+    pub rb: u16,
+    /// Flow id.
+    pub flow: u64,
+    /// Session (the source application's PLAN port).
+    pub session: u32,
+    /// Routing function named in the packet.
+    pub route_fun: String,
+    /// Error handler named in the packet.
+    pub handler: String,
+    /// Step budget of one evaluation.
+    pub steps: u64,
+    /// Link MTU.
+    pub mtu: usize,
+}
+
+/// What a [`run_line`] did.
+#[derive(Debug)]
+pub struct LineRun {
+    /// The nodes' addresses, by index.
+    pub nodes: Vec<NodeAddr>,
+    /// The packet's size.
+    pub packet_bytes: usize,
+    /// The source's answer to the injection: whether the network went quiet, or the drop.
+    pub injected: Result<bool, DropReason>,
+    /// Packets moved between nodes.
+    pub moved: u64,
+    /// Evaluations per node.
+    pub evaluations: Vec<u64>,
+    /// Prints, deliveries and errors seen at the nodes.
+    pub report: EvalReport,
+}
+
+impl LineRun {
+    /// The index of the node at `addr` (0 if none).
+    pub fn index_of(&self, addr: &NodeAddr) -> usize {
+        self.nodes.iter().position(|a| a == addr).unwrap_or(0)
+    }
+}
+
+/// Why [`run_line`] could not run the packet.
+#[derive(Debug, Error)]
+pub enum RunLineError {
+    /// The spec does not describe a line (evaluation node past its end).
+    #[error("--eval-at {eval_at} is not a node of a {hops}-hop line (nodes 0..={hops})")]
+    EvalAt {
+        /// Asked for.
+        eval_at: usize,
+        /// The line's hops.
+        hops: usize,
+    },
+    /// The line could not be built.
+    #[error("{0}")]
+    Line(#[from] SimError),
+    /// The packet could not be built (the program or the entry call).
+    #[error("{0}")]
+    Build(#[from] super::BuildError),
+}
+
+/// Builds a line, sends the packet for `entry` of `text` from node 0 and runs it until quiet.
+pub fn run_line(text: &str, entry: &str, spec: &LineSpec) -> Result<LineRun, RunLineError> {
+    let n = spec.hops.saturating_add(1);
+    if spec.eval_at >= n {
+        return Err(RunLineError::EvalAt {
+            eval_at: spec.eval_at,
+            hops: spec.hops,
+        });
+    }
+    let cfg = PlanEeConfig {
+        limits: crate::Limits {
+            steps: spec.steps,
+            ..crate::Limits::default()
+        },
+        ..PlanEeConfig::default()
+    };
+    let mut line = SimLine::new(n, cfg, spec.mtu)?;
+    let packet = super::PacketSpec {
+        src: SimLine::addr(0),
+        eval_dest: SimLine::addr(spec.eval_at),
+        rb: spec.rb,
+        flow: spec.flow,
+        session: spec.session,
+        route_fun: spec.route_fun.clone(),
+        handler: spec.handler.clone(),
+    };
+    let pkt = {
+        let ee = line
+            .ee(0)
+            .ok_or(SimError::Config("the line has no PLAN EE".into()))?;
+        super::build_packet(ee.interp(), text, entry, &packet)?
+    };
+    let packet_bytes = pkt.len();
+    let injected = line.inject(0, pkt);
+    let evaluations = (0..n)
+        .map(|i| line.ee(i).map_or(0, |e| e.stats().evaluations))
+        .collect();
+    Ok(LineRun {
+        nodes: (0..n).map(SimLine::addr).collect(),
+        packet_bytes,
+        injected,
+        moved: line.moved(),
+        evaluations,
+        report: line.report().clone(),
+    })
+}

@@ -1,8 +1,15 @@
-//! Traceroute by route recording. Payload (big-endian):
-//! `kind u8 (0 probe, 1 reply) | hops u8 | reply port u16 | t0 ns u64 | hops x address (18)`.
-//! Every node a probe passes appends its address (the origin included); the destination
-//! appends itself and sends the record back to the source in a reply capsule, which is
-//! delivered to the reply port there with the round-trip time in the t0 field.
+//! Traceroute, two ways. Payload (big-endian):
+//! `kind u8 | hops u8 | reply port u16 | t0 ns u64 | hops x address (18)`.
+//!
+//! - Route recording (kind 0 probe, 1 reply): every node a probe passes appends its address
+//!   (the origin included); the destination appends itself and sends the record back to the
+//!   source in a reply capsule, which is delivered to the reply port there with the
+//!   round-trip time in the t0 field.
+//! - Hop-limited probes, as IP traceroute (kind 2 probe, 3 reply): `hops` is the number of
+//!   hops the probe may go. Each node it reaches counts one off; the node where it reaches
+//!   zero, or the destination, sends a reply carrying its own address (`hops` = 1 if it is the
+//!   destination, else 0) back to the source, which delivers it with the round-trip time in
+//!   the t0 field, measured on the source's own clock.
 
 #![no_std]
 
@@ -70,7 +77,56 @@ fn accept(cap: &mut Capsule, why: Why) -> Verdict {
             }
         }
         (1, _) => Verdict::Forward,
+        (2, Why::Local) => {
+            h[4..12].copy_from_slice(&now_ns().to_be_bytes());
+            if cap.write(0, &h).is_ok() {
+                Verdict::Forward
+            } else {
+                Verdict::Drop
+            }
+        }
+        (2, why) => {
+            let reached = why == Why::Destination;
+            let left = h[1].saturating_sub(1);
+            if !reached && left > 0 {
+                h[1] = left;
+                return if cap.write(0, &h).is_ok() {
+                    Verdict::Forward
+                } else {
+                    Verdict::Drop
+                };
+            }
+            hop_reply(cap, &h, reached)
+        }
+        (3, Why::Destination) => {
+            let rtt = now_ns().saturating_sub(be64(&h, 4));
+            if cap.write(4, &rtt.to_be_bytes()).is_err() {
+                return Verdict::Drop;
+            }
+            match cap.deliver(be16(&h, 2)) {
+                Ok(()) => Verdict::Done,
+                Err(_) => Verdict::Drop,
+            }
+        }
+        (3, _) => Verdict::Forward,
         _ => Verdict::Drop,
+    }
+}
+
+/// Answers a hop-limited probe from this node: its address, whether it is the destination,
+/// and the probe's t0, back to the probe's source.
+fn hop_reply(cap: &mut Capsule, h: &[u8; HDR], reached: bool) -> Verdict {
+    let Ok(info) = cap.info() else {
+        return Verdict::Drop;
+    };
+    let mut buf = [0u8; HDR + ADDR_LEN];
+    buf[..HDR].copy_from_slice(h);
+    buf[0] = 3;
+    buf[1] = u8::from(reached);
+    buf[HDR..].copy_from_slice(&node_addr().0);
+    match cap.send(&info.src, None, info.rb, info.flow, &buf) {
+        Ok(()) => Verdict::Done,
+        Err(_) => Verdict::Drop,
     }
 }
 

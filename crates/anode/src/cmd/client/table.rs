@@ -1,52 +1,33 @@
-//! Plain-text tables for people: left-aligned columns, two spaces apart.
+//! Plain-text tables for people (comfy-table, no borders): a header row, left-aligned
+//! columns two spaces apart, no trailing spaces.
 
 /// A table being built.
-#[derive(Debug, Default)]
-pub struct Table {
-    rows: Vec<Vec<String>>,
-}
+#[derive(Debug)]
+pub struct Table(comfy_table::Table);
 
 impl Table {
     /// A table with these column headers.
     pub fn new(headers: &[&str]) -> Self {
-        Table {
-            rows: vec![headers.iter().map(|h| h.to_string()).collect()],
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::NOTHING)
+            .set_header(headers.to_vec());
+        for c in t.column_iter_mut() {
+            c.set_padding((0, 2));
         }
+        Table(t)
     }
 
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.0.add_row(cells);
     }
 
     /// The table as text, one line per row.
     pub fn render(&self) -> String {
-        let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..cols)
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .filter_map(|r| r.get(c))
-                    .map(|s| s.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        for r in &self.rows {
-            let mut line = String::new();
-            for (i, cell) in r.iter().enumerate() {
-                let w = widths.get(i).copied().unwrap_or(0);
-                if i + 1 == r.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(&format!("{cell:<w$}  "));
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
+        self.0
+            .lines()
+            .map(|l| l.trim_end().to_string() + "\n")
+            .collect()
     }
 }
 

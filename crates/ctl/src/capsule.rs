@@ -1,0 +1,163 @@
+//! [`CapsuleSession`]: an application's capsule protocol through a running node (PAN's
+//! application library): the code object is put into the node's code cache (the node is the
+//! code source for the first hop; every later node demand-loads it from its previous hop), an
+//! application port is bound for the replies the code delivers, capsules are injected, and
+//! deliveries to the port are read with a deadline.
+//!
+//! Contract: every wait is bounded by the caller's deadline; deliveries to other ports are
+//! skipped; the session's port is freed when the connection closes.
+
+use std::time::{Duration, Instant};
+
+use anode_wire::NodeAddr;
+use anode_wire::anep::TYPE_CAPSULE;
+use anode_wire::capsule::{Capsule, CapsuleRepr};
+use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
+use sha2::{Digest, Sha256};
+
+use crate::app::parse_code_name;
+use crate::{Client, ClientError, ErrorCode, StreamItem};
+
+/// Application ports a session tries, from a base derived from the process id.
+const PORT_TRIES: u16 = 64;
+
+/// A capsule protocol running from one node; see the module docs.
+#[derive(Debug)]
+pub struct CapsuleSession {
+    client: Client,
+    node: NodeAddr,
+    code: [u8; 32],
+    port: u16,
+    code_was_cached: bool,
+}
+
+/// A whole ANEP capsule packet from `src` to `dst` running `code` at every hop, with resource
+/// bound `rb`, flow id `flow` and `payload`; the code is demand-loaded from the previous hop.
+pub fn capsule_packet(
+    code: [u8; 32],
+    src: NodeAddr,
+    dst: NodeAddr,
+    rb: u16,
+    flow: u64,
+    payload: &[u8],
+) -> Result<Vec<u8>, anode_wire::WireError> {
+    Capsule {
+        transit: TransitRepr {
+            flags: FLAG_EVAL_EVERY_HOP,
+            rb,
+            flow,
+            src,
+            dst,
+            prev_hop: src,
+        },
+        header: CapsuleRepr {
+            flags: 0,
+            code,
+            code_source: None,
+        },
+        payload: payload.to_vec(),
+    }
+    .to_packet()
+}
+
+impl CapsuleSession {
+    /// Puts `wasm` into the node's code cache and binds a free capsule application port.
+    pub fn open(mut client: Client, wasm: &[u8]) -> Result<CapsuleSession, String> {
+        let node = client.node_info().node;
+        let name = crate::app::code_name(&Sha256::digest(wasm).into());
+        let code_was_cached = client.code_show(&name).is_ok();
+        let e = client.code_put(wasm.to_vec()).map_err(|e| e.to_string())?;
+        let code = parse_code_name(&e.hash).map_err(|e| e.to_string())?;
+        let base = 40_000 + (std::process::id() % 20_000) as u16;
+        for i in 0..PORT_TRIES {
+            let p = base.wrapping_add(i).max(1024);
+            match client.bind_app(TYPE_CAPSULE, p) {
+                Ok(()) => {
+                    return Ok(CapsuleSession {
+                        client,
+                        node,
+                        code,
+                        port: p,
+                        code_was_cached,
+                    });
+                }
+                Err(ClientError::Refused {
+                    code: ErrorCode::PortInUse,
+                    ..
+                }) => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Err(format!(
+            "no free application port found ({PORT_TRIES} tried)"
+        ))
+    }
+
+    /// The node the session runs from.
+    pub fn node(&self) -> NodeAddr {
+        self.node
+    }
+
+    /// The code object's name.
+    pub fn code(&self) -> [u8; 32] {
+        self.code
+    }
+
+    /// Whether the node already had the code object when the session opened.
+    pub fn code_was_cached(&self) -> bool {
+        self.code_was_cached
+    }
+
+    /// The application port replies are delivered to.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Injects a capsule of the session's code toward `dst`.
+    pub fn inject(
+        &mut self,
+        dst: NodeAddr,
+        rb: u16,
+        flow: u64,
+        payload: &[u8],
+    ) -> Result<(), String> {
+        let pkt = capsule_packet(self.code, self.node, dst, rb, flow, payload)
+            .map_err(|e| e.to_string())?;
+        self.client.inject(pkt, false).map_err(|e| e.to_string())
+    }
+
+    /// Injects `count` copies of one capsule toward `dst` in one control request.
+    pub fn inject_many(
+        &mut self,
+        dst: NodeAddr,
+        rb: u16,
+        flow: u64,
+        payload: &[u8],
+        count: u32,
+    ) -> Result<(), String> {
+        let pkt = capsule_packet(self.code, self.node, dst, rb, flow, payload)
+            .map_err(|e| e.to_string())?;
+        self.client
+            .inject_many(pkt, false, count)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A delivery that is already here, if any.
+    pub fn poll(&mut self) -> Result<Option<Vec<u8>>, String> {
+        self.next(Instant::now() + Duration::from_millis(1))
+    }
+
+    /// The next delivery to the session's port before `deadline` (`None`: timed out).
+    pub fn next(&mut self, deadline: Instant) -> Result<Option<Vec<u8>>, String> {
+        loop {
+            match self.client.next_item(Some(deadline)) {
+                Ok(StreamItem::Delivery(d)) if d.port == self.port => {
+                    return Ok(Some(d.payload.as_bytes().to_vec()));
+                }
+                Ok(_) => {}
+                Err(ClientError::Timeout) => return Ok(None),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
