@@ -43,7 +43,7 @@ use anode_wire::control::Control;
 
 use crate::abi::{self, verdict};
 use crate::cache::{DiskCache, DiskHit, MemCache};
-use crate::host::{CallEnv, CurCapsule, Effect};
+use crate::host::{CallEnv, CurCapsule, Effect, Reach};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::route::{CapsuleRouteFn, RouteTable};
@@ -178,8 +178,8 @@ pub struct CapsuleEe {
     mem: MemCache,
     disk: Option<DiskCache>,
     loader: Loader,
-    soft: SoftState,
-    ports: PortTable,
+    /// Soft state, ports and routing functions (lent to each guest call).
+    reach: Box<Reach>,
     epoch: Option<Instant>,
     stats: CapsuleStats,
     /// Run reports not yet drained (only filled when `cfg.record_runs`).
@@ -193,11 +193,10 @@ pub struct CapsuleEe {
     tier_poll_at: Option<Instant>,
     /// The time of the latest call from the node (`None` before the first).
     last_now: Option<Instant>,
-    /// Routing functions capsules may name (`forward_by`).
-    routes: RouteTable,
-    /// What the running guest did to the node (moved into the store for each call and
-    /// applied after it; kept for its capacity).
-    effects: Vec<Effect>,
+    /// The call environment lent to each guest call (`host/mod.rs`), kept between calls with
+    /// an empty [`Reach`], its effects buffer, and the last node view (reused, its time
+    /// refreshed, while the node's routes, neighbors and links stay the same).
+    call_env: Option<Box<CallEnv>>,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -227,12 +226,14 @@ impl CapsuleEe {
             tier_pending: HashSet::new(),
             tier_poll_at: None,
             last_now: None,
-            routes: RouteTable::default(),
-            effects: Vec::new(),
+            call_env: None,
             mem: MemCache::new(cfg.mem_cache_bytes),
             loader: Loader::new(cfg.loader),
-            soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
-            ports: PortTable::default(),
+            reach: Box::new(Reach {
+                soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
+                ports: PortTable::default(),
+                routes: RouteTable::default(),
+            }),
             epoch: None,
             stats: CapsuleStats::default(),
             runs: Vec::new(),
@@ -270,7 +271,7 @@ impl CapsuleEe {
 
     /// The soft state (for inspection).
     pub fn soft_state(&mut self) -> &mut SoftState {
-        &mut self.soft
+        &mut self.reach.soft
     }
 
     /// Capsules waiting for code.
@@ -285,12 +286,12 @@ impl CapsuleEe {
 
     /// Lets code objects deliver to application port `port`.
     pub fn register_port(&mut self, port: u16) {
-        self.ports.insert(port);
+        self.reach.ports.insert(port);
     }
 
     /// Revokes `port`.
     pub fn unregister_port(&mut self, port: u16) -> bool {
-        self.ports.remove(&port)
+        self.reach.ports.remove(&port)
     }
 
     /// Registers routing function `f` under `name` for capsules asking for it with
@@ -301,17 +302,17 @@ impl CapsuleEe {
         name: &str,
         f: Box<dyn CapsuleRouteFn>,
     ) -> Result<(), CapsuleError> {
-        self.routes.set(name, f)
+        self.reach.routes.set(name, f)
     }
 
     /// Unregisters routing function `name`; `false` if there was none.
     pub fn remove_route(&mut self, name: &str) -> bool {
-        self.routes.remove(name)
+        self.reach.routes.remove(name)
     }
 
     /// The names of the registered routing functions, sorted.
     pub fn route_names(&self) -> Vec<String> {
-        self.routes.names()
+        self.reach.routes.names()
     }
 
     /// Installs a code object locally (compiled, cached in memory and on disk, served to
@@ -419,7 +420,7 @@ impl CapsuleEe {
             let _ = live.store.set_fuel(self.cfg.fuel);
             let _ = fin.call(&mut live.store, ());
         }
-        self.soft.clear(&c.obj.hash);
+        self.reach.soft.clear(&c.obj.hash);
     }
 
     fn admit(&mut self, obj: CodeObject) -> Result<(), CapsuleError> {
@@ -841,7 +842,7 @@ impl CapsuleEe {
                 anep_len: pkt.anep_len,
                 payload_at,
                 why: pkt.why,
-                transit: pkt.transit,
+                transit_len: pkt.transit_len,
                 header: hdr,
                 dirty: false,
             });
@@ -855,27 +856,18 @@ impl CapsuleEe {
         self.stats.runs += 1;
         // The call's environment moves into the store and back (host/mod.rs); what the guest
         // did to the node is applied after it returns, in order.
-        live.store.data_mut().env = Some(CallEnv {
-            view: ctx.view(),
-            soft: std::mem::replace(&mut self.soft, SoftState::new(0, 0)),
-            ports: std::mem::take(&mut self.ports),
-            routes: std::mem::take(&mut self.routes),
-            epoch,
-            max_actions: self.cfg.max_actions,
-            route_misses: 0,
-            effects: std::mem::take(&mut self.effects),
-        });
+        let mut env = lend_env(&mut self.call_env, ctx, epoch, self.cfg.max_actions);
+        std::mem::swap(&mut self.reach, &mut env.reach);
+        live.store.data_mut().env = Some(env);
         let r = live
             .accept
             .call(&mut live.store, ((plen - payload_at) as i32, why));
-        if let Some(env) = live.store.data_mut().env.take() {
-            self.soft = env.soft;
-            self.ports = env.ports;
-            self.routes = env.routes;
-            self.stats.unknown_route_fn += env.route_misses;
-            self.effects = env.effects;
+        if let Some(mut env) = live.store.data_mut().env.take() {
+            std::mem::swap(&mut self.reach, &mut env.reach);
+            self.stats.unknown_route_fn += std::mem::take(&mut env.route_misses);
+            apply_effects(ctx, &mut env.effects);
+            self.call_env = Some(env);
         }
-        apply_effects(ctx, &mut self.effects);
         let cap = live.store.data_mut().cap.take();
         if self.cfg.record_runs {
             let outcome = match &r {
@@ -914,6 +906,44 @@ impl CapsuleEe {
                 }
             }
         }
+    }
+}
+
+/// The call environment for the next guest call (holding an empty [`Reach`] to swap with
+/// the EE's), its view current: the kept one refreshed if the node's view generation is
+/// unchanged, else taken anew.
+fn lend_env(
+    kept: &mut Option<Box<CallEnv>>,
+    ctx: &mut NodeContext<'_>,
+    epoch: Instant,
+    max_actions: u32,
+) -> Box<CallEnv> {
+    let generation = ctx.view_generation();
+    match kept.take() {
+        Some(mut env) => {
+            if env.view_gen == generation {
+                env.view.set_now(ctx.now());
+            } else {
+                env.view = ctx.view();
+                env.view_gen = generation;
+            }
+            env.epoch = epoch;
+            env.max_actions = max_actions;
+            env
+        }
+        None => Box::new(CallEnv {
+            view: ctx.view(),
+            view_gen: generation,
+            reach: Box::new(Reach {
+                soft: SoftState::new(0, 0),
+                ports: PortTable::default(),
+                routes: RouteTable::default(),
+            }),
+            epoch,
+            max_actions,
+            route_misses: 0,
+            effects: Vec::new(),
+        }),
     }
 }
 

@@ -17,7 +17,7 @@ use anode_routing::{LinkId, NextHop};
 use anode_wire::NodeAddr;
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::control::Control;
-use anode_wire::transit::TransitRepr;
+use anode_wire::transit::Transit;
 
 use crate::cut::{CutError, CutId, CutSpec, DemuxKey};
 use crate::node::Core;
@@ -37,9 +37,10 @@ pub enum Dispatch {
     Local,
 }
 
-/// A packet handed to an EE: the buffer that arrived (no copy) and its headers, parsed once
-/// by the node into typed values that travel with it (the NodeOS guard and the EE read them
-/// here instead of parsing the bytes again).
+/// A packet handed to an EE: the buffer that arrived (no copy) and its headers, checked and
+/// parsed once by the node; they travel with it as a checked view of the transit header and
+/// the parsed EE header (the NodeOS guard and the EE read them here instead of parsing the
+/// bytes again).
 #[derive(Debug)]
 pub struct EePacket {
     /// The whole ANEP packet.
@@ -48,8 +49,6 @@ pub struct EePacket {
     pub anep_len: usize,
     /// Length of the transit header; the EE header starts at `anep_len + transit_len`.
     pub transit_len: usize,
-    /// The transit header.
-    pub transit: TransitRepr,
     /// The EE header, for the EE types whose header the node knows.
     pub header: EeHeader,
     /// The link it arrived on (`None` when injected locally).
@@ -91,25 +90,32 @@ impl EeHeader {
 }
 
 impl EePacket {
-    /// A packet for an EE, its headers parsed: `None` if the transit header is malformed.
+    /// A packet for an EE: `buf`'s transit header (at `anep_len`, `transit_len` bytes) has
+    /// been checked by the node; its EE header is parsed here for the types the node knows.
     pub fn new(
         type_id: u16,
         buf: Vec<u8>,
-        anep_len: usize,
+        (anep_len, transit_len): (usize, usize),
         link: Option<LinkId>,
         why: Dispatch,
-    ) -> Option<EePacket> {
-        let (transit, transit_len) = TransitRepr::parse(buf.get(anep_len..)?).ok()?;
+    ) -> EePacket {
         let header = EeHeader::parse(type_id, buf.get(anep_len + transit_len..).unwrap_or(&[]));
-        Some(EePacket {
+        EePacket {
             buf,
             anep_len,
             transit_len,
-            transit,
             header,
             link,
             why,
-        })
+        }
+    }
+
+    /// The transit header (checked when the packet was made; nothing is checked again).
+    pub fn transit(&self) -> Transit<&[u8]> {
+        Transit::new_unchecked(
+            self.buf.get(self.anep_len..).unwrap_or(&[]),
+            self.transit_len,
+        )
     }
 
     /// The bytes after the transit header (EE header and payload).
@@ -188,6 +194,13 @@ impl NodeContext<'_> {
             self.core.dv.fib().clone(),
             self.core.view_cache(),
         )
+    }
+
+    /// Changes whenever a view taken now would differ from one taken before in more than its
+    /// time (routes, neighbors, links): an EE may keep a [`NodeView`] and refresh only its time
+    /// ([`NodeView::set_now`]) while this stays the same.
+    pub fn view_generation(&self) -> (u64, u64) {
+        (self.core.dv.change_count(), self.core.view_epoch)
     }
 
     /// The up neighbors.

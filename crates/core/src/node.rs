@@ -57,7 +57,9 @@ pub(crate) struct Core {
     /// The time of the call being handled (for hooks run where no time is passed down).
     pub now: Instant,
     /// Neighbor and link facts for [`crate::NodeView`]s; `None` after a change.
-    pub view_cache: Option<crate::view::ViewCache>,
+    pub view_cache: Option<std::sync::Arc<crate::view::ViewCache>>,
+    /// Bumped whenever `view_cache` is dropped (a neighbor or link changed).
+    pub view_epoch: u64,
 }
 
 /// A neighbor as reported by [`Node::neighbors`].
@@ -115,6 +117,7 @@ impl Node {
                 cur_in: None,
                 now,
                 view_cache: None,
+                view_epoch: 0,
                 cfg,
             },
             ees: Vec::new(),
@@ -136,7 +139,7 @@ impl Node {
         let id = self.core.neighbors.add_link(now);
         let pin = cfg.static_neighbor.then_some(cfg.peer);
         self.core.links.push(LinkInfo { cfg });
-        self.core.view_cache = None;
+        self.core.drop_view_cache();
         if let Some(peer) = pin
             && let Some(ev) = self.core.neighbors.pin(id, peer, now)
         {
@@ -167,7 +170,7 @@ impl Node {
 
     /// Takes a link administratively up or down. Down drops its neighbor at once.
     pub fn set_link_up(&mut self, link: LinkId, up: bool, now: Instant) {
-        self.core.view_cache = None;
+        self.core.drop_view_cache();
         if let Some(ev) = self.core.neighbors.set_enabled(link, up, now) {
             self.core.neighbor_event(now, ev);
         }
@@ -447,10 +450,8 @@ impl Node {
             now,
         };
         // The one parse of the headers on the packet's way through the EE and the NodeOS.
-        match EePacket::new(type_id, buf, anep_len, link, why) {
-            Some(pkt) => ee.handle_packet(&mut ctx, pkt),
-            None => ctx.core.drop(DropReason::MalformedTransit),
-        }
+        let pkt = EePacket::new(type_id, buf, (anep_len, c.transit_len), link, why);
+        ee.handle_packet(&mut ctx, pkt);
     }
 
     /// Runs every timer due at `now`: hellos, neighbor expiry, routing updates, EE timers.
@@ -637,12 +638,18 @@ impl Core {
         self.events.push_back(Event::Delivered(d));
     }
 
+    /// Forgets the neighbor and link facts (they changed).
+    pub(crate) fn drop_view_cache(&mut self) {
+        self.view_cache = None;
+        self.view_epoch += 1;
+    }
+
     /// The neighbor and link facts for views, built once after each change.
-    pub(crate) fn view_cache(&mut self) -> crate::view::ViewCache {
+    pub(crate) fn view_cache(&mut self) -> std::sync::Arc<crate::view::ViewCache> {
         if let Some(c) = &self.view_cache {
             return c.clone();
         }
-        let c = crate::view::ViewCache {
+        let c = std::sync::Arc::new(crate::view::ViewCache {
             neighbors: self
                 .neighbors
                 .up()
@@ -654,13 +661,13 @@ impl Core {
                 .enumerate()
                 .map(|(i, l)| (l.cfg.mtu, self.neighbors.is_enabled(LinkId(i as u32))))
                 .collect(),
-        };
+        });
         self.view_cache = Some(c.clone());
         c
     }
 
     pub(crate) fn neighbor_event(&mut self, now: Instant, ev: NeighborEvent) {
-        self.view_cache = None;
+        self.drop_view_cache();
         match ev {
             NeighborEvent::Up { link, addr } => {
                 let cost = self.links.get(link.0 as usize).map_or(1, |l| l.cfg.cost);

@@ -5,7 +5,7 @@
 //! worker thread) takes a view at the start of the call: the time, the node's address, its
 //! forwarding table (an `Arc` of the routing service's [`Fib`]), its up neighbors and its
 //! links' MTUs (both cached by the node until a neighbor or link changes). Taking a view costs
-//! three reference-count increments; nothing is copied.
+//! two reference-count increments; nothing is copied.
 //!
 //! [`NodeView::check_forward`] answers what [`NodeContext::forward`] would answer from the
 //! same facts (resource bound, route, link MTU), so an EE can tell a guest the outcome of a
@@ -33,12 +33,13 @@ pub trait NodeFacts {
     fn neighbor_on(&self, link: LinkId) -> Option<NextHop>;
 }
 
-/// The neighbor and link facts a node caches for views (rebuilt after a change).
-#[derive(Debug, Clone)]
+/// The neighbor and link facts a node caches for views (rebuilt after a change; shared by
+/// the views taken until then).
+#[derive(Debug)]
 pub(crate) struct ViewCache {
-    pub neighbors: Arc<[NextHop]>,
+    pub neighbors: Vec<NextHop>,
     /// Per link: its MTU and whether it is administratively up.
-    pub links: Arc<[(usize, bool)]>,
+    pub links: Vec<(usize, bool)>,
 }
 
 /// An owned view of the node; see the module docs.
@@ -48,7 +49,7 @@ pub struct NodeView {
     address: NodeAddr,
     default_rb: u16,
     fib: Arc<Fib>,
-    cache: ViewCache,
+    cache: Arc<ViewCache>,
 }
 
 impl NodeView {
@@ -57,7 +58,7 @@ impl NodeView {
         address: NodeAddr,
         default_rb: u16,
         fib: Arc<Fib>,
-        cache: ViewCache,
+        cache: Arc<ViewCache>,
     ) -> NodeView {
         NodeView {
             now,
@@ -71,6 +72,14 @@ impl NodeView {
     /// The time of the call.
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// Makes a kept view current for a later call whose [`NodeContext::view_generation`]
+    /// is the same as when the view was taken: only the time differs.
+    ///
+    /// [`NodeContext::view_generation`]: crate::NodeContext::view_generation
+    pub fn set_now(&mut self, now: Instant) {
+        self.now = now;
     }
 
     /// The default resource bound of packets this node originates.

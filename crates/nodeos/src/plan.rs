@@ -117,7 +117,7 @@ impl MeteredEe for MeteredPlan {
     type Key = NodeAddr;
 
     fn principal_of(&self, pkt: &EePacket) -> Option<NodeAddr> {
-        Some(pkt.transit.src)
+        Some(pkt.transit().src())
     }
 
     fn principal_name(key: &NodeAddr) -> String {

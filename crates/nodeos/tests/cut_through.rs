@@ -30,7 +30,7 @@ impl ExecutionEnvironment for FlowEe {
     }
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         let kind = pkt.ee_bytes().first().copied().unwrap_or(0);
-        let flow = pkt.transit.flow;
+        let flow = pkt.transit().flow();
         self.seen.push((kind, flow));
         if kind == CONTROL {
             let mut f = [0u8; 8];

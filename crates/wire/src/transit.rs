@@ -91,6 +91,13 @@ impl<T: AsRef<[u8]>> Transit<T> {
         Ok(Transit { buf, header_len })
     }
 
+    /// A view of a header already validated by [`Transit::new_checked`] (whose
+    /// `header_len` it was): no check is repeated. The accessors stay bounds-checked, so a
+    /// wrong `header_len` gives wrong values, never a panic.
+    pub fn new_unchecked(buf: T, header_len: usize) -> Self {
+        Transit { buf, header_len }
+    }
+
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }

@@ -20,19 +20,19 @@ fn why_code(w: Dispatch) -> u8 {
 
 /// The `cap_info` record (see `ABI.md`) of `k`, from its parsed headers.
 fn info_record(k: &CurCapsule) -> [u8; abi::INFO_LEN] {
-    let t = &k.transit;
+    let t = k.transit();
     let mut rec = [0u8; abi::INFO_LEN];
     let mut put = |at: usize, bytes: &[u8]| {
         if let Some(d) = rec.get_mut(at..at + bytes.len()) {
             d.copy_from_slice(bytes);
         }
     };
-    put(0, &t.rb.to_le_bytes());
-    put(2, &[t.flags, k.header.flags, why_code(k.why)]);
-    put(8, &t.flow.to_le_bytes());
-    put(16, &t.src.to_bytes());
-    put(34, &t.dst.to_bytes());
-    put(52, &t.prev_hop.to_bytes());
+    put(0, &t.rb().to_le_bytes());
+    put(2, &[t.flags(), k.header.flags, why_code(k.why)]);
+    put(8, &t.flow().to_le_bytes());
+    put(16, &t.src().to_bytes());
+    put(34, &t.dst().to_bytes());
+    put(52, &t.prev_hop().to_bytes());
     put(72, &k.header.code);
     rec
 }
@@ -127,11 +127,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(a) = read_addr(mem, p) else {
                 return err::BOUNDS;
             };
-            let Some(mut t) = k.transit_mut() else {
-                return err::NO_CAPSULE;
-            };
-            t.set_dst(a);
-            k.transit.dst = a;
+            k.transit_mut().set_dst(a);
             k.dirty = true;
             0
         })
@@ -149,11 +145,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         let Some(k) = c.data_mut().cap.as_mut() else {
             return err::NO_CAPSULE;
         };
-        let Some(mut t) = k.transit_mut() else {
-            return err::NO_CAPSULE;
-        };
-        t.set_flags(f as u8);
-        k.transit.flags = f as u8;
+        k.transit_mut().set_flags(f as u8);
         k.dirty = true;
         0
     })?;

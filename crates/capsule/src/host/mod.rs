@@ -41,7 +41,7 @@ use anode_wire::NodeAddr;
 use anode_wire::anep::AnepPacket;
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::checksum;
-use anode_wire::transit::{Transit, TransitRepr};
+use anode_wire::transit::Transit;
 use wasmtime::{Caller, Instance, Linker, Memory, Trap, Val};
 
 use crate::abi;
@@ -49,7 +49,8 @@ use crate::route::RouteTable;
 use crate::softstate::SoftState;
 use crate::{CodeHash, PortTable};
 
-/// The capsule a guest call runs on: its bytes and its headers, parsed once by the node.
+/// The capsule a guest call runs on: its bytes and its headers, checked and parsed once by
+/// the node.
 #[derive(Debug)]
 pub(crate) struct CurCapsule {
     /// The whole ANEP packet (truncated to its packet length).
@@ -58,9 +59,8 @@ pub(crate) struct CurCapsule {
     /// Where the payload starts in `buf`.
     pub payload_at: usize,
     pub why: Dispatch,
-    /// The transit header; kept equal to its bytes in `buf` by every host function that
-    /// changes them.
-    pub transit: TransitRepr,
+    /// Length of the transit header (checked by the node; views of it check nothing again).
+    pub transit_len: usize,
     /// The capsule header.
     pub header: CapsuleRepr,
     /// The payload or header changed: fix the ANEP length and checksum before sending.
@@ -72,9 +72,18 @@ impl CurCapsule {
         self.buf.len().saturating_sub(self.payload_at)
     }
 
-    /// The transit header's bytes, to change them (and then `self.transit`).
-    fn transit_mut(&mut self) -> Option<Transit<&mut [u8]>> {
-        Transit::new_checked(self.buf.get_mut(self.anep_len..)?).ok()
+    /// The transit header.
+    fn transit(&self) -> Transit<&[u8]> {
+        Transit::new_unchecked(
+            self.buf.get(self.anep_len..).unwrap_or(&[]),
+            self.transit_len,
+        )
+    }
+
+    /// The transit header, to change it.
+    fn transit_mut(&mut self) -> Transit<&mut [u8]> {
+        let len = self.transit_len;
+        Transit::new_unchecked(self.buf.get_mut(self.anep_len..).unwrap_or(&mut []), len)
     }
 
     /// Makes the ANEP packet length and integrity checksum match the (changed) bytes.
@@ -117,15 +126,26 @@ pub(crate) enum Effect {
     Log(String),
 }
 
-/// What a guest call may reach: moved into the store by the EE for one call and back out.
+/// The EE's state guest calls may reach: soft state, application ports, routing functions.
+/// Boxed, so that lending it to a call moves a pointer.
 #[derive(Debug)]
-pub(crate) struct CallEnv {
-    /// The node as it is at the start of the call.
-    pub view: NodeView,
+pub(crate) struct Reach {
     pub soft: SoftState,
     pub ports: PortTable,
     /// The routing functions `forward_by` may name.
     pub routes: RouteTable,
+}
+
+/// What a guest call may reach: lent to the store by the EE for one call and taken back
+/// (boxed, so that lending it moves a pointer; the box is kept for the next call).
+#[derive(Debug)]
+pub(crate) struct CallEnv {
+    /// The node as it is at the start of the call.
+    pub view: NodeView,
+    /// The node's view generation `view` was taken at (`NodeContext::view_generation`).
+    pub view_gen: (u64, u64),
+    /// The EE's soft state, ports and routing functions.
+    pub reach: Box<Reach>,
     /// The time `now_ns` counts from.
     pub epoch: Instant,
     pub max_actions: u32,
@@ -150,7 +170,7 @@ pub(crate) struct HostState {
     pub mem: Option<Memory>,
     pub cap: Option<CurCapsule>,
     /// The call environment, present exactly while the EE runs a guest call.
-    pub env: Option<CallEnv>,
+    pub env: Option<Box<CallEnv>>,
     /// Sends and copies this capsule made.
     pub actions: u32,
     /// The dependencies instantiated in this store.

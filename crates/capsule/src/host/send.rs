@@ -51,11 +51,11 @@ fn forward_by(mem: &[u8], p: Parts<'_>, (np, nl): (i32, i32), flow: i64) -> i32 
     let Some(name) = slice(mem, np, nl) else {
         return err::BOUNDS;
     };
-    let Some(dst) = p.cap.as_ref().map(|k| k.transit.dst) else {
+    let Some(dst) = p.cap.as_ref().map(|k| k.transit().dst()) else {
         return err::NO_CAPSULE;
     };
     let env = p.env;
-    let Some(f) = env.routes.get_mut(name) else {
+    let Some(f) = env.reach.routes.get_mut(name) else {
         env.route_misses += 1;
         return err::NOT_FOUND;
     };
@@ -93,20 +93,21 @@ fn deliver(p: Parts<'_>, port: i32) -> i32 {
     let Ok(port) = u16::try_from(port) else {
         return err::DENIED;
     };
-    if !p.env.ports.contains(&port) {
+    if !p.env.reach.ports.contains(&port) {
         return err::DENIED;
     }
     let Some(mut k) = p.cap.take() else {
         return err::NO_CAPSULE;
     };
     k.fix_up();
-    let t = k.transit;
+    let t = k.transit();
+    let (src, flow, rb) = (t.src(), t.flow(), t.rb());
     p.env.effects.push(Effect::Deliver(Delivery {
         type_id: TYPE_CAPSULE,
         port,
-        src: t.src,
-        flow: t.flow,
-        rb: t.rb,
+        src,
+        flow,
+        rb,
         offset: k.payload_at,
         buf: k.buf,
     }));
@@ -144,7 +145,7 @@ fn send(mem: &[u8], p: Parts<'_>, a: &SendArgs) -> i32 {
     let Some(k) = p.cap.as_mut() else {
         return err::NO_CAPSULE;
     };
-    let have = k.transit.rb;
+    let have = k.transit().rb();
     let Ok(want) = u16::try_from(a.rb) else {
         return err::RB;
     };
@@ -171,11 +172,7 @@ fn send(mem: &[u8], p: Parts<'_>, a: &SendArgs) -> i32 {
     let Ok(buf) = child.to_packet() else {
         return err::TOO_BIG;
     };
-    let Some(mut t) = k.transit_mut() else {
-        return err::NO_CAPSULE;
-    };
-    t.set_rb(have - want);
-    k.transit.rb = have - want;
+    k.transit_mut().set_rb(have - want);
     k.dirty = true;
     *p.actions += 1;
     record_send(p.env, buf, anep::BASIC_HEADER_LEN, None)

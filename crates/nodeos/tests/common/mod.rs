@@ -162,7 +162,7 @@ impl ExecutionEnvironment for Sink {
         if pkt.why == Dispatch::Destination {
             let k = pkt.ee_bytes().first().copied().unwrap_or(255);
             *self.got.entry(k).or_insert(0) += 1;
-            let p = (pkt.transit.flow >> 56) as u8;
+            let p = (pkt.transit().flow() >> 56) as u8;
             *self.by_proto.entry(p).or_insert(0) += 1;
         } else {
             // A source node: send what local applications inject.

@@ -359,8 +359,8 @@ impl PlanEe {
 
     /// Header-only routing (intermediate nodes with a routing function, and local injection).
     fn route(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
-        let t = &pkt.transit;
-        let (dst, flow, rb, src) = (t.dst, t.flow, t.rb, t.src);
+        let t = pkt.transit();
+        let (dst, flow, rb, src) = (t.dst(), t.flow(), t.rb(), t.src());
         let body = pkt.ee_bytes();
         let Ok((hdr, chunk_bytes)) = peek_header(body) else {
             return self.drop(ctx, "malformed_body");
