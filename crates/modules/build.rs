@@ -1,6 +1,7 @@
 //! Builds the service modules of the guest workspace (`../../guest/modules`) with
 //! `anode-guest-build`, as `crates/capsule/build.rs` builds the protocols, and copies each
-//! module's `.wasm` and `manifest.toml` to `OUT_DIR/modules/` for `src/builtin.rs` to embed.
+//! module's `.wasm` and `manifest.toml` to `OUT_DIR/modules/` for `src/builtin.rs` to embed,
+//! with the list of names (`OUT_DIR/builtin_list.rs`).
 
 use anode_guest_build::{GuestWorkspace, copy_into};
 
@@ -38,5 +39,11 @@ fn main() {
     });
     if let Err(e) = staged {
         panic!("{e}");
+    }
+    // The list `src/builtin.rs` embeds, written once here.
+    let names: Vec<String> = MODULES.iter().map(|m| format!("{m:?}")).collect();
+    let list = format!("builtin!({});\n", names.join(", "));
+    if let Err(e) = std::fs::write(guest.out_dir().join("builtin_list.rs"), list) {
+        panic!("cannot write the built-in module list: {e}");
     }
 }

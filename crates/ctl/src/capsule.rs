@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use anode_wire::NodeAddr;
 use anode_wire::anep::TYPE_CAPSULE;
-use anode_wire::capsule::{Capsule, CapsuleRepr};
-use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 use sha2::{Digest, Sha256};
 
 use crate::app::parse_code_name;
@@ -31,34 +29,7 @@ pub struct CapsuleSession {
     code_was_cached: bool,
 }
 
-/// A whole ANEP capsule packet from `src` to `dst` running `code` at every hop, with resource
-/// bound `rb`, flow id `flow` and `payload`; the code is demand-loaded from the previous hop.
-pub fn capsule_packet(
-    code: [u8; 32],
-    src: NodeAddr,
-    dst: NodeAddr,
-    rb: u16,
-    flow: u64,
-    payload: &[u8],
-) -> Result<Vec<u8>, anode_wire::WireError> {
-    Capsule {
-        transit: TransitRepr {
-            flags: FLAG_EVAL_EVERY_HOP,
-            rb,
-            flow,
-            src,
-            dst,
-            prev_hop: src,
-        },
-        header: CapsuleRepr {
-            flags: 0,
-            code,
-            code_source: None,
-        },
-        payload: payload.to_vec(),
-    }
-    .to_packet()
-}
+pub use anode_wire::capsule::capsule_packet;
 
 impl CapsuleSession {
     /// Puts `wasm` into the node's code cache and binds a free capsule application port.

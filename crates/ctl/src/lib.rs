@@ -1,5 +1,9 @@
 //! # anode control protocol and client
 //!
+//! Contract: The control protocol, its client, and the application library (capsule sessions,
+//! ping/traceroute/flood): a request gets exactly one reply or a typed error; every wait is
+//! bounded by the caller's deadline.
+//!
 //! A running `anode node` listens on a Unix-domain socket (mode 0600, see [`path`]) that
 //! tools and applications attach to. This crate holds the protocol's types and a blocking
 //! [`Client`]; the application library (ports, capsule injection, PLAN, tools like `ping`)

@@ -21,8 +21,8 @@ fn loss_one_drops_everything() {
     let mut imp = Impairment::new(b);
     imp.loss = 1.0;
     cfg.impairments = vec![imp];
-    let ha = anode_io::spawn(node(a, &[b], true), cfg).expect("spawn");
-    let hb = run(node(b, &[a], true), b);
+    let ha = anode_io::spawn(udp_node(a, &[b], true), cfg).expect("spawn");
+    let hb = run(udp_node(b, &[a], true), b);
     let ev = hb.take_events().expect("events");
     let dst = NodeAddr::from(b);
     for i in 0..50u64 {
@@ -52,8 +52,8 @@ fn delay_impairment_delays() {
     let mut imp = Impairment::new(b);
     imp.delay = Duration::from_millis(150);
     cfg.impairments = vec![imp];
-    let ha = anode_io::spawn(node(a, &[b], true), cfg).expect("spawn");
-    let hb = run(node(b, &[a], true), b);
+    let ha = anode_io::spawn(udp_node(a, &[b], true), cfg).expect("spawn");
+    let hb = run(udp_node(b, &[a], true), b);
     let ev = hb.take_events().expect("events");
     let dst = NodeAddr::from(b);
     let t0 = Instant::now();
@@ -69,7 +69,7 @@ fn delay_impairment_delays() {
 #[test]
 fn unknown_peers_are_counted_and_dropped() {
     let (a, b) = (free_addr(LO), free_addr(LO));
-    let ha = run(node(a, &[b], true), a);
+    let ha = run(udp_node(a, &[b], true), a);
     let stranger = std::net::UdpSocket::bind((LO, 0)).expect("bind");
     for _ in 0..3 {
         stranger.send_to(b"who am i", a).expect("send");
@@ -89,7 +89,7 @@ fn full_event_channel_drops_and_counts() {
     let a = free_addr(LO);
     let mut cfg = DriverConfig::new(a);
     cfg.event_capacity = 2;
-    let ha = anode_io::spawn(node(a, &[], false), cfg).expect("spawn");
+    let ha = anode_io::spawn(udp_node(a, &[], false), cfg).expect("spawn");
     let me = NodeAddr::from(a);
     for i in 0..10u64 {
         // Addressed to the node itself: delivered locally, so each makes one event.
@@ -113,7 +113,7 @@ fn full_event_channel_drops_and_counts() {
 #[test]
 fn call_runs_on_the_data_path_and_panics_propagate() {
     let a = free_addr(LO);
-    let ha = run(node(a, &[], false), a);
+    let ha = run(udp_node(a, &[], false), a);
     let seen = Arc::new(AtomicU64::new(0));
     let s2 = Arc::clone(&seen);
     let addr = ha
@@ -138,7 +138,7 @@ fn call_runs_on_the_data_path_and_panics_propagate() {
 fn bad_config_is_invalid_input() {
     let mut cfg = DriverConfig::new(free_addr(LO));
     cfg.batch = 0;
-    let e = anode_io::spawn(node(cfg.bind, &[], false), cfg).expect_err("batch 0");
+    let e = anode_io::spawn(udp_node(cfg.bind, &[], false), cfg).expect_err("batch 0");
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("1 to 1024"));
 }

@@ -13,12 +13,12 @@ use common::*;
 /// Runs the line test. `bind_b` overrides where the middle node's socket is bound.
 fn line(ip: IpAddr, bind_b: Option<IpAddr>) {
     let [a, b, c] = [free_addr(ip), free_addr(ip), free_addr(ip)];
-    let ha = run(node(a, &[b], false), a);
+    let ha = run(udp_node(a, &[b], false), a);
     let hb = run(
-        node(b, &[a, c], false),
+        udp_node(b, &[a, c], false),
         bind_b.map_or(b, |i| SocketAddr::new(i, b.port())),
     );
-    let hc = run(node(c, &[b], false), c);
+    let hc = run(udp_node(c, &[b], false), c);
     let events = hc.take_events().expect("events once");
     assert!(hc.take_events().is_none(), "events may be taken only once");
 

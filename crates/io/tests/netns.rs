@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anode_io::{DriverConfig, NodeHandle};
 use anode_wire::NodeAddr;
-use common::{next_delivery, node, wait_route};
+use common::{next_delivery, udp_node, wait_route};
 
 /// Removes the namespaces (and with them the veth pair) when dropped.
 struct Namespaces(Vec<String>);
@@ -71,7 +71,7 @@ fn spawn_in(ns: &str, me: SocketAddr, peer: SocketAddr) -> NodeHandle {
         // namespace; the thread exists just to create the socket there.
         let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
         assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-        anode_io::spawn(node(me, &[peer], false), DriverConfig::new(me)).expect("spawn")
+        anode_io::spawn(udp_node(me, &[peer], false), DriverConfig::new(me)).expect("spawn")
     })
     .join()
     .expect("spawner thread")

@@ -14,21 +14,7 @@ macro_rules! builtin {
     };
 }
 
-builtin!(
-    "counter",
-    "null",
-    "spin",
-    "fcfs",
-    "rr",
-    "drr",
-    "prio",
-    "flowcount",
-    "ratelimit",
-    "flowpin",
-    "verdicts",
-    "mix",
-    "knob"
-);
+include!(concat!(env!("OUT_DIR"), "/builtin_list.rs"));
 
 /// An unsigned package of the built-in module `name`.
 pub fn package(name: &str) -> Option<crate::Package> {

@@ -1,5 +1,8 @@
 //! # anode service modules
 //!
+//! Contract: Signed service modules: a package is installed only if its signature verifies
+//! against a trusted key and its manifest checks; a faulting module is stopped, never the node.
+//!
 //! Signed, versioned WebAssembly modules installed, upgraded and removed while the node runs
 //! (NetServ, Openet ORE, PLANet active extensions). See `docs/modules.md`.
 //!

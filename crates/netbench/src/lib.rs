@@ -1,5 +1,8 @@
 //! # anode-netbench: tools for the netns forwarding benchmark
 //!
+//! Contract: The netns testbed's generator, sink and forwarder: bounded in time, traffic only
+//! to the addresses given.
+//!
 //! - `anode-blast`: sends pre-built ANEP datagram packets ([`packet::datagram_of_size`]) with
 //!   `sendmmsg`, paced at a given rate ([`pace::Pacer`]) or at full speed, for N seconds.
 //! - `anode-sink`: counts the ANEP datagrams arriving on a bound address with `recvmmsg`

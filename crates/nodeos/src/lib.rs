@@ -1,5 +1,8 @@
 //! # anode NodeOS layer
 //!
+//! Contract: Domains, policies and accounting: every run of an EE under a `DomainGuard` is
+//! charged to its principal's domain, and a domain over its policy is throttled or terminated.
+//!
 //! The NodeOS interface of the "OS interface for active routers" paper (§II-III) for anode:
 //! **domains** (the unit of accounting and protection, a tree rooted at the node, created with
 //! credentials whose configured policy alone sets their resources), **CPU** accounting and a

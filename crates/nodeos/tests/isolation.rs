@@ -14,43 +14,16 @@ use std::time::Duration;
 
 use anode_core::wire::anep::TYPE_CAPSULE;
 use anode_nodeos::guard::{DomainGuard, GuardConfig};
-use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
+use anode_nodeos::{CpuMeter, NodeOs, Policy};
 use common::*;
-
-const NODE_MEMORY: u64 = 4 << 20;
 
 fn guard() -> DomainGuard<BurnEe> {
     guard_with(8, true)
 }
 
 fn guard_with(max_exhaustions: u32, terminate: bool) -> DomainGuard<BurnEe> {
-    let mut cfg = NodeOsConfig {
-        node_memory_bytes: NODE_MEMORY,
-        memory_grace: Duration::from_millis(20),
-        ..Default::default()
-    };
-    cfg.policies.insert(
-        "capsule-ee",
-        Policy {
-            cpu_share: 16,
-            memory_bytes: NODE_MEMORY,
-            soft_state_bytes: NODE_MEMORY,
-            code_bytes: NODE_MEMORY,
-            max_children: 64,
-            max_channels: 64,
-            channels: vec!["*".into()],
-            ..Policy::default()
-        },
-    );
     // The soft-state flood's principal has a configured policy with a small soft-state limit.
-    cfg.policies.insert(
-        "proto-4",
-        Policy {
-            memory_bytes: 256 << 10,
-            soft_state_bytes: 64 << 10,
-            ..Policy::default()
-        },
-    );
+    let cfg = nodeos_config(BURN_MEMORY, true);
     let gc = GuardConfig {
         ee_principal: "capsule-ee".into(),
         // Protocols by default: 256 KiB, soft state bounded by the pool only.
@@ -139,7 +112,7 @@ fn run_with(hostile: Option<u8>, max_exhaustions: u32) -> Outcome {
         let gd = g(&mut line, i);
         let os = gd.nodeos();
         peaks.push(os.pools().node_peak());
-        assert!(os.pools().node_peak() <= NODE_MEMORY, "memory bound broken");
+        assert!(os.pools().node_peak() <= BURN_MEMORY, "memory bound broken");
         let name = hostile.map(|h| format!("proto-{h}"));
         let rec = os
             .recent_terminations()
@@ -190,7 +163,7 @@ fn hostile_protocols_beside_a_benign_flow() {
             .cloned();
         println!(
             "{name:16}: benign {} ({:.1}% of alone); hostile at sink {}; hostile CPU at routers {:?} ns; \
-             NodeOS memory peak {:?} B (bound {NODE_MEMORY}); drops {:?}; {}",
+             NodeOS memory peak {:?} B (bound {BURN_MEMORY}); drops {:?}; {}",
             o.benign,
             ratio * 100.0,
             o.hostile_at_sink,

@@ -14,39 +14,13 @@ use anode_core::wire::NodeAddr;
 use anode_core::wire::anep::TYPE_CAPSULE;
 use anode_io::DriverConfig;
 use anode_nodeos::guard::{DomainGuard, GuardConfig};
-use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
+use anode_nodeos::{CpuMeter, NodeOs, Policy};
 use common::udp::*;
 use common::*;
 
-const NODE_MEMORY: u64 = 4 << 20;
-
 fn guard() -> DomainGuard<BurnEe> {
-    let mut cfg = NodeOsConfig {
-        node_memory_bytes: NODE_MEMORY,
-        memory_grace: Duration::from_millis(20),
-        ..Default::default()
-    };
-    cfg.policies.insert(
-        "capsule-ee",
-        Policy {
-            cpu_share: 16,
-            memory_bytes: NODE_MEMORY,
-            soft_state_bytes: NODE_MEMORY,
-            code_bytes: NODE_MEMORY,
-            max_children: 64,
-            max_channels: 64,
-            channels: vec!["*".into()],
-            ..Policy::default()
-        },
-    );
-    cfg.policies.insert(
-        "proto-4",
-        Policy {
-            memory_bytes: 256 << 10,
-            soft_state_bytes: 64 << 10,
-            ..Policy::default()
-        },
-    );
+    // The soft-state flood's principal has a configured policy with a small soft-state limit.
+    let cfg = nodeos_config(BURN_MEMORY, true);
     let gc = GuardConfig {
         ee_principal: "capsule-ee".into(),
         protocol_policy: Policy {
@@ -162,14 +136,14 @@ fn hostile_protocols_beside_a_benign_flow_over_udp() {
         let o = run(Some(h));
         let ratio = o.benign as f64 / alone.benign as f64;
         println!(
-            "udp {name:16}: benign {} ({:.1}% of alone); NodeOS memory peak {} B (bound {NODE_MEMORY}); {}",
+            "udp {name:16}: benign {} ({:.1}% of alone); NodeOS memory peak {} B (bound {BURN_MEMORY}); {}",
             o.benign,
             ratio * 100.0,
             o.peak,
             o.reason.clone().unwrap_or_else(|| "not terminated".into())
         );
         assert!(ratio >= 0.9, "{name}: benign kept {:.1}%", ratio * 100.0);
-        assert!(o.peak <= NODE_MEMORY);
+        assert!(o.peak <= BURN_MEMORY);
         if h != STORM {
             let r = o
                 .reason

@@ -1,5 +1,8 @@
 //! # anode-plan — the PLAN language for anode
 //!
+//! Contract: The PLAN language and EE: a program is type-checked before it runs, evaluated only
+//! at its evaluation destination, and bounded in steps, memory and resource bound.
+//!
 //! An implementation of PLAN (the Packet Language for Active Networks,
 //! grammar v3.1, as documented by its authors at UPenn) for the anode
 //! active network node:

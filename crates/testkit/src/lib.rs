@@ -1,5 +1,8 @@
 //! # anode-testkit: one kit for every test
 //!
+//! Contract: (dev-dependency) a test network runs in virtual time and cannot hang; a namespace
+//! or child process a test makes is gone when the test ends, also on panic.
+//!
 //! A dev-dependency of the crates' tests and benchmarks, so that a network, a node fixture
 //! or a namespace is set up one way everywhere:
 //! - [`net`]: a network of sans-IO [`anode_core::Node`]s wired by hand, driven in virtual
@@ -9,6 +12,8 @@
 //!   table (the benchmarks' node), deterministic test keys;
 //! - [`process`]: scratch directories removed on drop, free ports, child processes killed on
 //!   drop with every wait bounded, and the `anode` command's node processes;
+//! - [`udp`]: real nodes over loopback UDP with fast routing timers, bounded waits for routes
+//!   and deliveries;
 //! - [`netns`]: the network-namespace harness: the root/tool check for `#[ignore]`d tests,
 //!   namespaces and veth lines torn down on drop (also when a test panics), threads inside
 //!   a namespace.
@@ -26,6 +31,7 @@ pub mod fixtures;
 pub mod net;
 pub mod netns;
 pub mod process;
+pub mod udp;
 
 pub use fixtures::addr;
 pub use net::{Net, NetOptions};

@@ -1,6 +1,9 @@
 //! The WebAssembly runtime plumbing that the capsule EE (`anode-capsule`) and service modules
 //! (`anode-modules`) share; each keeps its own host imports, ABI checks and instance types.
 //!
+//! Contract: wasmtime plumbing shared by the capsule EE and modules: a guest-memory range is
+//! checked before it is touched; a store never grows past its limits.
+//!
 //! - [`engine`]: the wasmtime [`Config`](wasmtime::Config) every anode engine starts from
 //!   (pooling instance allocator, fuel metering, Cranelift at speed); a crate adds its own
 //!   settings on top (the capsule EE chooses the compiler per tier).

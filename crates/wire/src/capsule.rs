@@ -120,6 +120,36 @@ impl Capsule {
     }
 }
 
+/// A whole ANEP capsule packet from `src` to `dst` running `code` at every hop
+/// (`FLAG_EVAL_EVERY_HOP`), with resource bound `rb`, flow id `flow` and `payload`; the code
+/// is demand-loaded from the previous hop (no code source).
+pub fn capsule_packet(
+    code: CodeHash,
+    src: NodeAddr,
+    dst: NodeAddr,
+    rb: u16,
+    flow: u64,
+    payload: &[u8],
+) -> Result<Vec<u8>, WireError> {
+    Capsule {
+        transit: crate::transit::TransitRepr {
+            flags: crate::transit::FLAG_EVAL_EVERY_HOP,
+            rb,
+            flow,
+            src,
+            dst,
+            prev_hop: src,
+        },
+        header: CapsuleRepr {
+            flags: 0,
+            code,
+            code_source: None,
+        },
+        payload: payload.to_vec(),
+    }
+    .to_packet()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use anode_core::wire::routed_packet;
 use anode_core::wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 use anode_core::{Dispatch, EePacket, Event, ExecutionEnvironment, NodeContext};
 use anode_nodeos::guard::{MeteredEe, UsageReport};
+use anode_nodeos::{NodeOsConfig, Policy};
 
 pub mod udp;
 #[cfg(feature = "capsule")]
@@ -27,6 +28,44 @@ pub const STORM: u8 = 3;
 pub const FLOOD: u8 = 4;
 
 pub use anode_testkit::addr;
+
+/// The memory bound of the NodeOS in the burn-EE isolation tests.
+pub const BURN_MEMORY: u64 = 4 << 20;
+
+/// The test node's NodeOS: `memory` in all, the EE's own domain `capsule-ee` allowed all of
+/// it (CPU share 16, 64 children and channels, every channel), and with `proto4` a
+/// configured policy for principal `proto-4` with a small soft-state limit (64 KiB).
+pub fn nodeos_config(memory: u64, proto4: bool) -> NodeOsConfig {
+    let mut cfg = NodeOsConfig {
+        node_memory_bytes: memory,
+        memory_grace: Duration::from_millis(20),
+        ..Default::default()
+    };
+    cfg.policies.insert(
+        "capsule-ee",
+        Policy {
+            cpu_share: 16,
+            memory_bytes: memory,
+            soft_state_bytes: memory,
+            code_bytes: memory,
+            max_children: 64,
+            max_channels: 64,
+            channels: vec!["*".into()],
+            ..Policy::default()
+        },
+    );
+    if proto4 {
+        cfg.policies.insert(
+            "proto-4",
+            Policy {
+                memory_bytes: 256 << 10,
+                soft_state_bytes: 64 << 10,
+                ..Policy::default()
+            },
+        );
+    }
+    cfg
+}
 
 /// A capsule from node `src` to node `dst` evaluated at every hop; EE bytes: kind, protocol.
 pub fn capsule(src: usize, dst: usize, kind: u8, proto: u8, seq: u64) -> Vec<u8> {

@@ -1,12 +1,10 @@
 //! The hostile WebAssembly protocols (and a benign one) of the capsule isolation tests, and
 //! the guarded capsule EE they run under (feature `capsule`).
 
-use std::time::Duration;
-
 use anode_capsule::CapsuleConfig;
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::{DomainGuard, GuardConfig};
-use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig, Policy};
+use anode_nodeos::{CpuMeter, NodeOs, Policy};
 
 pub const NODE_MEMORY: u64 = 64 << 20;
 pub const FUEL: u64 = 100_000;
@@ -94,24 +92,7 @@ pub fn guard_with(
     cpu_ns_per_sec: u64,
     slice_ns: u64,
 ) -> DomainGuard<MeteredCapsule> {
-    let mut cfg = NodeOsConfig {
-        node_memory_bytes: NODE_MEMORY,
-        memory_grace: Duration::from_millis(20),
-        ..Default::default()
-    };
-    cfg.policies.insert(
-        "capsule-ee",
-        Policy {
-            cpu_share: 16,
-            memory_bytes: NODE_MEMORY,
-            soft_state_bytes: NODE_MEMORY,
-            code_bytes: NODE_MEMORY,
-            max_children: 64,
-            max_channels: 64,
-            channels: vec!["*".into()],
-            ..Policy::default()
-        },
-    );
+    let cfg = super::nodeos_config(NODE_MEMORY, false);
     let mut ee = MeteredCapsule::new(
         CapsuleConfig {
             fuel: FUEL,
