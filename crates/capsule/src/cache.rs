@@ -5,29 +5,27 @@
 //! Disk layout, per code object `H` (64 hex digits) in the cache directory:
 //! - `H.wasm`: the module bytes (served to neighbors; SHA-256 must equal `H`),
 //! - `H.cwasm`: `Module::serialize` output of this engine,
-//! - `H.meta`: `anode-cwasm 3`, the engine compatibility key, the BLAKE3 of `H.cwasm`, the
-//!   BLAKE3 of `H.wasm`, and the *stamp* of `H.cwasm`: its inode, length and modification time,
-//!   which the writer sets to a time whose nanoseconds come from the artifact's BLAKE3.
+//! - `H.meta`: `anode-cwasm 4`, the engine compatibility key, the BLAKE3 of `H.cwasm` and the
+//!   BLAKE3 of `H.wasm`.
 //!
-//! Invariant: an artifact is deserialized only if its meta names this engine's compatibility
-//! key and the file is the one whose BLAKE3 the meta records (so a truncated, foreign or
-//! damaged file is never handed to wasmtime's deserializer, which trusts its input). "The
-//! one" is established either by the stamp (same inode, length and stamped modification
-//! time: the file was not written since it was hashed; any write resets the modification
-//! time to the clock, which does not produce the stamped nanoseconds; only someone setting
-//! times on purpose with write access to the cache could fake it, and they could equally
-//! replace the node's binary), and then the file is mapped (`Module::deserialize_file`, no
-//! read, no hash: the fast restart path), or by reading and hashing it (stamp lost, e.g.
-//! after a copy), and then those bytes are deserialized. Otherwise the module is recompiled
-//! from `H.wasm` (verified against its SHA-256 name `H`) and the artifact rewritten. The meta
-//! is written only after `H.wasm` was verified against `H` (at install or on receipt), so when
-//! loading a valid artifact the module bytes are checked against the meta's BLAKE3 (several
-//! GB/s) instead of recomputing SHA-256; bytes that do not match are never used. Metas of
-//! earlier versions are treated as missing: the module is recompiled once and the artifact
-//! rewritten. A mapped artifact is never modified in place: every write goes to a new file
-//! that is renamed over the old name.
-//! Files are written to a temporary name and renamed, so a crash leaves no half file; a disk
-//! load does not rewrite anything.
+//! Invariants:
+//! - An artifact is deserialized only from bytes read and checked against the BLAKE3 its meta
+//!   records, and only if the meta names this engine's compatibility key: a truncated,
+//!   foreign or damaged file (also one changed in place with its inode, size and times kept)
+//!   is never handed to wasmtime's deserializer, which trusts its input. A failed check is
+//!   reported ([`DiskHit::Rejected`]): the module is recompiled from `H.wasm` (verified
+//!   against its SHA-256 name) and the artifact rewritten. Hashing costs microseconds for a
+//!   small module and milliseconds for a 20 MB one; a load happens only on a memory miss.
+//! - The meta is written only after `H.wasm` was verified against `H` (at install or on
+//!   receipt), so a valid artifact's module bytes are checked against the meta's BLAKE3
+//!   (several GB/s) instead of recomputing SHA-256. Metas of earlier versions are treated as
+//!   missing: the module is recompiled once and the artifact rewritten.
+//! - Files are written to a temporary name and renamed, so a crash leaves no half file;
+//!   temporary files a crash left behind are removed when the cache opens.
+//! - The directory holds at most `max_bytes` (the `.wasm`, `.cwasm` and `.meta` files of all
+//!   code objects): storing past the bound evicts the least recently used code objects,
+//!   never the one being stored. Recency survives restarts as the `.wasm` file's
+//!   modification time, which a load refreshes.
 
 use std::collections::HashMap;
 use std::fs;
@@ -171,50 +169,66 @@ impl MemCache {
     }
 }
 
-/// The on-disk artifact cache.
+/// The on-disk artifact cache, bounded in bytes (see the module docs).
 #[derive(Debug, Clone)]
 pub struct DiskCache {
     dir: PathBuf,
+    index: Arc<std::sync::Mutex<DiskIndex>>,
 }
 
-const META_MAGIC: &str = "anode-cwasm 3";
-
-/// Identity of an artifact file as written: inode, length, modification time (s, ns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    len: u64,
-    secs: i64,
-    nanos: u32,
+/// What the cache holds, for its byte bound: bytes and recency per code object.
+#[derive(Debug, Default)]
+struct DiskIndex {
+    max_bytes: u64,
+    bytes: u64,
+    entries: CodeMap<(u64, u64)>,
+    tick: u64,
+    evictions: u64,
+    orphans_removed: u64,
 }
 
-impl Stamp {
-    fn of(path: &Path) -> Option<Stamp> {
-        use std::os::unix::fs::MetadataExt;
-        let m = fs::metadata(path).ok()?;
-        Some(Stamp {
-            ino: m.ino(),
-            len: m.len(),
-            secs: m.mtime(),
-            nanos: u32::try_from(m.mtime_nsec()).ok()?,
-        })
+impl DiskIndex {
+    /// Records `h` holding `bytes` now, as most recently used.
+    fn put(&mut self, h: CodeHash, bytes: u64) {
+        self.tick += 1;
+        let old = self.entries.insert(h, (bytes, self.tick));
+        self.bytes = self.bytes - old.map_or(0, |o| o.0) + bytes;
     }
 
-    fn line(&self) -> String {
-        format!("{} {} {} {}", self.ino, self.len, self.secs, self.nanos)
+    /// Marks `h` used now.
+    fn touch(&mut self, h: &CodeHash) {
+        self.tick += 1;
+        if let Some(e) = self.entries.get_mut(h) {
+            e.1 = self.tick;
+        }
     }
 
-    fn parse(line: &str) -> Option<Stamp> {
-        let mut f = line.split(' ');
-        let st = Stamp {
-            ino: f.next()?.parse().ok()?,
-            len: f.next()?.parse().ok()?,
-            secs: f.next()?.parse().ok()?,
-            nanos: f.next()?.parse().ok()?,
-        };
-        f.next().is_none().then_some(st)
+    fn forget(&mut self, h: &CodeHash) {
+        if let Some((b, _)) = self.entries.remove(h) {
+            self.bytes -= b;
+        }
+    }
+
+    /// The least recently used code objects to remove, other than `keep`, until the bound
+    /// holds.
+    fn over_bound(&self, keep: &CodeHash) -> Vec<CodeHash> {
+        let mut by_age: Vec<(&CodeHash, &(u64, u64))> =
+            self.entries.iter().filter(|(h, _)| *h != keep).collect();
+        by_age.sort_by_key(|(_, e)| e.1);
+        let mut left = self.bytes;
+        let mut out = Vec::new();
+        for (h, (b, _)) in by_age {
+            if left <= self.max_bytes {
+                break;
+            }
+            left -= b;
+            out.push(*h);
+        }
+        out
     }
 }
+
+const META_MAGIC: &str = "anode-cwasm 4";
 
 /// BLAKE3 of `b`, hex: the artifact cache's integrity check (not a name).
 fn fast_digest(b: &[u8]) -> String {
@@ -228,48 +242,17 @@ fn disk_err(path: &Path, e: impl std::fmt::Display) -> CapsuleError {
     }
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CapsuleError> {
-    write_stamped(path, bytes, None).map(|_| ())
-}
+/// The marker in the names of files being written (`NAME.tmpPID-N`).
+const TMP_MARK: &str = ".tmp";
 
-/// Writes `bytes` to a new file renamed to `path`; with `nanos`, sets its modification time
-/// to now with those nanoseconds first and returns its stamp.
-fn write_stamped(
-    path: &Path,
-    bytes: &[u8],
-    nanos: Option<u32>,
-) -> Result<Option<Stamp>, CapsuleError> {
+/// Writes `bytes` to a new file renamed to `path`.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CapsuleError> {
     // Unique per process and per write: the tier-up worker and EEs may write at once.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
     fs::write(&tmp, bytes).map_err(|e| disk_err(&tmp, e))?;
-    let stamp = match nanos {
-        None => None,
-        Some(ns) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_err(|e| disk_err(&tmp, e))?;
-            let t =
-                std::time::UNIX_EPOCH + std::time::Duration::new(now.as_secs(), ns % 1_000_000_000);
-            fs::File::options()
-                .write(true)
-                .open(&tmp)
-                .and_then(|f| f.set_modified(t))
-                .map_err(|e| disk_err(&tmp, e))?;
-            Some(Stamp::of(&tmp).ok_or_else(|| disk_err(&tmp, "cannot stat"))?)
-        }
-    };
-    fs::rename(&tmp, path).map_err(|e| disk_err(path, e))?;
-    Ok(stamp)
-}
-
-/// A checked artifact.
-enum Artifact {
-    /// The file is the one written and hashed (its stamp matches): map it.
-    Stamped(PathBuf),
-    /// Its bytes, read and checked against the meta's BLAKE3.
-    Read(Vec<u8>),
+    fs::rename(&tmp, path).map_err(|e| disk_err(path, e))
 }
 
 /// How a code object came out of the disk cache.
@@ -277,21 +260,127 @@ enum Artifact {
 pub(crate) enum DiskHit {
     /// The artifact was valid and deserialized.
     Deserialized(Arc<[u8]>, Module),
-    /// Only the module bytes were usable: they must be compiled.
+    /// Only the module bytes were usable (no artifact for this engine): compile them.
     WasmOnly(Arc<[u8]>),
+    /// The artifact failed its check (damaged or changed): compile the module bytes and
+    /// write the artifact again.
+    Rejected(Arc<[u8]>),
+}
+
+/// Disk cache statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    /// Bytes held.
+    pub bytes: u64,
+    /// The bound.
+    pub max_bytes: u64,
+    /// Code objects held.
+    pub entries: u64,
+    /// Code objects evicted to keep the bound.
+    pub evictions: u64,
+    /// Temporary files of interrupted writes removed at open.
+    pub orphans_removed: u64,
 }
 
 impl DiskCache {
-    /// A cache in `dir` (created if missing).
-    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, CapsuleError> {
+    /// A cache in `dir` (created if missing) holding at most `max_bytes`: removes temporary
+    /// files left by interrupted writes, indexes what is there, and evicts down to the bound.
+    pub fn open(dir: impl Into<PathBuf>, max_bytes: u64) -> Result<Self, CapsuleError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| disk_err(&dir, e))?;
-        Ok(DiskCache { dir })
+        let c = DiskCache {
+            dir,
+            index: Arc::new(std::sync::Mutex::new(DiskIndex {
+                max_bytes,
+                ..DiskIndex::default()
+            })),
+        };
+        c.scan()?;
+        c.enforce(&[0; 32]);
+        Ok(c)
+    }
+
+    /// Indexes the directory: sizes per code object, recency by the `.wasm` file's
+    /// modification time; removes temporary files.
+    fn scan(&self) -> Result<(), CapsuleError> {
+        let rd = fs::read_dir(&self.dir).map_err(|e| disk_err(&self.dir, e))?;
+        let mut found: CodeMap<(u64, std::time::SystemTime)> = CodeMap::default();
+        let mut orphans = 0;
+        for e in rd.filter_map(Result::ok) {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            let Ok(meta) = e.metadata() else { continue };
+            if name.contains(TMP_MARK) {
+                if fs::remove_file(e.path()).is_ok() {
+                    orphans += 1;
+                }
+                continue;
+            }
+            let Some((stem, ext)) = name.rsplit_once('.') else {
+                continue;
+            };
+            let mut h = [0u8; 32];
+            if hex::decode_to_slice(stem, &mut h).is_err() {
+                continue;
+            }
+            let entry = found.entry(h).or_insert((0, std::time::UNIX_EPOCH));
+            entry.0 += meta.len();
+            if ext == "wasm" {
+                entry.1 = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            }
+        }
+        let mut by_age: Vec<(CodeHash, (u64, std::time::SystemTime))> = found.into_iter().collect();
+        by_age.sort_by_key(|(_, (_, t))| *t);
+        let mut idx = self.lock();
+        for (h, (bytes, _)) in by_age {
+            idx.put(h, bytes);
+        }
+        idx.orphans_removed += orphans;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, DiskIndex> {
+        self.index
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Evicts least recently used code objects (never `keep`) until the bound holds.
+    fn enforce(&self, keep: &CodeHash) {
+        let victims = self.lock().over_bound(keep);
+        for h in victims {
+            self.remove(&h);
+            self.lock().evictions += 1;
+        }
+    }
+
+    /// Re-reads the bytes `h` holds on disk into the index, and keeps the bound.
+    fn account(&self, h: &CodeHash) {
+        let bytes: u64 = ["wasm", "cwasm", "meta"]
+            .iter()
+            .filter_map(|ext| fs::metadata(self.path(h, ext)).ok())
+            .map(|m| m.len())
+            .sum();
+        self.lock().put(*h, bytes);
+        self.enforce(h);
     }
 
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Bytes held, the bound, entries, evictions, orphans removed.
+    pub fn stats(&self) -> DiskStats {
+        let i = self.lock();
+        DiskStats {
+            bytes: i.bytes,
+            max_bytes: i.max_bytes,
+            entries: i.entries.len() as u64,
+            evictions: i.evictions,
+            orphans_removed: i.orphans_removed,
+        }
     }
 
     fn path(&self, h: &CodeHash, ext: &str) -> PathBuf {
@@ -303,7 +392,11 @@ impl DiskCache {
     pub(crate) fn store(&self, rt: &Runtime, obj: &CodeObject) -> Result<(), CapsuleError> {
         match obj.tier {
             CodeTier::Optimized => self.store_parts(rt.compat(), &obj.hash, &obj.wasm, &obj.module),
-            CodeTier::Baseline => self.store_wasm(&obj.hash, &obj.wasm),
+            CodeTier::Baseline => {
+                self.store_wasm(&obj.hash, &obj.wasm)?;
+                self.account(&obj.hash);
+                Ok(())
+            }
         }
     }
 
@@ -327,18 +420,15 @@ impl DiskCache {
     ) -> Result<(), CapsuleError> {
         let art = module.serialize().map_err(|e| disk_err(&self.dir, e))?;
         self.store_wasm(h, wasm)?;
-        let digest = blake3::hash(&art);
-        let d = digest.as_bytes();
-        let nanos = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
-        let stamp = write_stamped(&self.path(h, "cwasm"), &art, Some(nanos))?
-            .ok_or_else(|| disk_err(&self.dir, "no stamp"))?;
+        write_atomic(&self.path(h, "cwasm"), &art)?;
         let meta = format!(
-            "{META_MAGIC}\n{compat}\n{}\n{}\n{}\n",
-            digest.to_hex(),
+            "{META_MAGIC}\n{compat}\n{}\n{}\n",
+            fast_digest(&art),
             fast_digest(wasm),
-            stamp.line()
         );
-        write_atomic(&self.path(h, "meta"), meta.as_bytes())
+        write_atomic(&self.path(h, "meta"), meta.as_bytes())?;
+        self.account(h);
+        Ok(())
     }
 
     /// The module bytes of `h`, if held and intact.
@@ -347,55 +437,57 @@ impl DiskCache {
         (code_hash(&b) == *h).then(|| Arc::from(b))
     }
 
-    /// Loads `h`: the artifact if it is valid for this engine, else just the module bytes.
+    /// Loads `h`: the artifact if it is valid for this engine, else just the module bytes
+    /// (saying whether an artifact was there and failed its check). Marks `h` used.
     pub(crate) fn load(&self, rt: &Runtime, h: &CodeHash) -> Option<DiskHit> {
-        let Some((art, wasm)) = self.artifact(rt, h) else {
-            return Some(DiskHit::WasmOnly(self.wasm(h)?));
+        let hit = self.load_unmarked(rt, h)?;
+        self.lock().touch(h);
+        if let Ok(f) = fs::File::options().write(true).open(self.path(h, "wasm")) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+        Some(hit)
+    }
+
+    fn load_unmarked(&self, rt: &Runtime, h: &CodeHash) -> Option<DiskHit> {
+        let (art, wasm) = match self.artifact(rt, h) {
+            Checked::Valid(art, wasm) => (art, wasm),
+            Checked::Missing => return Some(DiskHit::WasmOnly(self.wasm(h)?)),
+            Checked::Bad => return Some(DiskHit::Rejected(self.wasm(h)?)),
         };
-        let m = match art {
-            // SAFETY: `Module::deserialize_file` requires a file produced by
-            // `Module::serialize` of a compatible engine that is not modified while mapped.
-            // This file was written by `store_parts` above (its stamp, set there, matches the
-            // meta written with it and its BLAKE3; see the module docs for why a stamp match
-            // means it is unchanged), the meta names this engine's compatibility key
-            // (wasmtime additionally checks its own version and configuration header), and
-            // this cache never writes into an existing file: it renames new files over old
-            // names, so a mapping keeps the old, unchanged inode.
-            Artifact::Stamped(path) => unsafe { Module::deserialize_file(&rt.opt.engine, path) },
-            // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of
-            // a compatible engine. These bytes' BLAKE3 matches the meta written with them by
-            // `store_parts`, and the meta names this engine's compatibility key.
-            Artifact::Read(bytes) => unsafe { Module::deserialize(&rt.opt.engine, &bytes) },
-        };
-        match m {
+        // SAFETY: `Module::deserialize` requires bytes produced by `Module::serialize` of a
+        // compatible engine. These bytes' BLAKE3 matches the meta written with them by
+        // `store_parts` (checked just now, on these very bytes), and the meta names this
+        // engine's compatibility key (wasmtime checks its own version and configuration
+        // header too).
+        match unsafe { Module::deserialize(&rt.opt.engine, &art) } {
             Ok(m) => Some(DiskHit::Deserialized(wasm, m)),
-            Err(_) => Some(DiskHit::WasmOnly(self.wasm(h)?)),
+            Err(_) => Some(DiskHit::Rejected(self.wasm(h)?)),
         }
     }
 
-    /// The artifact of `h` and its module bytes, if the meta is of this engine and both
-    /// files match the digests it records (written only for module bytes verified against
-    /// `h`): the artifact by its stamp or, failing that, by reading and hashing it.
-    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Option<(Artifact, Arc<[u8]>)> {
-        let meta = fs::read_to_string(self.path(h, "meta")).ok()?;
-        let mut lines = meta.lines();
-        if lines.next()? != META_MAGIC || lines.next()? != rt.compat() {
-            return None;
-        }
-        let (want_art, want_wasm) = (lines.next()?, lines.next()?);
-        let stamp = Stamp::parse(lines.next()?)?;
-        let art_path = self.path(h, "cwasm");
-        let art = if Stamp::of(&art_path) == Some(stamp) {
-            Artifact::Stamped(art_path)
-        } else {
-            let bytes = fs::read(&art_path).ok()?;
-            if fast_digest(&bytes) != want_art {
-                return None;
-            }
-            Artifact::Read(bytes)
+    /// The artifact of `h` and its module bytes, checked against the digests the meta
+    /// records (written only for module bytes verified against `h`).
+    fn artifact(&self, rt: &Runtime, h: &CodeHash) -> Checked {
+        let Ok(meta) = fs::read_to_string(self.path(h, "meta")) else {
+            return Checked::Missing;
         };
-        let wasm = fs::read(self.path(h, "wasm")).ok()?;
-        (fast_digest(&wasm) == want_wasm).then(|| (art, Arc::from(wasm)))
+        let mut lines = meta.lines();
+        if lines.next() != Some(META_MAGIC) || lines.next() != Some(rt.compat()) {
+            return Checked::Missing;
+        }
+        let (Some(want_art), Some(want_wasm)) = (lines.next(), lines.next()) else {
+            return Checked::Bad;
+        };
+        let (Ok(art), Ok(wasm)) = (
+            fs::read(self.path(h, "cwasm")),
+            fs::read(self.path(h, "wasm")),
+        ) else {
+            return Checked::Bad;
+        };
+        if fast_digest(&art) != want_art || fast_digest(&wasm) != want_wasm {
+            return Checked::Bad;
+        }
+        Checked::Valid(art, Arc::from(wasm))
     }
 
     /// The code objects held (by their `.wasm` files).
@@ -419,10 +511,21 @@ impl DiskCache {
 
     /// Removes `h`'s files; true if any existed.
     pub fn remove(&self, h: &CodeHash) -> bool {
+        self.lock().forget(h);
         ["wasm", "cwasm", "meta"]
             .iter()
             .filter(|ext| fs::remove_file(self.path(h, ext)).is_ok())
             .count()
             > 0
     }
+}
+
+/// An artifact checked against its meta.
+enum Checked {
+    /// Both digests match: the artifact's bytes and the module bytes.
+    Valid(Vec<u8>, Arc<[u8]>),
+    /// No meta for this engine (never written, or by another engine or version).
+    Missing,
+    /// A meta of this engine whose files do not match it.
+    Bad,
 }

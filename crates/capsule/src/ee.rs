@@ -92,6 +92,8 @@ pub struct CapsuleConfig {
     pub loader: LoaderConfig,
     /// Directory of the disk cache (`None`: memory only).
     pub cache_dir: Option<PathBuf>,
+    /// The disk cache's bound in bytes (least recently used code objects are evicted).
+    pub cache_max_bytes: u64,
     /// Record a [`RunReport`] per `accept`/`init` run, drained with
     /// [`CapsuleEe::drain_runs`] (default off: the per-capsule path then does no extra work).
     pub record_runs: bool,
@@ -110,6 +112,7 @@ impl Default for CapsuleConfig {
             serve_max: 64 * 1024,
             loader: LoaderConfig::default(),
             cache_dir: None,
+            cache_max_bytes: 256 << 20,
             record_runs: false,
         }
     }
@@ -150,6 +153,9 @@ pub struct CapsuleStats {
     pub tier_up_failures: u64,
     /// `forward_by` calls naming no registered routing function.
     pub unknown_route_fn: u64,
+    /// Disk artifacts that failed their integrity check (recompiled from the verified
+    /// module bytes and written again).
+    pub disk_rejected: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -218,7 +224,11 @@ impl CapsuleEe {
 
     /// An EE sharing `rt` (e.g. all nodes of an emulated network share one engine).
     pub fn with_runtime(rt: Arc<Runtime>, cfg: CapsuleConfig) -> Result<Self, CapsuleError> {
-        let disk = cfg.cache_dir.clone().map(DiskCache::open).transpose()?;
+        let disk = cfg
+            .cache_dir
+            .clone()
+            .map(|d| DiskCache::open(d, cfg.cache_max_bytes))
+            .transpose()?;
         let (tier_tx, tier_rx) = mpsc::channel();
         Ok(CapsuleEe {
             tier_tx,
@@ -246,6 +256,11 @@ impl CapsuleEe {
     /// The runtime.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.rt
+    }
+
+    /// The disk cache's statistics (`None` without a disk cache).
+    pub fn disk_stats(&self) -> Option<crate::cache::DiskStats> {
+        self.disk.as_ref().map(DiskCache::stats)
     }
 
     /// Statistics.
@@ -466,6 +481,16 @@ impl CapsuleEe {
                 }
                 Err(_) => return false,
             },
+            Some(DiskHit::Rejected(wasm)) => {
+                self.stats.disk_rejected += 1;
+                match self.rt.compile(&wasm) {
+                    Ok(o) => {
+                        self.stats.compiled += 1;
+                        o
+                    }
+                    Err(_) => return false,
+                }
+            }
         };
         let baseline = obj.tier == CodeTier::Baseline;
         let ok = self.admit(obj).is_ok();

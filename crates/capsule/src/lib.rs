@@ -46,7 +46,7 @@ mod softstate;
 mod tier;
 
 pub use anode_wire::capsule::CodeHash;
-pub use cache::DiskCache;
+pub use cache::{DiskCache, DiskStats};
 pub use ee::{CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo};
 pub use error::CapsuleError;
 pub use loader::LoaderConfig;

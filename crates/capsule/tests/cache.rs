@@ -94,21 +94,30 @@ fn a_restarted_node_runs_cached_code_without_recompiling() {
     send(&mut net, 4);
     assert_eq!(net.ee(1).stats().disk_loads, 1);
 
-    // Bytes damaged in place (the stamped file: same length and inode) are refused and the
-    // artifact rewritten ...
+    // Bytes damaged in place with the inode, length and modification time kept (silent
+    // storage corruption, an in-place restore) are refused, counted, and the artifact
+    // recompiled and rewritten: never mapped, never a crash ...
+    let before = fs::metadata(&art).unwrap().modified().unwrap();
     let mut b = fs::read(&art).unwrap();
     b[mid] ^= 0xff;
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&art)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &b))
-        .unwrap();
+    let f = fs::OpenOptions::new().write(true).open(&art).unwrap();
+    std::io::Write::write_all(&mut &f, &b).unwrap();
+    f.set_modified(before).unwrap();
+    drop(f);
+    assert_eq!(fs::metadata(&art).unwrap().modified().unwrap(), before);
     let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg(&dirs[1])).unwrap();
     assert!(ee.has_code(&h));
-    assert_eq!((ee.stats().disk_loads, ee.stats().compiled), (0, 1));
+    assert_eq!(
+        (
+            ee.stats().disk_loads,
+            ee.stats().compiled,
+            ee.stats().disk_rejected
+        ),
+        (0, 1, 1)
+    );
 
-    // ... and a copy of an intact artifact (new inode and time: its stamp is lost) is checked by its
-    // hash instead, and still loads without compiling.
+    // ... and a copy of an intact artifact (new inode and time) is checked by its hash and
+    // still loads without compiling.
     let copy = dirs[1].join("copy");
     fs::copy(&art, &copy).unwrap();
     fs::rename(&copy, &art).unwrap();
@@ -200,4 +209,46 @@ fn when_instance_slots_run_out_the_least_recently_used_instance_gives_way() {
     assert_eq!(net.deliveries(1).len(), 3);
     let live = net.ee(1).code_list().iter().filter(|c| c.live).count();
     assert!(live <= 2);
+}
+
+#[test]
+fn the_disk_cache_keeps_its_byte_bound_and_removes_orphans() {
+    let dir = temp_dir("bound");
+    fs::create_dir_all(&dir).unwrap();
+    // A temporary file an interrupted write left behind.
+    fs::write(dir.join("0000.wasm.tmp123-4"), b"half").unwrap();
+    let rt = runtime();
+    // Room for about two of the three protocols' files.
+    let one = {
+        let probe = temp_dir("bound-probe");
+        let mut ee = CapsuleEe::with_runtime(rt.clone(), cfg(&probe)).unwrap();
+        ee.install(protocols::PING).unwrap();
+        let b = ee.disk_stats().unwrap().bytes;
+        let _ = fs::remove_dir_all(&probe);
+        b
+    };
+    let max = 2 * one + one / 2;
+    let mut ee = CapsuleEe::with_runtime(
+        rt.clone(),
+        CapsuleConfig {
+            cache_max_bytes: max,
+            ..cfg(&dir)
+        },
+    )
+    .unwrap();
+    assert_eq!(ee.disk_stats().unwrap().orphans_removed, 1);
+    assert!(!dir.join("0000.wasm.tmp123-4").exists());
+    let p = ee.install(protocols::PING).unwrap();
+    let t = ee.install(protocols::TRACEROUTE).unwrap();
+    let f = ee.install(protocols::FLOOD).unwrap();
+    let st = ee.disk_stats().unwrap();
+    assert!(st.bytes <= max, "{st:?}");
+    assert!(st.evictions >= 1, "{st:?}");
+    // The least recently used (ping) went first; the newest is always kept.
+    let on_disk: Vec<bool> = [p, t, f]
+        .iter()
+        .map(|h| dir.join(format!("{}.wasm", hex::encode(h))).exists())
+        .collect();
+    assert_eq!(on_disk, [false, true, true], "{st:?}");
+    let _ = fs::remove_dir_all(&dir);
 }

@@ -71,6 +71,7 @@
 pub mod app;
 pub mod capsule;
 mod client;
+mod dupkeys;
 pub mod module;
 pub mod path;
 mod payload;

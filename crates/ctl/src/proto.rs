@@ -484,6 +484,12 @@ pub struct ControlStats {
     pub unbound_port_drops: u64,
     /// Stream messages dropped because a client did not read fast enough.
     pub slow_client_drops: u64,
+    /// Connections refused because the server had its maximum open.
+    #[serde(default)]
+    pub refused_connections: u64,
+    /// Connections closed because they were idle (no request, no port, no subscription).
+    #[serde(default)]
+    pub idle_closed: u64,
 }
 
 /// One domain's counters.
@@ -734,6 +740,12 @@ pub fn parse_request(line: &str) -> Result<RequestFrame, (Option<u64>, String)> 
         )
     })?;
     let id = v.get("id").and_then(serde_json::Value::as_u64);
+    if let Err(key) = crate::dupkeys::check(line) {
+        return Err((
+            id,
+            format!("duplicate key \"{key}\" in the request: give every key once"),
+        ));
+    }
     if id.is_none() {
         return Err((
             None,

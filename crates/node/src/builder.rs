@@ -9,29 +9,14 @@
 //! built-in ones signed with a throwaway key the node trusts). A step that fails stops the
 //! build with a [`BuildError`] that names the file and the setting to change.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
-use anode_capsule::Runtime;
 use anode_core::{LinkConfig, Node, NodeConfig};
 use anode_wire::NodeAddr;
 
 use crate::config::NodeFile;
-use crate::config::nodeos::NodeOsFile;
+pub use crate::ees::EeOptions;
 use crate::ees::{self, EeSetupError};
-
-/// The execution environments a built node runs.
-#[derive(Debug, Clone, Default)]
-pub struct EeOptions {
-    /// The capsule EE's disk code cache (`None`: memory only).
-    pub cache_dir: Option<PathBuf>,
-    /// A wasmtime runtime to share with other nodes (the emulator's); `None`: the EE makes
-    /// its own (tiered: Winch first, Cranelift in the background).
-    pub runtime: Option<Arc<Runtime>>,
-    /// The NodeOS settings (`[nodeos]`); `enabled = false` runs the EEs bare.
-    pub nodeos: NodeOsFile,
-}
 
 /// Why a node could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +94,7 @@ impl NodeBuilder {
         let mut b = NodeBuilder::new(file.node.clone())
             .ees(EeOptions {
                 cache_dir: Some(file.code_cache.clone()),
+                cache_max_bytes: file.code_cache_max_bytes,
                 runtime: None,
                 nodeos: file.nodeos.clone(),
             })
@@ -189,13 +175,7 @@ impl NodeBuilder {
     /// emulator makes its nodes and links itself).
     pub fn assemble(&self, node: &mut Node) -> Result<(), BuildError> {
         if let Some(opts) = &self.ees {
-            ees::register_with(
-                node,
-                opts.cache_dir.clone(),
-                opts.runtime.clone(),
-                &opts.nodeos,
-            )
-            .map_err(|e| self.ee_error(opts, e))?;
+            ees::register_with(node, opts).map_err(|e| self.ee_error(opts, e))?;
         }
         if !self.code.is_empty() {
             let ee = ees::capsule_ee(node).ok_or(BuildError::NoCapsuleEe)?;

@@ -52,6 +52,31 @@ pub enum EeSetupError {
     },
 }
 
+/// The execution environments a node runs.
+#[derive(Debug, Clone)]
+pub struct EeOptions {
+    /// The capsule EE's disk code cache (`None`: memory only).
+    pub cache_dir: Option<PathBuf>,
+    /// The disk code cache's bound, bytes.
+    pub cache_max_bytes: u64,
+    /// A wasmtime runtime to share with other nodes (the emulator's); `None`: the EE makes
+    /// its own (tiered: Winch first, Cranelift in the background).
+    pub runtime: Option<Arc<Runtime>>,
+    /// The NodeOS settings (`[nodeos]`); `enabled = false` runs the EEs bare.
+    pub nodeos: NodeOsFile,
+}
+
+impl Default for EeOptions {
+    fn default() -> EeOptions {
+        EeOptions {
+            cache_dir: None,
+            cache_max_bytes: crate::config::DEFAULT_CACHE_MAX_BYTES,
+            runtime: None,
+            nodeos: NodeOsFile::default(),
+        }
+    }
+}
+
 /// Registers the PLAN and capsule EEs on `node` under the NodeOS with default settings.
 /// `cache_dir`: the capsule disk code cache (`None`: memory only); `rt`: a runtime to share
 /// (`None`: a new one).
@@ -60,20 +85,24 @@ pub fn register(
     cache_dir: Option<PathBuf>,
     rt: Option<Arc<Runtime>>,
 ) -> Result<(), EeSetupError> {
-    register_with(node, cache_dir, rt, &NodeOsFile::default())
+    register_with(
+        node,
+        &EeOptions {
+            cache_dir,
+            runtime: rt,
+            ..EeOptions::default()
+        },
+    )
 }
 
-/// [`register`] with the node file's `[nodeos]` settings.
-pub fn register_with(
-    node: &mut Node,
-    cache_dir: Option<PathBuf>,
-    rt: Option<Arc<Runtime>>,
-    nodeos: &NodeOsFile,
-) -> Result<(), EeSetupError> {
+/// Registers the PLAN and capsule EEs on `node` as `opts` says.
+pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupError> {
+    let (rt, nodeos) = (opts.runtime.clone(), &opts.nodeos);
     let plan = PlanEe::with_defaults();
     let steps = plan.config().limits.steps;
     let cfg = CapsuleConfig {
-        cache_dir,
+        cache_dir: opts.cache_dir.clone(),
+        cache_max_bytes: opts.cache_max_bytes,
         // Used when the EE makes its own runtime (a real node): new code runs on Winch code at
         // once and is recompiled by Cranelift in the background. A shared runtime (the
         // emulator's, deterministic) keeps its own setting.
@@ -202,11 +231,14 @@ mod tests {
     #[test]
     fn disabled_runs_bare() {
         let mut n = node();
-        let off = NodeOsFile {
-            enabled: false,
-            ..NodeOsFile::default()
+        let off = EeOptions {
+            nodeos: NodeOsFile {
+                enabled: false,
+                ..NodeOsFile::default()
+            },
+            ..EeOptions::default()
         };
-        register_with(&mut n, None, None, &off).unwrap();
+        register_with(&mut n, &off).unwrap();
         assert!(n.domain_reports().is_empty());
         assert!(capsule_ee(&mut n).is_some());
     }

@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub socket: Option<PathBuf>,
     /// Where to serve Prometheus metrics (loopback only); `None`: off.
     pub metrics: Option<SocketAddr>,
+    /// The control server's bounds.
+    pub control: control::Limits,
     /// The config file, named in error messages.
     pub origin: String,
 }
@@ -45,6 +47,7 @@ impl RunOptions {
             driver: DriverConfig::new(bind),
             socket: None,
             metrics: None,
+            control: control::Limits::default(),
             origin: format!("node on {bind}"),
         }
     }
@@ -55,6 +58,7 @@ impl RunOptions {
             driver: DriverConfig::new(file.bind),
             socket: Some(file.socket.clone()),
             metrics: file.metrics,
+            control: file.control,
             origin: file.path.display().to_string(),
         }
     }
@@ -183,9 +187,11 @@ impl RunningNode {
                 };
                 let driver: Arc<dyn Driver> = udp.clone();
                 Some(
-                    ControlServer::serve(l, path, driver, events).inspect_err(|_| {
-                        cleanup(&opts);
-                    })?,
+                    ControlServer::serve_with(l, path, driver, events, opts.control).inspect_err(
+                        |_| {
+                            cleanup(&opts);
+                        },
+                    )?,
                 )
             }
             _ => None,

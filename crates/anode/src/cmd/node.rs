@@ -37,7 +37,7 @@ pub fn run(args: Args) -> super::CmdResult {
     let file = config::load(&args.config).map_err(|e| e.to_string())?;
     if args.check {
         print_summary(&file);
-        return Ok(());
+        return config::check_dirs(&file);
     }
     let node = NodeBuilder::from_file(&file)
         .build(std::time::Instant::now())
@@ -100,10 +100,16 @@ fn print_summary(f: &NodeFile) {
     for r in &f.routes {
         println!("route    {} via {} metric {}", r.dest, r.via, r.metric);
     }
-    println!("control  {}", f.socket.display());
     println!(
-        "EEs      PLAN, capsule (code cache {})",
-        f.code_cache.display()
+        "control  {} (at most {} connections, idle ones closed after {} s)",
+        f.socket.display(),
+        f.control.max_connections,
+        f.control.idle.as_secs()
+    );
+    println!(
+        "EEs      PLAN, capsule (code cache {}, at most {} MiB)",
+        f.code_cache.display(),
+        f.code_cache_max_bytes >> 20
     );
     let n = &f.nodeos;
     if n.enabled {

@@ -69,9 +69,22 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let bind = check_bind(&cx, &raw, address)?;
     let links = check_links(&cx, &raw, address, bind, node.routing.infinity)?;
     let routes = check_routes(&cx, &raw, address, &links, node.routing.infinity)?;
+    check_ports(&cx, &raw)?;
     let socket = check_socket(&cx, path, &raw, address)?;
+    let control = check_control(&cx, &raw)?;
     let metrics = check_metrics(&cx, &raw)?;
     let code_cache = check_code_cache(&cx, path, &raw, address)?;
+    let code_cache_max_bytes = match &raw.capsule.cache_max_bytes {
+        None => super::DEFAULT_CACHE_MAX_BYTES,
+        Some(b) if *b.get_ref() < 1 << 20 => {
+            return Err(cx.at(
+                b,
+                format!("capsule cache_max_bytes = {} is below 1 MiB", b.get_ref()),
+                "give room for a few code objects, e.g. 268435456 (256 MiB)",
+            ));
+        }
+        Some(b) => *b.get_ref(),
+    };
     let modules = super::modules::check(path, text, &raw.modules, &raw.module_list)?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     Ok(NodeFile {
@@ -81,11 +94,65 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         links,
         routes,
         socket,
+        control,
         metrics,
         code_cache,
+        code_cache_max_bytes,
         modules,
         nodeos,
     })
+}
+
+/// Every node address in the file names its port: a bare IP would silently mean port 3322.
+fn check_ports(cx: &Ctx<'_>, raw: &RawFile) -> Result<(), Problem> {
+    let mut addrs = vec![("[node] address", &raw.node.address)];
+    for l in &raw.links {
+        addrs.push(("[[link]] peer", &l.peer));
+    }
+    for r in &raw.routes {
+        addrs.push(("[[route]] dest", &r.dest));
+        addrs.push(("[[route]] via", &r.via));
+    }
+    for (what, a) in addrs {
+        let text = cx.text.get(a.span()).unwrap_or("").trim().trim_matches('"');
+        if text.parse::<SocketAddr>().is_err() {
+            return Err(cx.at(
+                a,
+                format!("{what} '{text}' has no port"),
+                format!(
+                    "write IP:PORT, e.g. \"{}\" (a node address is its UDP socket)",
+                    a.get_ref()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[control] max_connections` (1..=65536) and `idle_timeout_s` (at least 1).
+fn check_control(cx: &Ctx<'_>, raw: &RawFile) -> Result<crate::control::Limits, Problem> {
+    let mut l = crate::control::Limits::default();
+    if let Some(m) = &raw.control.max_connections {
+        if !(1..=65_536).contains(m.get_ref()) {
+            return Err(cx.at(
+                m,
+                format!("max_connections = {} is out of range", m.get_ref()),
+                "give 1 to 65536 (default 256)",
+            ));
+        }
+        l.max_connections = *m.get_ref();
+    }
+    if let Some(t) = &raw.control.idle_timeout_s {
+        if *t.get_ref() == 0 {
+            return Err(cx.at(
+                t,
+                "idle_timeout_s = 0 would close every connection at once".into(),
+                "give seconds, e.g. 300 (the default)",
+            ));
+        }
+        l.idle = std::time::Duration::from_secs(*t.get_ref());
+    }
+    Ok(l)
 }
 
 /// `[metrics] listen`: loopback only.

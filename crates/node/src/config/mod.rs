@@ -22,10 +22,13 @@
 //!
 //! [control]
 //! # socket = "/path/to/node.sock"   # default: see anode_ctl::path
+//! # max_connections = 256      # more are refused with a message
+//! # idle_timeout_s = 300       # a connection waiting for nothing is closed after this
 //!
 //! [capsule]
 //! # cache_dir = "code"         # capsule code cache (relative to this file); default:
 //! #                            # $XDG_STATE_HOME/anode/code-PORT (or ~/.local/state/...)
+//! # cache_max_bytes = 268435456  # disk cache bound; least recently used code goes first
 //!
 //! [modules]                    # service modules: see `modules.rs`
 //! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
@@ -70,10 +73,14 @@ pub struct NodeFile {
     pub routes: Vec<StaticRoute>,
     /// The control socket's path.
     pub socket: PathBuf,
+    /// The control server's bounds (`[control] max_connections`, `idle_timeout_s`).
+    pub control: crate::control::Limits,
     /// Where to serve Prometheus metrics (`[metrics] listen`, loopback only); `None`: off.
     pub metrics: Option<SocketAddr>,
     /// The capsule EE's disk code cache (`[capsule] cache_dir`).
     pub code_cache: PathBuf,
+    /// The disk code cache's bound in bytes (`[capsule] cache_max_bytes`).
+    pub code_cache_max_bytes: u64,
     /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
     pub modules: modules::ModulesConfig,
     /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).
@@ -90,6 +97,9 @@ pub struct StaticRoute {
     /// Metric.
     pub metric: u16,
 }
+
+/// The default bound of the disk code cache (256 MiB).
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 256 << 20;
 
 /// Why a config file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -172,3 +182,53 @@ pub fn parse(path: &Path, text: &str) -> Result<NodeFile, ConfigFileError> {
 
 #[cfg(test)]
 mod tests;
+
+/// Checks that the directories the node will need can be used: the code cache and the
+/// control socket's directory exist and are writable, or can be created (their nearest
+/// existing ancestor is a writable directory). Creates nothing. `Err` names the directory,
+/// the setting and why.
+pub fn check_dirs(file: &NodeFile) -> Result<(), String> {
+    let socket_dir = file.socket.parent().unwrap_or(Path::new("."));
+    for (dir, setting) in [
+        (file.code_cache.as_path(), "[capsule] cache_dir"),
+        (socket_dir, "[control] socket"),
+    ] {
+        writable_or_creatable(dir).map_err(|why| {
+            format!(
+                "{}: {} {} {why}; set {setting} to a writable place",
+                file.path.display(),
+                setting,
+                dir.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// `Ok` if `dir` is a writable directory, or does not exist and its nearest existing
+/// ancestor is one.
+fn writable_or_creatable(dir: &Path) -> Result<(), String> {
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => return Err(format!("cannot be a directory: {} is a file", at.display())),
+            Err(_) => match at.parent() {
+                Some(p) if !p.as_os_str().is_empty() => at = p,
+                _ => return Err("has no existing parent directory".into()),
+            },
+        }
+    }
+    let probe = at.join(format!(".anode-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if at == dir => Err(format!("is not writable ({e})")),
+        Err(e) => Err(format!(
+            "would be created in {}, which is not writable ({e})",
+            at.display()
+        )),
+    }
+}

@@ -69,6 +69,8 @@ pub(super) struct RawRoute {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawControl {
     pub socket: Option<Spanned<String>>,
+    pub max_connections: Option<Spanned<usize>>,
+    pub idle_timeout_s: Option<Spanned<u64>>,
 }
 
 /// `[metrics]`: Prometheus metrics of the NodeOS domains, off unless `listen` is set.
@@ -83,4 +85,5 @@ pub(super) struct RawMetrics {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCapsule {
     pub cache_dir: Option<Spanned<String>>,
+    pub cache_max_bytes: Option<Spanned<u64>>,
 }

@@ -253,3 +253,43 @@ fn capsule_cache_dir() {
     assert_eq!(line, 5, "{msg}");
     assert!(msg.contains("cache"), "{msg}");
 }
+
+#[test]
+fn an_address_without_a_port_is_refused_not_defaulted() {
+    let (line, msg) = err("[node]\naddress = \"127.0.0.1\"\n");
+    assert_eq!(line, 2, "{msg}");
+    assert!(
+        msg.contains("has no port") && msg.contains("127.0.0.1:3322"),
+        "{msg}"
+    );
+    let (line, msg) = err(&with("", "[[link]]\npeer = \"127.0.0.2\"\n"));
+    assert_eq!(line, 5, "{msg}");
+    assert!(
+        msg.contains("[[link]] peer '127.0.0.2' has no port"),
+        "{msg}"
+    );
+    let ok = parse(
+        Path::new("n.toml"),
+        &with("", "[[link]]\npeer = \"[::1]:4002\"\n"),
+    );
+    assert!(ok.is_err_and(|e| !e.to_string().contains("no port")));
+}
+
+#[test]
+fn control_limits_and_cache_bound() {
+    let f = parse(
+        Path::new("n.toml"),
+        &with(
+            "",
+            "[control]\nmax_connections = 8\nidle_timeout_s = 20\n[capsule]\ncache_max_bytes = 8388608\n",
+        ),
+    )
+    .unwrap();
+    assert_eq!(f.control.max_connections, 8);
+    assert_eq!(f.control.idle, Duration::from_secs(20));
+    assert_eq!(f.code_cache_max_bytes, 8 << 20);
+    let (line, msg) = err(&with("", "[control]\nmax_connections = 0\n"));
+    assert_eq!(line, 5, "{msg}");
+    let (_, msg) = err(&with("", "[capsule]\ncache_max_bytes = 10\n"));
+    assert!(msg.contains("below 1 MiB"), "{msg}");
+}

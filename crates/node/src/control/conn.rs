@@ -1,120 +1,481 @@
-//! Accepting connections and serving one: a reader thread that answers requests in order and
-//! a writer thread that writes the connection's queue.
+//! The control server's I/O: one thread runs a mio event loop over the listener and every
+//! connection (accepting, reading request lines, writing queued lines), and a small pool of
+//! worker threads answers requests.
+//!
+//! Contracts:
+//! - At most [`Limits::max_connections`] connections are open; one more is told so in one
+//!   error line and closed (counted as `refused_connections`).
+//! - A connection has at most one request being answered; its later lines wait in order (at
+//!   most [`MAX_PENDING`], then the server stops reading from it until they are answered).
+//! - A line longer than [`MAX_LINE`] is answered with an error and skipped.
+//! - A connection that owns no port, is not subscribed, asked for no logs and sent nothing
+//!   for [`Limits::idle`] is closed (counted as `idle_closed`).
+//! - A connection's memory is its buffers, which grow only with what it sends and what is
+//!   queued to it, and are freed when it closes; no thread is made per connection.
+//! - [`Limits::workers`] threads answer requests; a slow request (a module compiling) holds
+//!   one worker, not the I/O thread.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anode_ctl::{ErrorCode, ServerMessage, parse_request};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Token};
 
 use super::handlers::{self, ConnState};
-use super::state::{CONN_QUEUE, ConnOut, Shared};
+use super::state::{ConnId, ConnOut, OutQueue, Shared};
 
 /// Longest request line accepted; a longer one is answered with an error and skipped.
-const MAX_LINE: usize = 1 << 20;
+pub(super) const MAX_LINE: usize = 1 << 20;
+/// Request lines a connection may have waiting for an answer before reading pauses.
+pub(super) const MAX_PENDING: usize = 64;
 
-/// Accepts until the server stops.
-pub(super) fn accept_loop(shared: &Arc<Shared>, listener: &UnixListener) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::Acquire) {
-            break;
+const LISTENER: Token = Token(0);
+/// The waker's token (`Shared::waker`).
+pub(super) const WAKER: Token = Token(1);
+const FIRST_CONN: u64 = 2;
+
+/// The bounds of the control server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Idle time after which a connection that waits for nothing is closed.
+    pub idle: Duration,
+    /// Threads answering requests.
+    pub workers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 256,
+            idle: Duration::from_secs(300),
+            workers: 2,
         }
-        match stream {
-            Ok(s) => {
-                if let Err(e) = start(shared, s) {
-                    tracing::warn!("control connection not started: {e}");
+    }
+}
+
+/// A request for a worker: the connection, its line and its state (lent for the request).
+struct Job {
+    id: ConnId,
+    line: Vec<u8>,
+    state: ConnState,
+}
+
+/// A worker's answer: the state back (the reply is already queued).
+struct Done {
+    id: ConnId,
+    state: ConnState,
+}
+
+/// One connection, as the I/O thread holds it.
+struct Conn {
+    id: ConnId,
+    stream: UnixStream,
+    out: Arc<OutQueue>,
+    /// Bytes read that do not end a line yet.
+    inbuf: Vec<u8>,
+    /// Skipping the rest of an overlong line.
+    skipping: bool,
+    /// Complete lines waiting for a worker.
+    pending: VecDeque<Vec<u8>>,
+    /// `None` while a worker answers one of this connection's requests.
+    state: Option<ConnState>,
+    /// The line being written and how much of it is out.
+    writing: Option<(Vec<u8>, usize)>,
+    last_active: Instant,
+    /// Registered for writable events.
+    want_write: bool,
+    /// Registered for readable events.
+    reading: bool,
+}
+
+/// Starts the worker pool; returns where to send jobs and where answers come back.
+fn start_workers(shared: &Arc<Shared>, n: usize) -> std::io::Result<(Sender<Job>, Receiver<Done>)> {
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    for i in 0..n.max(1) {
+        let (rx, tx, sh) = (Arc::clone(&job_rx), done_tx.clone(), Arc::clone(shared));
+        std::thread::Builder::new()
+            .name(format!("anode-ctl-work{i}"))
+            .spawn(move || worker(&sh, &rx, &tx))?;
+    }
+    Ok((job_tx, done_rx))
+}
+
+fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
+    loop {
+        let job = {
+            let Ok(rx) = jobs.lock() else { return };
+            match rx.recv() {
+                Ok(j) => j,
+                Err(_) => return,
+            }
+        };
+        let Job {
+            id,
+            line,
+            mut state,
+        } = job;
+        let text = String::from_utf8_lossy(&line);
+        let reply = match parse_request(&text) {
+            Ok(f) => handlers::handle(shared, &mut state, f),
+            Err((rid, msg)) => ServerMessage::error(rid, ErrorCode::BadRequest, msg),
+        };
+        shared.reply(id, &reply);
+        if done.send(Done { id, state }).is_err() {
+            return;
+        }
+        let _ = shared.waker.wake();
+    }
+}
+
+/// The I/O thread: runs until the server stops.
+pub(super) fn io_loop(
+    shared: &Arc<Shared>,
+    mut poll: Poll,
+    listener: std::os::unix::net::UnixListener,
+    limits: Limits,
+) {
+    let mut io = match Io::new(shared, &poll, listener, limits) {
+        Ok(io) => io,
+        Err(e) => {
+            tracing::error!("control server cannot start: {e}");
+            return;
+        }
+    };
+    let mut events = Events::with_capacity(256);
+    while !shared.stopping.load(Ordering::Acquire) {
+        if let Err(e) = poll.poll(&mut events, Some(Duration::from_secs(1))) {
+            if e.kind() != ErrorKind::Interrupted {
+                tracing::warn!("control poll failed: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            continue;
+        }
+        for ev in &events {
+            match ev.token() {
+                LISTENER => io.accept(&poll),
+                WAKER => {}
+                Token(t) => {
+                    let id = t as ConnId;
+                    if ev.is_readable() || ev.is_read_closed() {
+                        io.read(&poll, id);
+                    }
+                    if ev.is_writable() {
+                        io.write(&poll, id);
+                    }
                 }
             }
-            Err(e) => {
-                tracing::warn!("control accept failed: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        io.answered(&poll);
+        for id in shared.take_dirty() {
+            io.write(&poll, id);
+        }
+        io.expire_idle(&poll);
+    }
+    io.close_all(&poll);
+}
+
+/// What the I/O thread holds.
+struct Io<'a> {
+    shared: &'a Arc<Shared>,
+    listener: UnixListener,
+    conns: HashMap<ConnId, Conn>,
+    jobs: Sender<Job>,
+    done: Receiver<Done>,
+    limits: Limits,
+    next_id: ConnId,
+}
+
+impl<'a> Io<'a> {
+    fn new(
+        shared: &'a Arc<Shared>,
+        poll: &Poll,
+        listener: std::os::unix::net::UnixListener,
+        limits: Limits,
+    ) -> std::io::Result<Io<'a>> {
+        listener.set_nonblocking(true)?;
+        let mut listener = UnixListener::from_std(listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let (jobs, done) = start_workers(shared, limits.workers)?;
+        Ok(Io {
+            shared,
+            listener,
+            conns: HashMap::new(),
+            jobs,
+            done,
+            limits,
+            next_id: FIRST_CONN,
+        })
+    }
+
+    fn accept(&mut self, poll: &Poll) {
+        loop {
+            let (mut stream, _) = match self.listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    tracing::warn!("control accept failed: {e}");
+                    return;
+                }
+            };
+            if self.conns.len() >= self.limits.max_connections {
+                self.shared
+                    .refused_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                let msg = ServerMessage::error(
+                    None,
+                    ErrorCode::Other,
+                    format!(
+                        "too many control connections ({} open); try again later",
+                        self.conns.len()
+                    ),
+                );
+                let _ = stream.write(msg.to_line().as_bytes());
+                continue;
             }
+            let id = self.next_id;
+            self.next_id += 1;
+            if let Err(e) =
+                poll.registry()
+                    .register(&mut stream, Token(id as usize), Interest::READABLE)
+            {
+                tracing::warn!("control connection not registered: {e}");
+                continue;
+            }
+            let out = Arc::new(OutQueue::default());
+            self.shared.add_conn_with(
+                id,
+                ConnOut {
+                    out: Arc::clone(&out),
+                    subscribed: false,
+                },
+            );
+            self.conns.insert(
+                id,
+                Conn {
+                    id,
+                    stream,
+                    out,
+                    inbuf: Vec::new(),
+                    skipping: false,
+                    pending: VecDeque::new(),
+                    state: Some(ConnState::new(id)),
+                    writing: None,
+                    last_active: Instant::now(),
+                    want_write: false,
+                    reading: true,
+                },
+            );
         }
     }
-}
 
-fn start(shared: &Arc<Shared>, stream: UnixStream) -> std::io::Result<()> {
-    let (tx, rx) = mpsc::sync_channel(CONN_QUEUE);
-    let writer = stream.try_clone()?;
-    let id = shared.add_conn(ConnOut {
-        tx: tx.clone(),
-        stream: stream.try_clone()?,
-        subscribed: false,
-    });
-    let w = std::thread::Builder::new()
-        .name(format!("anode-ctl-w{id}"))
-        .spawn(move || write_loop(writer, &rx));
-    if let Err(e) = w {
-        shared.release_conn(id);
-        return Err(e);
-    }
-    let sh = Arc::clone(shared);
-    let r = std::thread::Builder::new()
-        .name(format!("anode-ctl-r{id}"))
-        .spawn(move || {
-            let mut st = ConnState::new(id);
-            read_loop(&sh, &mut st, stream, &tx);
-            sh.release_conn(id);
-            tracing::debug!(conn = id, client = %st.client, "control connection closed");
-        });
-    if let Err(e) = r {
-        shared.release_conn(id);
-        return Err(e);
-    }
-    Ok(())
-}
-
-fn write_loop(mut w: UnixStream, rx: &Receiver<ServerMessage>) {
-    while let Ok(m) = rx.recv() {
-        if w.write_all(m.to_line().as_bytes()).is_err() {
-            break;
-        }
-    }
-    let _ = w.shutdown(std::net::Shutdown::Both);
-}
-
-fn read_loop(
-    shared: &Shared,
-    st: &mut ConnState,
-    stream: UnixStream,
-    tx: &mpsc::SyncSender<ServerMessage>,
-) {
-    let mut r = BufReader::new(stream);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = match (&mut r)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)
-        {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
+    /// Reads what is there, splits lines, hands the next to a worker.
+    fn read(&mut self, poll: &Poll, id: ConnId) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
         };
-        let reply = if n > MAX_LINE && buf.last() != Some(&b'\n') {
-            // Skip the rest of the overlong line.
-            let mut sink = Vec::new();
-            if r.read_until(b'\n', &mut sink).is_err() {
-                return;
+        let mut chunk = [0u8; 16 * 1024];
+        let closed = loop {
+            if c.pending.len() >= MAX_PENDING {
+                break false;
             }
-            ServerMessage::error(
+            match c.stream.read(&mut chunk) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    c.last_active = Instant::now();
+                    take_lines(c, chunk.get(..n).unwrap_or(&[]), self.shared);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break true,
+            }
+        };
+        if closed && c.pending.is_empty() && c.state.is_some() {
+            return self.close(poll, id);
+        }
+        self.dispatch(poll, id);
+    }
+
+    /// Gives the connection's next waiting line to a worker if none is working for it, and
+    /// pauses or resumes reading by how many lines wait.
+    fn dispatch(&mut self, poll: &Poll, id: ConnId) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.state.is_some()
+            && let Some(line) = c.pending.pop_front()
+            && let Some(state) = c.state.take()
+            && self.jobs.send(Job { id, line, state }).is_err()
+        {
+            tracing::warn!("control workers are gone");
+        }
+        let should_read = c.pending.len() < MAX_PENDING;
+        if should_read != c.reading {
+            c.reading = should_read;
+            let want = interest(c);
+            let _ = poll
+                .registry()
+                .reregister(&mut c.stream, Token(id as usize), want);
+        }
+    }
+
+    /// Takes back the states of answered requests and starts the next ones.
+    fn answered(&mut self, poll: &Poll) {
+        while let Ok(Done { id, state }) = self.done.try_recv() {
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.state = Some(state);
+                c.last_active = Instant::now();
+                self.dispatch(poll, id);
+            }
+        }
+    }
+
+    /// Writes queued lines until the socket would block.
+    fn write(&mut self, poll: &Poll, id: ConnId) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let broken = loop {
+            if c.writing.is_none() {
+                let next = c
+                    .out
+                    .lines
+                    .lock()
+                    .map(|mut q| q.pop_front())
+                    .unwrap_or(None);
+                match next {
+                    Some(l) => c.writing = Some((l, 0)),
+                    None => break false,
+                }
+            }
+            let Some((line, at)) = c.writing.as_mut() else {
+                break false;
+            };
+            match c.stream.write(line.get(*at..).unwrap_or(&[])) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    *at += n;
+                    if *at >= line.len() {
+                        c.writing = None;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break true,
+            }
+        };
+        if broken {
+            return self.close(poll, id);
+        }
+        let want = c.writing.is_some();
+        if want != c.want_write {
+            c.want_write = want;
+            let want = interest(c);
+            let _ = poll
+                .registry()
+                .reregister(&mut c.stream, Token(id as usize), want);
+        }
+    }
+
+    /// Closes connections idle past the limit that wait for nothing.
+    fn expire_idle(&mut self, poll: &Poll) {
+        let now = Instant::now();
+        let idle: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                now.duration_since(c.last_active) > self.limits.idle
+                    && c.state.is_some()
+                    && c.pending.is_empty()
+                    && c.writing.is_none()
+            })
+            .map(|(id, _)| *id)
+            .filter(|id| !self.shared.is_listening(*id))
+            .collect();
+        for id in idle {
+            self.shared.idle_closed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(conn = id, "idle control connection closed");
+            self.close(poll, id);
+        }
+    }
+
+    fn close(&mut self, poll: &Poll, id: ConnId) {
+        if let Some(mut c) = self.conns.remove(&id) {
+            let _ = poll.registry().deregister(&mut c.stream);
+            let client = c
+                .state
+                .as_ref()
+                .map(|s| s.client.clone())
+                .unwrap_or_default();
+            tracing::debug!(conn = id, %client, "control connection closed");
+        }
+        self.shared.release_conn(id);
+    }
+
+    fn close_all(&mut self, poll: &Poll) {
+        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close(poll, id);
+        }
+    }
+}
+
+/// The events a connection is registered for.
+fn interest(c: &Conn) -> Interest {
+    match (c.reading, c.want_write) {
+        (_, false) => Interest::READABLE,
+        (true, true) => Interest::READABLE | Interest::WRITABLE,
+        (false, true) => Interest::WRITABLE,
+    }
+}
+
+/// Adds `bytes` to the connection's input, moving complete lines to `pending`; an overlong
+/// line is answered with an error and skipped to its end.
+fn take_lines(c: &mut Conn, mut bytes: &[u8], shared: &Shared) {
+    while !bytes.is_empty() {
+        let nl = bytes.iter().position(|b| *b == b'\n');
+        let (part, rest, ends) = match nl {
+            Some(i) => (
+                bytes.get(..i).unwrap_or(&[]),
+                bytes.get(i + 1..).unwrap_or(&[]),
+                true,
+            ),
+            None => (bytes, &[][..], false),
+        };
+        bytes = rest;
+        if c.skipping {
+            c.skipping = !ends;
+            continue;
+        }
+        if c.inbuf.len() + part.len() > MAX_LINE {
+            c.inbuf = Vec::new();
+            c.skipping = !ends;
+            let msg = ServerMessage::error(
                 None,
                 ErrorCode::BadRequest,
                 format!("request line longer than {MAX_LINE} bytes"),
-            )
-        } else {
-            let line = String::from_utf8_lossy(&buf);
-            if line.trim().is_empty() {
-                continue;
-            }
-            match parse_request(&line) {
-                Ok(f) => handlers::handle(shared, st, f),
-                Err((id, msg)) => ServerMessage::error(id, ErrorCode::BadRequest, msg),
-            }
-        };
-        if tx.send(reply).is_err() {
-            return;
+            );
+            shared.queue(c.id, &c.out, &msg, false);
+            continue;
         }
+        c.inbuf.extend_from_slice(part);
+        if ends {
+            let line = std::mem::take(&mut c.inbuf);
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                c.pending.push_back(line);
+            }
+        }
+    }
+    if c.inbuf.capacity() > 64 * 1024 && c.inbuf.is_empty() {
+        c.inbuf = Vec::new();
     }
 }

@@ -2,9 +2,10 @@
 //! the `anode-ctl` protocol.
 //!
 //! ## Threads
-//! - one accept thread (`ControlServer::start`);
-//! - per connection a reader thread (parses requests, runs them on the node through
-//!   [`Driver`], queues the reply) and a writer thread (writes queued messages in order);
+//! - one I/O thread (`conn.rs`): a mio event loop accepting connections, reading request
+//!   lines and writing queued lines for all connections;
+//! - a small pool of workers ([`Limits::workers`], 2 by default) answering requests, running
+//!   node work through [`Driver`];
 //! - one event pump (`pump.rs`) that takes the node's events: deliveries go to the connection
 //!   that bound their port, neighbor and route changes are logged and go to subscribers.
 //!
@@ -16,7 +17,10 @@
 //!   counted once its queue is full; replies are never dropped.
 //! - A port belongs to at most one connection and is freed when that connection closes;
 //!   deliveries to unbound ports are dropped and counted (`unbound_port_drops`).
-//! - [`ControlServer::stop`] closes every connection and removes the socket file.
+//! - Connections are bounded ([`Limits`]: 256 by default, more are refused with a message)
+//!   and an idle one that waits for nothing is closed; no thread is made per connection.
+//! - [`ControlServer::stop`] wakes the I/O thread (it does not need the socket file, which a
+//!   tmp cleaner may have deleted), closes every connection and removes the socket file.
 
 mod app;
 mod conn;
@@ -28,7 +32,7 @@ mod socket;
 mod state;
 
 use std::collections::BTreeMap;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -38,6 +42,7 @@ use std::time::Instant;
 
 use anode_core::{Event, Node};
 
+pub use conn::Limits;
 pub use socket::{SocketError, bind as bind_socket, remove as remove_socket};
 use state::Shared;
 
@@ -77,7 +82,7 @@ pub fn call<R: Send + 'static>(
 pub struct ControlServer {
     shared: Arc<Shared>,
     path: PathBuf,
-    accept: Option<JoinHandle<()>>,
+    io: Option<JoinHandle<()>>,
     pump: Option<JoinHandle<()>>,
 }
 
@@ -94,28 +99,42 @@ impl ControlServer {
     }
 
     /// Starts serving `driver` on a listener from [`bind_socket`] (so a program can claim the
-    /// socket before it starts the node).
+    /// socket before it starts the node), with the default [`Limits`].
     pub fn serve(
         listener: UnixListener,
         path: &Path,
         driver: Arc<dyn Driver>,
         events: Receiver<Event>,
     ) -> Result<ControlServer, SocketError> {
-        let shared = Shared::new(driver, path.to_path_buf());
+        Self::serve_with(listener, path, driver, events, Limits::default())
+    }
+
+    /// [`ControlServer::serve`] with `limits`.
+    pub fn serve_with(
+        listener: UnixListener,
+        path: &Path,
+        driver: Arc<dyn Driver>,
+        events: Receiver<Event>,
+        limits: Limits,
+    ) -> Result<ControlServer, SocketError> {
+        let thread = |source| SocketError::Thread { source };
+        let poll = mio::Poll::new().map_err(thread)?;
+        let waker = mio::Waker::new(poll.registry(), conn::WAKER).map_err(thread)?;
+        let shared = Shared::new(driver, path.to_path_buf(), waker);
         let sh = Arc::clone(&shared);
         let pump = std::thread::Builder::new()
             .name("anode-ctl-pump".into())
             .spawn(move || pump::run(&sh, &events))
-            .map_err(|source| SocketError::Thread { source })?;
+            .map_err(thread)?;
         let sh = Arc::clone(&shared);
-        let accept = std::thread::Builder::new()
-            .name("anode-ctl-accept".into())
-            .spawn(move || conn::accept_loop(&sh, &listener))
-            .map_err(|source| SocketError::Thread { source })?;
+        let io = std::thread::Builder::new()
+            .name("anode-ctl-io".into())
+            .spawn(move || conn::io_loop(&sh, poll, listener, limits))
+            .map_err(thread)?;
         Ok(ControlServer {
             shared,
             path: path.to_path_buf(),
-            accept: Some(accept),
+            io: Some(io),
             pump: Some(pump),
         })
     }
@@ -128,12 +147,10 @@ impl ControlServer {
     /// Closes every connection, stops the threads and removes the socket file.
     pub fn stop(mut self) {
         self.shared.stopping.store(true, Ordering::Release);
-        // Wake the accept thread.
-        let _ = UnixStream::connect(&self.path);
-        if let Some(t) = self.accept.take() {
+        let _ = self.shared.waker.wake();
+        if let Some(t) = self.io.take() {
             let _ = t.join();
         }
-        self.shared.close_all();
         if let Some(t) = self.pump.take() {
             let _ = t.join();
         }

@@ -60,6 +60,7 @@ pub fn bind(path: &Path) -> Result<UnixListener, SocketError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
         && !dir.exists()
     {
+        tracing::warn!(dir = %dir.display(), "creating the control socket's directory (mode 0700)");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)

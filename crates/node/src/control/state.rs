@@ -1,12 +1,12 @@
-//! State shared by the control server's threads: connections, port owners, statistics.
+//! State shared by the control server's threads: connections' output queues, port owners,
+//! statistics, and the waker of the I/O thread.
 //!
-//! Lock order: `conns` before `ports` (only `release_conn` holds both).
+//! Lock order: `conns` before `ports` (only `release_conn` holds both); `dirty` is taken
+//! alone.
 
-use std::collections::HashMap;
-use std::os::unix::net::UnixStream;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -20,11 +20,17 @@ pub(super) const CONN_QUEUE: usize = 4096;
 /// Connection id.
 pub(super) type ConnId = u64;
 
-/// The server side of one connection.
+/// Lines waiting to be written to one connection (replies are never dropped; stream
+/// messages are, past [`CONN_QUEUE`]). Grows only as far as it is used.
+#[derive(Debug, Default)]
+pub(super) struct OutQueue {
+    pub lines: Mutex<VecDeque<Vec<u8>>>,
+}
+
+/// The server side of one connection, as the other threads see it.
 #[derive(Debug)]
 pub(super) struct ConnOut {
-    pub tx: SyncSender<ServerMessage>,
-    pub stream: UnixStream,
+    pub out: Arc<OutQueue>,
     pub subscribed: bool,
 }
 
@@ -39,9 +45,14 @@ pub(super) struct Shared {
     pub log_conns: Mutex<std::collections::HashSet<ConnId>>,
     /// Ports registered with the capsule EE (bound under `TYPE_CAPSULE`).
     pub capsule_ports: Mutex<std::collections::HashSet<u16>>,
-    pub next_conn: AtomicU64,
     pub unbound_port_drops: AtomicU64,
     pub slow_client_drops: AtomicU64,
+    pub refused_connections: AtomicU64,
+    pub idle_closed: AtomicU64,
+    /// Connections with new output for the I/O thread to write.
+    pub dirty: Mutex<Vec<ConnId>>,
+    /// Wakes the I/O thread (new output, finished requests, stop).
+    pub waker: mio::Waker,
     /// A client asked the node to stop.
     pub shutdown: AtomicBool,
     /// The server is stopping.
@@ -59,8 +70,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(driver: Arc<dyn Driver>, path: PathBuf) -> Arc<Shared> {
+    pub fn new(driver: Arc<dyn Driver>, path: PathBuf, waker: mio::Waker) -> Arc<Shared> {
         Arc::new(Shared {
+            refused_connections: AtomicU64::new(0),
+            idle_closed: AtomicU64::new(0),
+            dirty: Mutex::new(Vec::new()),
+            waker,
             driver,
             path,
             started: Instant::now(),
@@ -68,7 +83,6 @@ impl Shared {
             ports: Mutex::new(HashMap::new()),
             log_conns: Mutex::new(Default::default()),
             capsule_ports: Mutex::new(Default::default()),
-            next_conn: AtomicU64::new(1),
             unbound_port_drops: AtomicU64::new(0),
             slow_client_drops: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
@@ -76,10 +90,9 @@ impl Shared {
         })
     }
 
-    pub fn add_conn(&self, out: ConnOut) -> ConnId {
-        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+    /// Registers connection `id` (ids are the I/O thread's).
+    pub fn add_conn_with(&self, id: ConnId, out: ConnOut) {
         lock(&self.conns).insert(id, out);
-        id
     }
 
     /// Forgets a connection and frees its ports.
@@ -151,20 +164,56 @@ impl Shared {
         }
     }
 
-    /// Queues a stream message for `id`, dropping it if the client is slow.
-    fn push(&self, out: &ConnOut, msg: ServerMessage) {
-        if let Err(TrySendError::Full(_)) = out.tx.try_send(msg) {
-            self.slow_client_drops.fetch_add(1, Ordering::Relaxed);
+    /// Queues `msg` for connection `id`: a stream message is dropped (and counted) if the
+    /// client is [`CONN_QUEUE`] messages behind; a reply never is. Wakes the I/O thread when
+    /// the first connection becomes dirty.
+    pub fn queue(&self, id: ConnId, out: &OutQueue, msg: &ServerMessage, stream: bool) {
+        {
+            let mut q = lock(&out.lines);
+            if stream && q.len() >= CONN_QUEUE {
+                self.slow_client_drops.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            q.push_back(msg.to_line().into_bytes());
         }
+        let first = {
+            let mut d = lock(&self.dirty);
+            d.push(id);
+            d.len() == 1
+        };
+        if first {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Queues a reply for connection `id` (dropped if the connection is gone).
+    pub fn reply(&self, id: ConnId, msg: &ServerMessage) {
+        let out = lock(&self.conns).get(&id).map(|c| Arc::clone(&c.out));
+        if let Some(out) = out {
+            self.queue(id, &out, msg, false);
+        }
+    }
+
+    /// Takes the connections with new output.
+    pub fn take_dirty(&self) -> Vec<ConnId> {
+        std::mem::take(&mut *lock(&self.dirty))
+    }
+
+    /// True if connection `id` waits for something by design: it owns a port, subscribed,
+    /// or asked for logs (an idle timeout does not apply to it).
+    pub fn is_listening(&self, id: ConnId) -> bool {
+        lock(&self.conns).get(&id).is_some_and(|c| c.subscribed)
+            || lock(&self.ports).values().any(|owner| *owner == id)
+            || lock(&self.log_conns).contains(&id)
     }
 
     /// Sends a delivery to the owner of `port`; false if no one owns it.
     pub fn deliver(&self, port: u16, msg: ServerMessage) -> bool {
         let conns = lock(&self.conns);
         let owner = lock(&self.ports).get(&port).copied();
-        match owner.and_then(|id| conns.get(&id)) {
-            Some(out) => {
-                self.push(out, msg);
+        match owner.and_then(|id| conns.get(&id).map(|c| (id, c))) {
+            Some((id, out)) => {
+                self.queue(id, &out.out, &msg, true);
                 true
             }
             None => {
@@ -177,8 +226,8 @@ impl Shared {
     /// Sends an event to every subscriber.
     pub fn broadcast(&self, msg: &ServerMessage) {
         let conns = lock(&self.conns);
-        for out in conns.values().filter(|c| c.subscribed) {
-            self.push(out, msg.clone());
+        for (id, out) in conns.iter().filter(|(_, c)| c.subscribed) {
+            self.queue(*id, &out.out, msg, true);
         }
     }
 
@@ -189,15 +238,8 @@ impl Shared {
         let logs = lock(&self.log_conns);
         for (id, out) in conns.iter() {
             if out.subscribed || logs.contains(id) {
-                self.push(out, msg.clone());
+                self.queue(*id, &out.out, msg, true);
             }
-        }
-    }
-
-    /// Shuts every connection's socket down (their threads then end).
-    pub fn close_all(&self) {
-        for out in lock(&self.conns).values() {
-            let _ = out.stream.shutdown(std::net::Shutdown::Both);
         }
     }
 
@@ -207,6 +249,8 @@ impl Shared {
             bound_ports: lock(&self.ports).len() as u64,
             unbound_port_drops: self.unbound_port_drops.load(Ordering::Relaxed),
             slow_client_drops: self.slow_client_drops.load(Ordering::Relaxed),
+            refused_connections: self.refused_connections.load(Ordering::Relaxed),
+            idle_closed: self.idle_closed.load(Ordering::Relaxed),
         }
     }
 }

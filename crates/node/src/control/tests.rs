@@ -53,6 +53,11 @@ impl Fixture {
 
     /// A fixture whose link to 127.0.0.1:4002 is static (`static_neighbor`) or not.
     fn with_link(tag: &str, static_neighbor: bool) -> Fixture {
+        Self::with_limits(tag, static_neighbor, Limits::default())
+    }
+
+    /// A fixture with the control server's `limits`.
+    fn with_limits(tag: &str, static_neighbor: bool, limits: Limits) -> Fixture {
         let dir = std::env::temp_dir().join(format!("anode-ctl-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let now = Instant::now();
@@ -66,7 +71,9 @@ impl Fixture {
             node: Mutex::new(node),
             events: Mutex::new(tx),
         });
-        let server = ControlServer::start(&dir.join("sub/n.sock"), d, rx).unwrap();
+        let path = dir.join("sub/n.sock");
+        let listener = bind_socket(&path).unwrap();
+        let server = ControlServer::serve_with(listener, &path, d, rx, limits).unwrap();
         Fixture {
             server: Some(server),
             dir,
@@ -399,4 +406,76 @@ fn domains_op_reports_the_nodeos_domains() {
     assert_eq!(raw[1]["result"]["ees"][0]["memory_used"], 146);
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn connections_are_bounded_and_idle_ones_closed() {
+    let limits = Limits {
+        max_connections: 3,
+        idle: Duration::from_millis(300),
+        workers: 2,
+    };
+    let f = Fixture::with_limits("bounds", false, limits);
+    let mut listening = f.client();
+    listening.bind(4242).unwrap();
+    let _a = f.client();
+    let _b = f.client();
+    // A fourth is told why and closed.
+    let s = UnixStream::connect(f.path()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    assert!(line.contains("too many control connections"), "{line}");
+    // After the idle time the two that wait for nothing are gone; the one owning a port
+    // stays, and new connections are accepted again.
+    let t0 = Instant::now();
+    loop {
+        let st = listening.stats().unwrap().control;
+        if st.idle_closed == 2 {
+            assert_eq!(st.refused_connections, 1, "{st:?}");
+            assert_eq!(st.connections, 1, "{st:?}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{st:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = f.client();
+    assert!(c.status().is_ok());
+}
+
+#[test]
+fn stops_even_when_its_socket_file_was_deleted() {
+    let mut f = Fixture::new("unlinked");
+    let _c = f.client();
+    std::fs::remove_file(f.path()).unwrap();
+    let server = f.server.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        server.stop();
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "stop() hung after the socket file was deleted"
+    );
+}
+
+#[test]
+fn a_request_naming_a_key_twice_is_refused() {
+    let f = Fixture::new("dupkeys");
+    let replies = raw_exchange(
+        &f.path(),
+        &[
+            r#"{"id":1,"op":"hello","protocol":1}"#,
+            r#"{"id":2,"op":"status","op":"shutdown"}"#,
+        ],
+    );
+    assert_eq!(replies[1]["type"], "error", "{replies:?}");
+    assert!(
+        replies[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate key \"op\""),
+        "{replies:?}"
+    );
 }

@@ -301,8 +301,8 @@ impl NodeHooks {
             };
             builder = builder.ees(EeOptions {
                 cache_dir: Some(cache),
-                runtime: None,
                 nodeos,
+                ..EeOptions::default()
             });
         }
         let prefixes = if n.advertise_ms == 0 {
