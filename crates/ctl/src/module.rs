@@ -65,6 +65,10 @@ pub struct ModuleEntry {
     pub provides: Vec<String>,
     /// Services it requires ("name range").
     pub requires: Vec<String>,
+    /// Where it came from: `config` (the node's `[[module]]` list) or `runtime` (installed
+    /// or upgraded over the control socket); kept across restarts either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 fn unexpected(request: &'static str, r: &Response) -> ClientError {

@@ -36,6 +36,9 @@ pub struct RunOptions {
     pub metrics: Option<SocketAddr>,
     /// The control server's bounds.
     pub control: control::Limits,
+    /// The module journal's directory (a node hosting modules), so modules installed at
+    /// run time come back after a restart.
+    pub modules_state: Option<PathBuf>,
     /// The config file, named in error messages.
     pub origin: String,
 }
@@ -48,6 +51,7 @@ impl RunOptions {
             socket: None,
             metrics: None,
             control: control::Limits::default(),
+            modules_state: None,
             origin: format!("node on {bind}"),
         }
     }
@@ -59,6 +63,8 @@ impl RunOptions {
             socket: Some(file.socket.clone()),
             metrics: file.metrics,
             control: file.control,
+            modules_state: (!file.modules.trusted_keys.is_empty())
+                .then(|| file.modules.state_dir.clone()),
             origin: file.path.display().to_string(),
         }
     }
@@ -196,6 +202,9 @@ impl RunningNode {
             }
             _ => None,
         };
+        if let (Some(s), Some(dir)) = (&server, &opts.modules_state) {
+            s.set_module_journal(crate::modules::journal::Store::new(dir));
+        }
         let mut running = RunningNode {
             udp,
             server,

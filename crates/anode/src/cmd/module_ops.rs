@@ -153,11 +153,12 @@ fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
 
 fn line(m: &ModuleEntry) -> String {
     let mut s = format!(
-        "{:<12} {:<8} {:<9} {:<10} {:<13} {:>10} pkts  {}",
+        "{:<12} {:<8} {:<9} {:<10} {:<8} {:<13} {:>10} pkts  {}",
         m.name,
         m.version,
         m.kind,
         m.state,
+        m.origin.as_deref().unwrap_or("-"),
         m.hook.as_deref().unwrap_or("-"),
         m.packets,
         m.summary

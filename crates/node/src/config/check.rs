@@ -85,7 +85,8 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         }
         Some(b) => *b.get_ref(),
     };
-    let modules = super::modules::check(path, text, &raw.modules, &raw.module_list)?;
+    let modules =
+        super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
@@ -429,6 +430,12 @@ fn check_socket(
 /// `$XDG_STATE_HOME/anode/code-PORT`, else `$HOME/.local/state/anode/code-PORT`, else
 /// `/tmp/anode-state/code-PORT`.
 pub fn default_code_cache(port: u16) -> PathBuf {
+    default_state_dir(&format!("code-{port}"))
+}
+
+/// `NAME` under the node's state directory: `$XDG_STATE_HOME/anode`, else
+/// `$HOME/.local/state/anode`, else `/tmp/anode-state`.
+pub fn default_state_dir(name: &str) -> PathBuf {
     let abs = |v: Option<std::ffi::OsString>| v.filter(|d| Path::new(d).is_absolute());
     let base = match (
         abs(std::env::var_os("XDG_STATE_HOME")),
@@ -438,7 +445,7 @@ pub fn default_code_cache(port: u16) -> PathBuf {
         (None, Some(h)) => PathBuf::from(h).join(".local/state/anode"),
         (None, None) => PathBuf::from("/tmp/anode-state"),
     };
-    base.join(format!("code-{port}"))
+    base.join(name)
 }
 
 fn check_code_cache(

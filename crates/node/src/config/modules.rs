@@ -4,6 +4,8 @@
 //! ```toml
 //! [modules]
 //! trusted_keys = ["3b6a27bc..."]     # hex ed25519 public keys (`anode keygen` writes BASE.pub)
+//! # state_dir = "mods-state"         # modules installed at run time, kept across restarts
+//! #                                  # (default: $XDG_STATE_HOME/anode/modules-PORT)
 //!
 //! [[module]]                         # installed and started in this order at startup
 //! package = "mods/null-1.0.0.amod"   # a package file (relative to this config file), or:
@@ -37,6 +39,7 @@ use super::locate::{Pos, pos_of};
 pub(super) struct RawModules {
     #[serde(default)]
     pub trusted_keys: Vec<Spanned<String>>,
+    pub state_dir: Option<Spanned<String>>,
 }
 
 /// One `[[module]]` as written.
@@ -59,6 +62,9 @@ pub struct ModulesConfig {
     pub trusted_keys: Vec<String>,
     /// Modules to install at startup, in order.
     pub startup: Vec<ModuleSpec>,
+    /// Where modules installed at run time are kept across restarts (`[modules] state_dir`;
+    /// default `modules-PORT` beside the default code cache).
+    pub state_dir: PathBuf,
 }
 
 /// Where a startup module comes from.
@@ -153,7 +159,23 @@ pub(super) fn check(
     text: &str,
     raw: &RawModules,
     list: &[RawModule],
+    port: u16,
 ) -> Result<ModulesConfig, Problem> {
+    let state_dir = match &raw.state_dir {
+        None => super::check::default_state_dir(&format!("modules-{port}")),
+        Some(d) if d.get_ref().trim().is_empty() => {
+            return Err(at(
+                text,
+                d,
+                "[modules] state_dir is empty".into(),
+                "give a directory, or leave state_dir out for the default",
+            ));
+        }
+        Some(d) => path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(d.get_ref().trim()),
+    };
     let mut keys = Vec::new();
     for k in &raw.trusted_keys {
         let hexkey = k.get_ref().trim();
@@ -270,5 +292,6 @@ pub(super) fn check(
     Ok(ModulesConfig {
         trusted_keys: keys,
         startup,
+        state_dir,
     })
 }

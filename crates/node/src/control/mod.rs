@@ -139,6 +139,12 @@ impl ControlServer {
         })
     }
 
+    /// Records run-time module changes (install, upgrade, start, stop, remove) in `store`,
+    /// so they survive a restart (`crate::modules::journal`).
+    pub fn set_module_journal(&self, store: crate::modules::journal::Store) {
+        let _ = self.shared.journal.set(store);
+    }
+
     /// True once a client asked the node to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown.load(Ordering::Acquire)

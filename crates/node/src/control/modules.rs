@@ -19,6 +19,8 @@ use anode_ctl::{ErrorCode, ModuleConfig, ModuleEntry, Payload, Response};
 
 use crate::config::modules::config_table;
 use anode_modules::{ModRuntime, ModuleError, ModuleHost, ModuleInfo, Package, Prepared, State};
+
+use crate::modules::journal::{Entry, Journal, Origin, Store};
 use std::sync::Arc;
 
 use super::handlers::Failure;
@@ -65,7 +67,43 @@ pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
         publisher: i.publisher,
         provides: i.provides,
         requires: i.requires,
+        origin: None,
     }
+}
+
+/// Records a change in the module journal, if the node keeps one; a failure to write it is
+/// logged (the change itself is done).
+fn journal(shared: &Shared, f: impl FnOnce(&Store, &mut Journal) -> Result<(), String>) {
+    let Some(store) = shared.journal.get() else {
+        return;
+    };
+    let r = store.load().map_err(|e| e.to_string()).and_then(|mut j| {
+        j.version = 1;
+        f(store, &mut j)?;
+        store.save(&j).map_err(|e| e.to_string())
+    });
+    if let Err(e) = r {
+        tracing::warn!("module journal not updated: {e}; the change will not survive a restart");
+    }
+}
+
+/// Records an installed or upgraded package as a run-time module.
+fn journal_package(shared: &Shared, package: &Payload, config: &ModuleConfig, info: &ModuleInfo) {
+    journal(shared, |store, j| {
+        let (file, sha256) = store
+            .put_package(&info.name, &info.version, package.as_bytes())
+            .map_err(|e| e.to_string())?;
+        j.put(Entry {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            package: file,
+            sha256,
+            config: config.clone(),
+            started: info.state == State::Active,
+            origin: Origin::Runtime,
+        });
+        Ok(())
+    });
 }
 
 /// Runs `f` on the node's module host.
@@ -115,6 +153,7 @@ pub(super) fn install(
         h.info(&name)
     })?;
     tracing::info!(module = %id, state = ?info.state, "module installed over the control socket");
+    journal_package(shared, package, config, &info);
     Ok(module(info))
 }
 
@@ -132,14 +171,30 @@ pub(super) fn upgrade(
         h.info(&name)
     })?;
     tracing::info!(module = %id, "module upgraded over the control socket");
+    journal_package(shared, package, config, &info);
     Ok(module(info))
 }
 
 /// `module_list`.
 pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
     let l = with_host(&*shared.driver, |h| Ok(h.list()))?;
+    let kept = shared.journal.get().and_then(|s| s.load().ok());
+    let origin = |name: &str| {
+        kept.as_ref()
+            .and_then(|j| j.entries.iter().find(|e| e.name == name))
+            .map(|e| e.origin.as_str().to_string())
+    };
     Ok(Response::Modules {
-        modules: l.into_iter().map(entry).collect(),
+        modules: l
+            .into_iter()
+            .map(|i| {
+                let o = origin(&i.name);
+                ModuleEntry {
+                    origin: o,
+                    ..entry(i)
+                }
+            })
+            .collect(),
     })
 }
 
@@ -160,6 +215,18 @@ pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response,
     })?;
     if op != Op::Info {
         tracing::info!(module = %info.name, ?op, "module op over the control socket");
+        let (name, active) = (info.name.clone(), info.state == State::Active);
+        journal(shared, |_, j| {
+            match op {
+                Op::Remove => j.remove(&name),
+                _ => {
+                    if let Some(e) = j.get_mut(&name) {
+                        e.started = active;
+                    }
+                }
+            }
+            Ok(())
+        });
     }
     Ok(module(info))
 }

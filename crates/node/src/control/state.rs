@@ -53,6 +53,8 @@ pub(super) struct Shared {
     pub dirty: Mutex<Vec<ConnId>>,
     /// Wakes the I/O thread (new output, finished requests, stop).
     pub waker: mio::Waker,
+    /// The module journal run-time module changes are recorded in (a node with modules).
+    pub journal: std::sync::OnceLock<crate::modules::journal::Store>,
     /// A client asked the node to stop.
     pub shutdown: AtomicBool,
     /// The server is stopping.
@@ -76,6 +78,7 @@ impl Shared {
             idle_closed: AtomicU64::new(0),
             dirty: Mutex::new(Vec::new()),
             waker,
+            journal: std::sync::OnceLock::new(),
             driver,
             path,
             started: Instant::now(),
