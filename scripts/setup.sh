@@ -23,6 +23,10 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v traceroute >/dev/null 2>&1 || need+=(traceroute)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
+# Packet captures are checked with tshark and the dissector in tools/wireshark/.
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+# /metrics is checked with the Prometheus client library's reference parser.
+/usr/bin/python3 -c "import prometheus_client" >/dev/null 2>&1 || need+=(python3-prometheus-client)
 # The eBPF fast path (crates/ether/bpf/fastpath.c) is compiled by clang against the kernel UAPI headers.
 command -v clang-14 >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || need+=(clang)
 [ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)

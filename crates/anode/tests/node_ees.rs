@@ -111,9 +111,11 @@ fn capsule_tools_and_plan_inject_across_three_nodes() {
         "300",
         "--status-ms",
         "100",
+        "--rate",
+        "1000",
     ]);
-    // 300 KB at full speed: more than one burst of the NodeOS's old 1 MB/s default, which
-    // dropped this flood at its origin.
+    // 300 KB at 1 MB/s: more than one burst (200 KB) of the NodeOS's default 2 MB/s share
+    // per protocol, within its rate at every hop.
     assert_eq!(f["sent"], 302, "{f}");
     assert_eq!(
         f["delivered"], 302,

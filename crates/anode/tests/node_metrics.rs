@@ -1,5 +1,8 @@
-//! `[metrics] listen`: an `anode node` process serves Prometheus text on loopback, answers
-//! `anode domains --json`, and a non-loopback `listen` is refused with a clear message.
+//! `[metrics] listen`: an `anode node` process serves OpenMetrics text on loopback that the
+//! Prometheus client library's reference parser reads (python3 `prometheus_client`), with
+//! the node's packets, drops, domains, code cache, routes and links after a capsule ping;
+//! other paths answer 404; `anode domains --json` answers; a non-loopback `listen` is refused
+//! with a clear message.
 
 mod node_util;
 
@@ -9,32 +12,108 @@ use std::time::Duration;
 
 use node_util::*;
 
+fn get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+/// The families the reference parser finds in `text`, one `name type samples` per line.
+fn parse_with_reference_parser(text: &str) -> String {
+    let script = "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\nfor f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
+    let mut child = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup.sh installs python3-prometheus-client)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the reference parser refused /metrics: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
 fn metrics_endpoint_on_loopback_and_domains_op() {
     let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let dir = TestDir::new("metrics");
-    let me = addr(ip, free_port(ip));
+    let (me, peer) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
     let mport = free_port(ip);
     let cfg = format!(
         "{}\n[metrics]\nlisten = \"127.0.0.1:{mport}\"\n",
-        node_config(&me, &[], &dir.0.join("m.sock"))
+        node_config(&me, &[("to-b", &peer)], &dir.0.join("m.sock"))
     );
     let n = anode().start_node(&dir, "m", &me, &cfg);
-    let ok = wait_until(Duration::from_secs(10), || {
-        n.log_text().contains("metrics on http://")
-    });
-    assert!(ok, "no metrics endpoint:\n{}", n.log_text());
-    let mut s = TcpStream::connect(("127.0.0.1", mport)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
-    assert!(
-        resp.contains("# TYPE anode_domain_cpu_ns_total counter"),
-        "{resp}"
+    let b = anode().start_node(
+        &dir,
+        "b",
+        &peer,
+        &node_config(&peer, &[("to-m", &me)], &dir.0.join("b.sock")),
     );
+    let ok = wait_until(Duration::from_secs(10), || {
+        n.log_text().contains("metrics on http://") && n.has_route(&peer)
+    });
+    assert!(ok, "no metrics endpoint or route:\n{}", n.log_text());
+    assert_eq!(
+        n.json(&["ping", &peer, "-c", "3", "-i", "0.05"])["received"],
+        3
+    );
+    let resp = get(mport, "/metrics");
+    assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
+    assert!(resp.contains("application/openmetrics-text"), "{resp}");
+    let body = resp.split_once("\r\n\r\n").unwrap().1;
+    let families = parse_with_reference_parser(body);
+    let names: Vec<&str> = families
+        .lines()
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    for want in [
+        "anode_received_packets",
+        "anode_packets_by_path",
+        "anode_domain_cpu_seconds",
+        "anode_domain_memory_bytes",
+        "anode_code_load_seconds",
+        "anode_capsule_runs",
+        "anode_routes",
+        "anode_link_neighbor_up",
+        "anode_control_connections",
+        "anode_udp_driver",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {families}");
+    }
+    assert!(
+        names.iter().filter(|n| n.starts_with("anode_")).count() >= 20,
+        "{families}"
+    );
+    // The ping's capsules ran here, its code came over a demand load or was cached.
+    let runs = body
+        .lines()
+        .find(|l| l.starts_with("anode_capsule_runs_total"))
+        .unwrap();
+    assert!(!runs.ends_with(" 0"), "{runs}");
+    assert!(
+        body.contains("anode_link_neighbor_up{link=\"to-b\"} 1"),
+        "{body}"
+    );
+    assert!(get(mport, "/nope").starts_with("HTTP/1.1 404"));
+    drop(b);
     // Both EEs run under the NodeOS by default: each reports its own domain.
     let ees = n.json(&["domains"]);
     let names: Vec<&str> = ees

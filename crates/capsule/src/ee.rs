@@ -88,6 +88,9 @@ pub struct CapsuleConfig {
     pub chunk_size: usize,
     /// Most bytes answered to one `CodeRequest`.
     pub serve_max: u32,
+    /// How much code neighbors may take (`serve.rs`: owed code at a rate, other code at most
+    /// ten times the bytes asked with).
+    pub serve: crate::ServeConfig,
     /// Demand loading.
     pub loader: LoaderConfig,
     /// Directory of the disk cache (`None`: memory only).
@@ -110,6 +113,7 @@ impl Default for CapsuleConfig {
             soft_state_per_code: 1 << 20,
             chunk_size: 1200,
             serve_max: 64 * 1024,
+            serve: crate::ServeConfig::default(),
             loader: LoaderConfig::default(),
             cache_dir: None,
             cache_max_bytes: 256 << 20,
@@ -117,6 +121,39 @@ impl Default for CapsuleConfig {
         }
     }
 }
+
+impl CapsuleStats {
+    /// Records one demand load that took `took`.
+    pub fn note_load(&mut self, took: Duration) {
+        self.last_load = Some(took);
+        let ms = took.as_secs_f64() * 1e3;
+        let i = LOAD_BUCKETS_MS
+            .iter()
+            .position(|b| ms <= *b as f64)
+            .unwrap_or(LOAD_BUCKETS_MS.len());
+        if let Some(b) = self.load_buckets.get_mut(i) {
+            *b += 1;
+        }
+        self.load_ns_sum = self
+            .load_ns_sum
+            .saturating_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// The demand-load histogram for Prometheus: (sum in seconds, count, (upper bound in
+    /// seconds, count in that bucket) with `+Inf` (f64::MAX, as prometheus-client writes it) last).
+    pub fn load_histogram(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let bounds = LOAD_BUCKETS_MS
+            .iter()
+            .map(|ms| *ms as f64 / 1e3)
+            .chain([f64::MAX]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(self.load_buckets).collect();
+        let count = self.load_buckets.iter().sum();
+        (self.load_ns_sum as f64 / 1e9, count, buckets)
+    }
+}
+
+/// Upper bounds of [`CapsuleStats::load_buckets`], milliseconds.
+pub const LOAD_BUCKETS_MS: [u64; 9] = [1, 2, 5, 10, 20, 50, 100, 500, 2000];
 
 /// What the EE did, for reports and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -147,6 +184,10 @@ pub struct CapsuleStats {
     pub unavailable_sent: u64,
     /// Time from the first parked capsule to running code, of the last demand load.
     pub last_load: Option<Duration>,
+    /// Demand-load times by [`LOAD_BUCKETS_MS`] (not cumulative; the last counts the rest).
+    pub load_buckets: [u64; LOAD_BUCKETS_MS.len() + 1],
+    /// Sum of all demand-load times, ns.
+    pub load_ns_sum: u64,
     /// Code objects swapped from baseline (Winch) to optimized (Cranelift) code.
     pub tier_ups: u64,
     /// Tier-up compiles that failed or could not be started (the code stays baseline).
@@ -156,6 +197,14 @@ pub struct CapsuleStats {
     /// Disk artifacts that failed their integrity check (recompiled from the verified
     /// module bytes and written again).
     pub disk_rejected: u64,
+    /// Code requests answered short or not at all by the serving budget (`serve.rs`).
+    pub serve_limited: u64,
+    /// Bytes of code asked for but withheld by the serving budget.
+    pub serve_withheld_bytes: u64,
+    /// Guest log lines passed on to the node.
+    pub log_lines: u64,
+    /// Guest log lines dropped by the per-code rate limit.
+    pub log_dropped: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -203,6 +252,10 @@ pub struct CapsuleEe {
     /// an empty [`Reach`], its effects buffer, and the last node view (reused, its time
     /// refreshed, while the node's routes, neighbors and links stay the same).
     call_env: Option<Box<CallEnv>>,
+    /// How much code each neighbor may take.
+    serve: crate::serve::ServeBudget,
+    /// Guest log lines per code object.
+    logs: crate::serve::LogLimit,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -237,6 +290,8 @@ impl CapsuleEe {
             tier_poll_at: None,
             last_now: None,
             call_env: None,
+            serve: crate::serve::ServeBudget::new(cfg.serve),
+            logs: crate::serve::LogLimit::default(),
             mem: MemCache::new(cfg.mem_cache_bytes),
             loader: Loader::new(cfg.loader),
             reach: Box::new(Reach {
@@ -682,7 +737,8 @@ impl CapsuleEe {
                     self.start_tier_up(hash);
                 }
                 self.stats.loads_completed += 1;
-                self.stats.last_load = Some(ctx.now().saturating_duration_since(started));
+                let took = ctx.now().saturating_duration_since(started);
+                self.stats.note_load(took);
                 // Each capsule goes through dispatch again: its code may need more
                 // dependencies, which parks it anew.
                 for p in parked {
@@ -707,7 +763,15 @@ impl CapsuleEe {
         };
         let total = wasm.len();
         let start = off as usize;
-        let end = total.min(start.saturating_add(max.min(self.cfg.serve_max) as usize));
+        let want = total
+            .min(start.saturating_add(max.min(self.cfg.serve_max) as usize))
+            .saturating_sub(start);
+        let give = self.serve.allow(ctx.now(), link, &hash, want as u64) as usize;
+        if give < want {
+            self.stats.serve_limited += 1;
+            self.stats.serve_withheld_bytes += (want - give) as u64;
+        }
+        let end = start + give;
         let mut o = start;
         while o < end {
             let n = self.cfg.chunk_size.max(1).min(end - o);
@@ -830,6 +894,7 @@ impl CapsuleEe {
         let hash = hdr.code;
         let fuel = self.cfg.fuel;
         let epoch = *self.epoch.get_or_insert(ctx.now());
+        let ctx_now = ctx.now();
         let deps = if needs_instance {
             match self.resolve(&hash) {
                 Ok(d) => d,
@@ -890,7 +955,28 @@ impl CapsuleEe {
         if let Some(mut env) = live.store.data_mut().env.take() {
             std::mem::swap(&mut self.reach, &mut env.reach);
             self.stats.unknown_route_fn += std::mem::take(&mut env.route_misses);
-            apply_effects(ctx, &mut env.effects);
+            let (serve, logs, stats) = (&mut self.serve, &mut self.logs, &mut self.stats);
+            apply_effects(
+                ctx,
+                &mut env.effects,
+                |link| serve.sent(ctx_now, link, hash),
+                |m| match logs.allow(ctx_now, &hash) {
+                    Ok(()) => {
+                        stats.log_lines += 1;
+                        Some(m)
+                    }
+                    Err(notice) => {
+                        stats.log_dropped += 1;
+                        notice.map(|n| {
+                            format!(
+                                "{}: {n} log lines dropped (rate limit: {} lines/s per code object)",
+                                hex::encode(hash.get(..4).unwrap_or(&[])),
+                                crate::serve::LogLimit::RATE
+                            )
+                        })
+                    }
+                },
+            );
             self.call_env = Some(env);
         }
         let cap = live.store.data_mut().cap.take();
@@ -911,6 +997,11 @@ impl CapsuleEe {
                 (_, None) => {}
                 (verdict::FORWARD, Some(mut k)) => {
                     k.fix_up();
+                    if let Some(env) = &self.call_env
+                        && let Ok(hop) = env.view.check_forward(&k.buf, k.anep_len, None)
+                    {
+                        self.serve.sent(ctx_now, hop.link, hash);
+                    }
                     let _ = ctx.forward(k.buf, k.anep_len);
                 }
                 (verdict::DONE, Some(_)) => self.stats.consumed += 1,
@@ -974,25 +1065,36 @@ fn lend_env(
 
 /// Applies what a guest call did to the node, in order (`host/mod.rs`); leaves `effects`
 /// empty with its capacity, for the next call.
-fn apply_effects(ctx: &mut NodeContext<'_>, effects: &mut Vec<Effect>) {
+/// `sent(link)` learns each link a capsule of the running code goes out on; `log(line)`
+/// says which line (if any) to log for a guest's log line.
+fn apply_effects(
+    ctx: &mut NodeContext<'_>,
+    effects: &mut Vec<Effect>,
+    mut sent: impl FnMut(LinkId),
+    mut log: impl FnMut(String) -> Option<String>,
+) {
     for e in effects.drain(..) {
         match e {
             Effect::Send {
                 buf,
                 anep_len,
-                via: None,
+                via,
+                to,
             } => {
-                let _ = ctx.forward(buf, anep_len);
-            }
-            Effect::Send {
-                buf,
-                anep_len,
-                via: Some(hop),
-            } => {
-                let _ = ctx.forward_via(hop, buf, anep_len);
+                if let Some(l) = to {
+                    sent(l);
+                }
+                let _ = match via {
+                    None => ctx.forward(buf, anep_len),
+                    Some(hop) => ctx.forward_via(hop, buf, anep_len),
+                };
             }
             Effect::Deliver(d) => ctx.deliver(d),
-            Effect::Log(m) => ctx.log("capsule", m),
+            Effect::Log(m) => {
+                if let Some(line) = log(m) {
+                    ctx.log("capsule", line);
+                }
+            }
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod protocols;
 mod report;
 mod route;
 mod runtime;
+mod serve;
 mod softstate;
 mod tier;
 
@@ -54,6 +55,7 @@ pub use packet::capsule_packet;
 pub use report::{RunOutcome, RunReport};
 pub use route::CapsuleRouteFn;
 pub use runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash};
+pub use serve::ServeConfig;
 pub use softstate::{PutError, SoftState};
 
 /// Application ports code objects may deliver to.

@@ -38,6 +38,9 @@ pub(crate) struct Core {
     pub neighbors: NeighborTable,
     pub dv: DistanceVector,
     pub out: VecDeque<Transmit>,
+    /// Control messages (hellos, routing updates, code transfer): sent before `out`, in a
+    /// queue of their own, so no EE or flow can starve routing.
+    pub out_ctl: VecDeque<Transmit>,
     pub events: VecDeque<Event>,
     pub counters: Counters,
     /// The most recent drop, so `inject` can tell its caller why.
@@ -107,6 +110,7 @@ impl Node {
                 dv: DistanceVector::new(cfg.address, r, now),
                 links: Vec::new(),
                 out: VecDeque::new(),
+                out_ctl: VecDeque::new(),
                 events: VecDeque::new(),
                 counters: Counters::default(),
                 last_drop: None,
@@ -322,6 +326,7 @@ impl Node {
             self.core.drop(DropReason::LinkDown);
             return;
         }
+        self.core.neighbors.heard(now, link);
         let buf = if let Some(h) = &self.core.hooks
             && h.wants(HookPoint::Ingress)
         {
@@ -590,14 +595,17 @@ impl Node {
         t
     }
 
-    /// Next packet to send.
+    /// Next packet to send: control messages first, then the rest in order.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.core.out.pop_front()
+        match self.core.out_ctl.pop_front() {
+            Some(t) => Some(t),
+            None => self.core.out.pop_front(),
+        }
     }
 
     /// Packets waiting to be sent.
     pub fn pending_transmits(&self) -> usize {
-        self.core.out.len()
+        self.core.out.len() + self.core.out_ctl.len()
     }
 
     /// Next event (deliveries, neighbor changes, EE logs).
@@ -707,7 +715,7 @@ impl Core {
             }
         };
         self.counters.control_tx += 1;
-        self.transmit(Transmit { link, dst, buf })
+        self.transmit_with(Transmit { link, dst, buf }, true)
     }
 
     /// Runs the hooks at `info.point` on `buf`; `Some` if the packet goes on along the path.
@@ -753,6 +761,11 @@ impl Core {
     }
 
     pub(crate) fn transmit(&mut self, t: Transmit) -> Result<(), DropReason> {
+        self.transmit_with(t, false)
+    }
+
+    /// Queues `t` after the post-routing hooks; `control` messages go to their own queue.
+    fn transmit_with(&mut self, t: Transmit, control: bool) -> Result<(), DropReason> {
         let t = if let Some(h) = &self.hooks
             && h.wants(HookPoint::PostRouting)
         {
@@ -770,7 +783,34 @@ impl Core {
         } else {
             t
         };
+        if control {
+            return self.transmit_control(t);
+        }
         self.transmit_unhooked(t)
+    }
+
+    /// Queues a control message in the control queue (its own bound of `max_tx_queue`).
+    fn transmit_control(&mut self, t: Transmit) -> Result<(), DropReason> {
+        let Some(l) = self.links.get(t.link.0 as usize) else {
+            self.drop(DropReason::UnknownLink);
+            return Err(DropReason::UnknownLink);
+        };
+        if t.buf.len() > l.cfg.mtu {
+            self.drop(DropReason::TooBig);
+            return Err(DropReason::TooBig);
+        }
+        if !self.neighbors.is_enabled(t.link) {
+            self.drop(DropReason::LinkDown);
+            return Err(DropReason::LinkDown);
+        }
+        if self.out_ctl.len() >= self.cfg.max_tx_queue {
+            self.drop(DropReason::TxQueueFull);
+            return Err(DropReason::TxQueueFull);
+        }
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += t.buf.len() as u64;
+        self.out_ctl.push_back(t);
+        Ok(())
     }
 
     pub(crate) fn transmit_unhooked(&mut self, t: Transmit) -> Result<(), DropReason> {

@@ -72,7 +72,8 @@ mod tests {
             Request::Inject {
                 packet: vec![0, 255].into(),
                 logs: false,
-                count: 1
+                count: 1,
+                partial: false
             }
         );
         let f = parse_request(r#"{"id":5,"op":"bind_app","type_id":3,"port":7}"#).unwrap();

@@ -113,6 +113,22 @@ impl CapsuleSession {
             .map_err(|e| e.to_string())
     }
 
+    /// Injects up to `count` copies of one capsule toward `dst`, stopping at the first the
+    /// node drops: how many went, and the drop's short name and reason if one was dropped.
+    pub fn inject_upto(
+        &mut self,
+        dst: NodeAddr,
+        (rb, flow): (u16, u64),
+        payload: &[u8],
+        count: u32,
+    ) -> Result<(u32, Option<(String, String)>), String> {
+        let pkt = capsule_packet(self.code, self.node, dst, rb, flow, payload)
+            .map_err(|e| e.to_string())?;
+        self.client
+            .inject_upto(pkt, count)
+            .map_err(|e| e.to_string())
+    }
+
     /// A delivery that is already here, if any.
     pub fn poll(&mut self) -> Result<Option<Vec<u8>>, String> {
         self.next(Instant::now() + Duration::from_millis(1))

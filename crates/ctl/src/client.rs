@@ -312,8 +312,34 @@ impl Client {
             packet: packet.into(),
             logs,
             count,
+            partial: false,
         };
         self.expect_kind("inject", req, |r| matches!(r, Response::Injected))
+    }
+
+    /// Injects up to `count` copies of `packet`; stops at the first the node drops and says
+    /// how many went and why the next did not: `(injected, Some((drop, reason)))`, where
+    /// `drop` is the short name ("capsule+nodeos/bandwidth").
+    pub fn inject_upto(
+        &mut self,
+        packet: Vec<u8>,
+        count: u32,
+    ) -> Result<(u32, Option<(String, String)>), ClientError> {
+        let req = Request::Inject {
+            packet: packet.into(),
+            logs: false,
+            count,
+            partial: true,
+        };
+        match self.request(req)? {
+            Response::Injected => Ok((count, None)),
+            Response::InjectedPart {
+                injected,
+                reason,
+                drop,
+            } => Ok((injected, Some((drop, reason)))),
+            r => Err(unexpected("inject", &r)),
+        }
     }
 
     /// Claims application `port` under ANEP Type ID `type_id` (for capsules: registers the

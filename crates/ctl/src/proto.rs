@@ -130,6 +130,10 @@ pub enum Request {
         /// Inject this many copies (1 to 10000; default 1), e.g. a flood's data capsules.
         #[serde(default = "default_count")]
         count: u32,
+        /// When the node drops a copy: answer [`Response::InjectedPart`] with how many went
+        /// before it, instead of an error (a flood paces itself by it).
+        #[serde(default)]
+        partial: bool,
     },
     /// Claims application `port` for deliveries under ANEP Type ID `type_id` (PLAN, capsule,
     /// datagram). For capsules this registers the port with the capsule EE: the capability
@@ -297,6 +301,15 @@ pub enum Response {
     Subscribed,
     /// The packet was handed to the node.
     Injected,
+    /// Answer to a `partial` [`Request::Inject`] whose copy `injected + 1` the node dropped.
+    InjectedPart {
+        /// Copies handed to the node before the drop.
+        injected: u32,
+        /// Why the node dropped the next one (as an error would say it).
+        reason: String,
+        /// The drop's short name, "ee/reason" or the node's reason (e.g. "capsule+nodeos/bandwidth").
+        drop: String,
+    },
     /// Answer to [`Request::CodeList`].
     CodeList {
         /// Sorted by name.

@@ -369,6 +369,9 @@ pub struct FloodSummary {
     pub rate_mbps: f64,
     /// The receiver's interval reports.
     pub intervals: Vec<FloodInterval>,
+    /// Times the sending node held the flood back because its protocol was over its NodeOS
+    /// share (`channel_bandwidth`, CPU): the flood then went on at the rate the node allows.
+    pub held_back: u64,
 }
 
 /// Data capsules injected per control request.
@@ -379,6 +382,8 @@ struct Status {
     size: usize,
     last: (u64, u64),
     intervals: Vec<FloodInterval>,
+    /// Times the local node held the flood back (its protocol over its NodeOS share).
+    held_back: u64,
 }
 
 impl Status {
@@ -439,11 +444,22 @@ pub fn flood(
         size: o.size,
         last: (0, 0),
         intervals: Vec::new(),
+        held_back: 0,
     };
-    s.inject(o.dest, o.rb, flow, &start)?;
-    // The start capsule loads the code along the path; wait for its status first.
-    let first = next_kind(s, 2, Instant::now() + o.timeout, stop)?
-        .ok_or_else(|| format!("no status from {} within {:?}", o.dest, o.timeout))?;
+    // The start capsule loads the code along the path; wait for its status first, sending
+    // it again every second in case it was lost (a start repeated before any data only
+    // restarts the count at the destination).
+    let deadline = Instant::now() + o.timeout;
+    let first = loop {
+        s.inject(o.dest, o.rb, flow, &start)?;
+        let retry = (Instant::now() + Duration::from_secs(1)).min(deadline);
+        if let Some(r) = next_kind(s, 2, retry, stop)? {
+            break r;
+        }
+        if stop() || Instant::now() >= deadline {
+            return Err(format!("no status from {} within {:?}", o.dest, o.timeout));
+        }
+    };
     st.note(&first, 1, on);
     let mut sent = 1u64;
     let t0 = Instant::now();
@@ -476,6 +492,7 @@ pub fn flood(
         rate_pps: counted / window,
         rate_mbps: counted * o.size as f64 * 8.0 / window / 1e6,
         intervals: st.intervals,
+        held_back: st.held_back,
     })
 }
 
@@ -512,8 +529,17 @@ fn send_data(
                 continue;
             }
         }
-        s.inject_many(o.dest, o.rb, flow, data, batch as u32)?;
-        *sent += batch;
+        let (went, dropped) = s.inject_upto(o.dest, (o.rb, flow), data, batch as u32)?;
+        *sent += u64::from(went);
+        if let Some((drop, reason)) = dropped {
+            // The local node holds the flood to its protocol's share (NodeOS bandwidth or
+            // CPU): back off and go on at the rate it allows; any other drop is an error.
+            if !(drop.ends_with("/bandwidth") || drop.ends_with("/queue_full")) {
+                return Err(reason);
+            }
+            st.held_back += 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
         // Take status reports as they come, without waiting.
         while let Some(r) = s.poll()? {
             st.note(&r, *sent, on);

@@ -77,7 +77,7 @@ pub use scenario::{
     Action, Check, EeEvent, MAX_EE_EVENTS, Net, Next, NodeFn, NodeHook, Registry, ReportCtx, Step,
     StepArgs, StepCtx, StepOutcome, StepParser, Target,
 };
-pub use sim::Sim;
+pub use sim::{Sim, Tap};
 pub use topology::{LinkSpec, NodeSpec, Topology};
 pub use track::{Arrival, FlowRec, Tracker};
 
@@ -90,4 +90,13 @@ pub fn run(topo: Topology) -> Result<Report, EmuError> {
 /// the topology was parsed with, so its actions are known).
 pub fn run_with(topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
     sim::run(topo, registry)
+}
+
+/// [`run_with`], showing every packet a node hands to a link to `tap` (packet capture).
+pub fn run_tapped(
+    topo: Topology,
+    registry: &Registry,
+    tap: Box<dyn Tap>,
+) -> Result<Report, EmuError> {
+    sim::run_tapped(topo, registry, Some(tap))
 }

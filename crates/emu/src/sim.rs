@@ -100,6 +100,21 @@ pub struct Sim {
     reach: Vec<ReachChange>,
     link_log: Vec<LinkChange>,
     events: u64,
+    tap: Option<Box<dyn Tap>>,
+}
+
+/// Sees every packet a node hands to a link, as a capture on the sending interface would
+/// (lost ones too): the link's index in the topology, virtual time, sender and receiver node
+/// addresses and the bytes. `anode emulate --pcap` writes them to one pcap per link.
+pub trait Tap {
+    /// One packet offered to link `link` at `at`.
+    fn packet(&mut self, link: usize, at: Duration, src: NodeAddr, dst: NodeAddr, buf: &[u8]);
+}
+
+impl std::fmt::Debug for dyn Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 impl Sim {
@@ -181,6 +196,7 @@ impl Sim {
             reach: Vec::new(),
             link_log: Vec::new(),
             events: 0,
+            tap: None,
         };
         for i in 0..n {
             sim.service(i, false);
@@ -257,6 +273,14 @@ impl Sim {
             self.tracker.hop(flow, from);
         }
         let now = self.now;
+        if let Some(tap) = self.tap.as_mut()
+            && let (Some(me), Some(peer)) = (self.specs.get(from), self.link_specs.get(li))
+        {
+            let to = if dir == 0 { peer.b } else { peer.a };
+            if let Some(to) = self.specs.get(to) {
+                tap.packet(li, now, me.address, to.address, &t.buf);
+            }
+        }
         let Some(link) = self.links.get_mut(li) else {
             return;
         };
@@ -467,8 +491,18 @@ impl Net for Sim {
 
 /// Runs `topo` in virtual time with the built-in actions' node hooks from `registry` and
 /// returns the report.
-pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+pub fn run(topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+    run_tapped(topo, registry, None)
+}
+
+/// [`run`], with every packet offered to a link shown to `tap`.
+pub fn run_tapped(
+    mut topo: Topology,
+    registry: &Registry,
+    tap: Option<Box<dyn Tap>>,
+) -> Result<Report, EmuError> {
     let mut sim = Sim::new(&topo, registry)?;
+    sim.tap = tap;
     let end = topo.duration;
     let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
     for k in 0..steps.len() {

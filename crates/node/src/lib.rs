@@ -39,6 +39,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod ees;
+pub mod metrics;
 pub mod modules;
 pub mod realtime;
 pub mod repo;

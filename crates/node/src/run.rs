@@ -230,21 +230,24 @@ impl RunningNode {
         &self,
         addr: SocketAddr,
     ) -> Result<Option<SocketAddr>, anode_nodeos::metrics::MetricsError> {
-        let weak = Arc::downgrade(&self.udp);
-        let text = move || {
-            weak.upgrade()
-                .and_then(|u| {
-                    control::call(&*u, |n, _| {
-                        anode_nodeos::metrics::render(&n.domain_reports())
-                    })
-                    .ok()
-                })
-                .unwrap_or_default()
-        };
         let cfg = anode_nodeos::metrics::MetricsConfig {
             listen: Some(addr.to_string()),
         };
-        anode_nodeos::metrics::serve(&cfg, Arc::new(text))
+        let Some(addr) = cfg.listen_addr()? else {
+            return Ok(None);
+        };
+        let weak = Arc::downgrade(&self.udp);
+        let control = self.server.as_ref().map(ControlServer::stats_source);
+        let snapshot = move || {
+            let u = weak.upgrade()?;
+            let mut s = control::call(&*u, |n, _| crate::metrics::Snapshot::of(n)).ok()?;
+            s.driver = u.driver_stats();
+            s.control = control.as_ref().map(|c| c());
+            Some(s)
+        };
+        crate::metrics::serve(addr, Arc::new(snapshot))
+            .map(Some)
+            .map_err(|err| anode_nodeos::metrics::MetricsError::Bind { addr, err })
     }
 
     /// The UDP address the node is bound to.

@@ -203,6 +203,22 @@ impl NeighborTable {
         ev
     }
 
+    /// Any packet that arrived on `link` from the neighbor there: it is alive, so its dead
+    /// interval restarts (as BGP's hold timer restarts on any UPDATE, not only KEEPALIVE).
+    /// Under a flood, hellos wait in the same receive queue as data or are dropped from it
+    /// with data; a neighbor whose traffic keeps arriving must not be declared dead for it.
+    /// Creates no neighbor and changes no two-way state: only hellos do that.
+    pub fn heard(&mut self, now: Instant, link: LinkId) {
+        if let Some(n) = self
+            .links
+            .get_mut(link.0 as usize)
+            .and_then(|st| st.neighbor.as_mut())
+            && n.last_heard < now
+        {
+            n.last_heard = now;
+        }
+    }
+
     /// Expires silent neighbors.
     pub fn handle_timeout(&mut self, now: Instant, events: &mut Vec<NeighborEvent>) {
         for (i, st) in self.links.iter_mut().enumerate() {
@@ -275,6 +291,37 @@ mod tests {
         a.add_link(now);
         b.add_link(now);
         (a, b, now)
+    }
+
+    #[test]
+    fn traffic_keeps_a_neighbor_alive_without_hellos() {
+        let (mut a, mut b, now) = pair();
+        let mut out = Vec::new();
+        a.poll_hellos(now, &mut out);
+        let (_, h) = out.pop().unwrap();
+        b.on_hello(now, LinkId(0), &h);
+        b.poll_hellos(now, &mut out);
+        let (_, hb) = out.pop().unwrap();
+        assert!(a.on_hello(now, LinkId(0), &hb).is_some());
+        // Four seconds of data from b (dead interval 3 s), no hello: a keeps b up.
+        for ms in (500..=4000).step_by(500) {
+            a.heard(now + Duration::from_millis(ms), LinkId(0));
+        }
+        let mut ev = Vec::new();
+        a.handle_timeout(now + Duration::from_millis(4500), &mut ev);
+        assert!(ev.is_empty(), "{ev:?}");
+        // Then silence for the dead interval: down.
+        a.handle_timeout(now + Duration::from_millis(7000), &mut ev);
+        assert_eq!(
+            ev,
+            vec![NeighborEvent::Down {
+                link: LinkId(0),
+                addr: b.me
+            }]
+        );
+        // A packet on a link with no neighbor creates none.
+        a.heard(now + Duration::from_secs(8), LinkId(0));
+        assert!(a.neighbor(LinkId(0)).is_none());
     }
 
     #[test]

@@ -1,10 +1,19 @@
-//! `anode emulate TOPOLOGY.toml [--json] [--realtime]`: runs the network a topology file
-//! describes and prints the report. Exit status 1 if the file is wrong (the message names
-//! file, line and the fix) or if any `expect` step failed.
+//! `anode emulate TOPOLOGY.toml [--json] [--realtime] [--pcap DIR]`: runs the network a
+//! topology file describes and prints the report. Exit status 1 if the file is wrong (the
+//! message names file, line and the fix) or if any `expect` step failed. `--pcap DIR` writes
+//! one capture per link, `DIR/<a>-<b>.pcap` (both directions, every packet a node handed to
+//! the link, lost ones too), timestamps in virtual time from the Unix epoch.
 
-use std::path::PathBuf;
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
 
-use anode_emu::{Report, Topology};
+use anode_capture::Capture;
+use anode_emu::{Report, Tap, Topology};
+use anode_wire::NodeAddr;
 
 /// Arguments of `anode emulate`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +29,10 @@ pub struct Args {
     /// long as [network] duration_ms says; the report is not reproducible.
     #[arg(long)]
     pub realtime: bool,
+    /// Write one pcap per link into DIR (`<a>-<b>.pcap`, raw IP/UDP frames; open in Wireshark
+    /// with tools/wireshark/anode.lua to see every ANEP field). Virtual time only.
+    #[arg(long, value_name = "DIR", conflicts_with = "realtime")]
+    pub pcap: Option<PathBuf>,
 }
 
 const HELP: &str = "\
@@ -59,13 +72,93 @@ pub fn run(args: Args) -> super::CmdResult {
     let registry = anode_node::steps::registry()?;
     let topo = Topology::load_with(&args.topology, &registry).map_err(|e| e.to_string())?;
     let report = if args.realtime {
-        anode_node::realtime::run(topo, &registry)
+        anode_node::realtime::run(topo, &registry).map_err(|e| e.to_string())?
+    } else if let Some(dir) = &args.pcap {
+        let files = LinkCaptures::create(dir, &topo)?;
+        let report = anode_emu::run_tapped(topo, &registry, Box::new(files.clone()))
+            .map_err(|e| e.to_string())?;
+        files.finish(args.json)?;
+        report
     } else {
-        anode_emu::run_with(topo, &registry)
-    }
-    .map_err(|e| e.to_string())?;
+        anode_emu::run_with(topo, &registry).map_err(|e| e.to_string())?
+    };
     print_report(&report, args.json);
     verdict(&report)
+}
+
+type LinkFile = Capture<BufWriter<File>>;
+
+/// One pcap per link of an emulation; shared between the emulator (as its [`Tap`]) and the
+/// command, which closes the files after the run.
+#[derive(Clone)]
+struct LinkCaptures(Rc<RefCell<CaptureState>>);
+
+struct CaptureState {
+    files: Vec<(PathBuf, LinkFile)>,
+    error: Option<String>,
+}
+
+impl LinkCaptures {
+    fn create(dir: &Path, topo: &Topology) -> Result<LinkCaptures, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the capture directory {}: {e}", dir.display()))?;
+        let mut files = Vec::with_capacity(topo.links.len());
+        let mut seen = std::collections::HashMap::new();
+        for l in &topo.links {
+            let base = format!("{}-{}", topo.node_name(l.a), topo.node_name(l.b));
+            // Parallel links between the same two nodes get -2, -3, ...
+            let n: &mut u32 = seen.entry(base.clone()).or_default();
+            *n += 1;
+            let name = if *n == 1 { base } else { format!("{base}-{n}") };
+            let path = dir.join(format!("{name}.pcap"));
+            let f =
+                File::create(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let cap =
+                Capture::new(BufWriter::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
+            files.push((path, cap));
+        }
+        Ok(LinkCaptures(Rc::new(RefCell::new(CaptureState {
+            files,
+            error: None,
+        }))))
+    }
+
+    /// Flushes every file; says what was written (on stderr when the report is JSON).
+    fn finish(self, json: bool) -> Result<(), String> {
+        let mut st = self.0.borrow_mut();
+        if let Some(e) = st.error.take() {
+            return Err(e);
+        }
+        let total: u64 = st.files.iter().map(|(_, c)| c.packets()).sum();
+        for (path, cap) in st.files.drain(..) {
+            use std::io::Write;
+            cap.finish()
+                .flush()
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        let line = format!("pcap: {total} packets written");
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+        Ok(())
+    }
+}
+
+impl Tap for LinkCaptures {
+    fn packet(&mut self, link: usize, at: Duration, src: NodeAddr, dst: NodeAddr, buf: &[u8]) {
+        let mut st = self.0.borrow_mut();
+        if st.error.is_some() {
+            return;
+        }
+        if let Some((path, cap)) = st.files.get_mut(link)
+            && let Err(e) = cap.record(at, src, dst, buf)
+        {
+            let e = format!("{}: {e}", path.display());
+            st.error = Some(e);
+        }
+    }
 }
 
 /// Prints a report as text or JSON.

@@ -307,6 +307,14 @@ pub fn flood(a: FloodArgs) -> super::CmdResult {
         sum.rate_mbps,
         sum.elapsed_ms,
     );
+    let text = if sum.held_back > 0 {
+        format!(
+            "{text}the sending node held the flood back {} times: its protocol is over its NodeOS share (raise channel_bandwidth in the node's [nodeos] policy for more)\n",
+            sum.held_back
+        )
+    } else {
+        text
+    };
     emit(json, &sum, &text);
     Ok(())
 }

@@ -10,6 +10,9 @@ use super::{C, Effect, HostState, charge, read_addr, with, with_env, write_bytes
 use crate::abi::{self, err};
 use crate::runtime::code_hash;
 
+/// The extra cost of one log line, in bytes of host work (64 bytes to a fuel unit).
+const LOG_COST: i32 = 64 * 1024;
+
 pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
     let m = abi::IMPORT_MODULE;
 
@@ -62,21 +65,28 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         })
     })?;
 
-    l.func_wrap(m, "log", |mut c: C<'_>, ptr: i32, len: i32| -> i32 {
-        with_env(&mut c, |mem, p| {
-            let len = len.clamp(0, abi::MAX_LOG as i32);
-            let Some(b) = slice(mem, ptr, len) else {
-                return err::BOUNDS;
-            };
-            let msg = format!(
-                "{}: {}",
-                hex::encode(p.code.get(..4).unwrap_or(&[])),
-                String::from_utf8_lossy(b)
-            );
-            p.env.effects.push(Effect::Log(msg));
-            0
-        })
-    })?;
+    l.func_wrap(
+        m,
+        "log",
+        |mut c: C<'_>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
+            // A log line costs the node more than its bytes (an event, a line written): charged
+            // as if it were LOG_COST bytes longer, on top of the rate limit the EE applies.
+            charge(&mut c, len.clamp(0, abi::MAX_LOG as i32) + LOG_COST)?;
+            Ok(with_env(&mut c, |mem, p| {
+                let len = len.clamp(0, abi::MAX_LOG as i32);
+                let Some(b) = slice(mem, ptr, len) else {
+                    return err::BOUNDS;
+                };
+                let msg = format!(
+                    "{}: {}",
+                    hex::encode(p.code.get(..4).unwrap_or(&[])),
+                    String::from_utf8_lossy(b)
+                );
+                p.env.effects.push(Effect::Log(msg));
+                0
+            }))
+        },
+    )?;
 
     l.func_wrap(
         m,

@@ -28,7 +28,13 @@ fn drop_code(r: DropReason) -> i32 {
 /// applied even when they refuse it, so the node counts the drop as it always has.
 fn record_send(env: &mut CallEnv, buf: Vec<u8>, anep_len: usize, via: Option<NextHop>) -> i32 {
     let r = env.view.check_forward(&buf, anep_len, via);
-    env.effects.push(Effect::Send { buf, anep_len, via });
+    let to = r.as_ref().ok().map(|h| h.link);
+    env.effects.push(Effect::Send {
+        buf,
+        anep_len,
+        via,
+        to,
+    });
     match r {
         Ok(_) => 0,
         Err(r) => drop_code(r),
@@ -69,7 +75,11 @@ fn forward_by(mem: &[u8], p: Parts<'_>, (np, nl): (i32, i32), flow: i64) -> i32 
     }
 }
 
-/// `copy_via(addr)`: a copy of the capsule to an up neighbor.
+/// `copy_via(addr)`: a copy of the capsule to an up neighbor. The copy takes half of the
+/// capsule's resource bound and the capsule keeps the rest (PLANet's rule: a packet's
+/// children share its bound), so the copies one capsule can ever cause, network-wide, are
+/// bounded by its resource bound: a capsule that copies itself to every neighbor cannot
+/// grow into a storm.
 fn copy_via(mem: &[u8], p: Parts<'_>, addr: i32) -> i32 {
     if *p.actions >= p.env.max_actions {
         return err::LIMIT;
@@ -83,9 +93,19 @@ fn copy_via(mem: &[u8], p: Parts<'_>, addr: i32) -> i32 {
     let Some(k) = p.cap.as_mut() else {
         return err::NO_CAPSULE;
     };
+    let have = k.transit().rb();
+    if have < 2 {
+        return err::RB;
+    }
+    let give = have / 2;
+    k.transit_mut().set_rb(give);
+    k.dirty = true;
     k.fix_up();
+    let copy = k.buf.clone();
+    k.transit_mut().set_rb(have - give);
+    k.dirty = true;
     *p.actions += 1;
-    record_send(p.env, k.buf.clone(), k.anep_len, Some(hop))
+    record_send(p.env, copy, k.anep_len, Some(hop))
 }
 
 /// `deliver(port)`: the capsule to a local application that registered `port`.

@@ -43,7 +43,7 @@ pub(super) fn inject(
     st: &ConnState,
     packet: Payload,
     logs: bool,
-    count: u32,
+    (count, partial): (u32, bool),
 ) -> Result<Response, Failure> {
     if !(1..=MAX_INJECT).contains(&count) {
         return Err((
@@ -56,12 +56,22 @@ pub(super) fn inject(
     }
     let buf = packet.as_bytes().to_vec();
     let r = call(&*shared.driver, move |n, now| {
-        (0..count)
-            .try_for_each(|_| n.inject(now, buf.clone()))
-            .map_err(|why| (why, n.inject_drop_detail().map(str::to_string)))
+        for k in 0..count {
+            if let Err(why) = n.inject(now, buf.clone()) {
+                return Err((k, why, n.inject_drop_detail().map(str::to_string)));
+            }
+        }
+        Ok(())
     })?;
-    r.map(|()| Response::Injected)
-        .map_err(|(why, detail)| (ErrorCode::Dropped, drop_message(why, detail.as_deref())))
+    match r {
+        Ok(()) => Ok(Response::Injected),
+        Err((injected, why, detail)) if partial => Ok(Response::InjectedPart {
+            injected,
+            reason: drop_message(why, detail.as_deref()),
+            drop: detail.unwrap_or_else(|| why.to_string()),
+        }),
+        Err((_, why, detail)) => Err((ErrorCode::Dropped, drop_message(why, detail.as_deref()))),
+    }
 }
 
 /// What an application is told when the node dropped its injected packet: the node's reason,

@@ -175,6 +175,7 @@ fn capsule_delivers_to_the_bound_application_port_only() {
         packet: reply(7).into(),
         logs: false,
         count: 0,
+        partial: false,
     }) {
         Err(ClientError::Refused { code, .. }) => assert_eq!(code, ErrorCode::BadRequest),
         r => panic!("{r:?}"),

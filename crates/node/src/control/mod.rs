@@ -145,6 +145,13 @@ impl ControlServer {
         let _ = self.shared.journal.set(store);
     }
 
+    /// The control server's statistics, readable from another thread (the metrics
+    /// endpoint) without keeping the server alive.
+    pub fn stats_source(&self) -> Arc<dyn Fn() -> anode_ctl::ControlStats + Send + Sync> {
+        let weak = Arc::downgrade(&self.shared);
+        Arc::new(move || weak.upgrade().map(|s| s.stats()).unwrap_or_default())
+    }
+
     /// True once a client asked the node to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown.load(Ordering::Acquire)

@@ -1,0 +1,578 @@
+//! Prometheus metrics of a running node: `[metrics] listen = "127.0.0.1:9464"` serves
+//! `GET /metrics` in the OpenMetrics text format (which Prometheus scrapes), written by
+//! `prometheus-client`.
+//!
+//! A scrape takes one [`Snapshot`] on the node's thread (counters, domains, routes, links,
+//! the capsule EE's and modules' statistics: copies of numbers, no formatting), then encodes
+//! it on the metrics thread. Families (all prefixed `anode_`; counters end in `_total`):
+//! packets and bytes received/sent, packets by path (fast path, EE, cut-through, module,
+//! delivered, control), drops by reason, the UDP driver's datagrams and errors, per-domain
+//! packets, bytes, CPU seconds, memory and terminations, capsules run and trapped, the code
+//! cache (compiled, disk loads, demand loads and their latency as a histogram, disk artifacts
+//! rejected), code serving limits and guest log lines dropped, per-module packets and state,
+//! routes and route changes, links (enabled, neighbor up), control connections.
+//!
+//! The server ([`serve`]): `tiny_http` on a loopback address on its own thread; `/metrics`
+//! answers 200, `/` a short page naming it, anything else 404, non-GET 405. It holds the
+//! node weakly: a stopped node's endpoint answers 503.
+
+use std::collections::BTreeMap;
+use std::fmt::Error as FmtError;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anode_capsule::CapsuleStats;
+use anode_core::{Counters, DomainReport, Node};
+use anode_ctl::ControlStats;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+
+/// One module's numbers.
+#[derive(Debug, Clone)]
+pub struct ModuleSnap {
+    /// Its name.
+    pub name: String,
+    /// Its state ("active", "resolved", ...).
+    pub state: String,
+    /// Packets it processed.
+    pub packets: u64,
+}
+
+/// One link's state.
+#[derive(Debug, Clone)]
+pub struct LinkSnap {
+    /// Its name.
+    pub name: String,
+    /// Administratively enabled.
+    pub enabled: bool,
+    /// A neighbor is up on it.
+    pub neighbor_up: bool,
+}
+
+/// What one scrape reports; see the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The node's counters.
+    pub counters: Counters,
+    /// The UDP driver's statistics by name.
+    pub driver: BTreeMap<String, u64>,
+    /// The control server's statistics (absent without a control socket).
+    pub control: Option<ControlStats>,
+    /// NodeOS domains per EE.
+    pub domains: Vec<DomainReport>,
+    /// The capsule EE's statistics and its code-load latencies histogram.
+    pub capsule: Option<CapsuleStats>,
+    /// Reachable routes.
+    pub routes: u64,
+    /// Route changes since start.
+    pub route_changes: u64,
+    /// Links.
+    pub links: Vec<LinkSnap>,
+    /// Modules.
+    pub modules: Vec<ModuleSnap>,
+}
+
+impl Snapshot {
+    /// Takes the node's part of a snapshot (on the node's thread).
+    pub fn of(n: &mut Node) -> Snapshot {
+        let up: Vec<u32> = n.neighbors().iter().map(|x| x.link.0).collect();
+        let links = n
+            .links()
+            .map(|(id, cfg, enabled)| LinkSnap {
+                name: cfg.name.clone(),
+                enabled,
+                neighbor_up: up.contains(&id.0),
+            })
+            .collect();
+        let inf = n.config().routing.infinity;
+        let routes = n.routes().iter().filter(|r| r.metric < inf).count();
+        let modules = anode_modules::host_mut(n)
+            .map(|h| {
+                h.list()
+                    .into_iter()
+                    .map(|m| ModuleSnap {
+                        name: m.name,
+                        state: format!("{:?}", m.state).to_lowercase(),
+                        packets: m.packets,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Snapshot {
+            counters: n.counters().clone(),
+            domains: n.domain_reports(),
+            capsule: crate::ees::capsule_ee(n).map(|c| c.stats().clone()),
+            routes: routes as u64,
+            route_changes: n.route_changes(),
+            links,
+            modules,
+            ..Snapshot::default()
+        }
+    }
+
+    /// The OpenMetrics text of this snapshot.
+    pub fn render(self) -> String {
+        let mut reg = Registry::default();
+        reg.register_collector(Box::new(self));
+        let mut out = String::new();
+        // Writing to a String cannot fail; an encoding error would leave a partial page.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+        out
+    }
+}
+
+/// Writes one family.
+struct Fam<'a, 'e> {
+    enc: &'a mut DescriptorEncoder<'e>,
+}
+
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
+impl Fam<'_, '_> {
+    fn counter(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<&Unit>,
+        rows: &[(Labels<'_>, u64)],
+    ) -> Result<(), FmtError> {
+        let mut m = self
+            .enc
+            .encode_descriptor(name, help, unit, MetricType::Counter)?;
+        if let [(l, v)] = rows
+            && l.is_empty()
+        {
+            return ConstCounter::new(*v).encode(m);
+        }
+        for (l, v) in rows {
+            ConstCounter::new(*v).encode(m.encode_family(l)?)?;
+        }
+        Ok(())
+    }
+
+    fn counter_f(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<&Unit>,
+        rows: &[(Labels<'_>, f64)],
+    ) -> Result<(), FmtError> {
+        let mut m = self
+            .enc
+            .encode_descriptor(name, help, unit, MetricType::Counter)?;
+        if let [(l, v)] = rows
+            && l.is_empty()
+        {
+            return ConstCounter::new(*v).encode(m);
+        }
+        for (l, v) in rows {
+            ConstCounter::new(*v).encode(m.encode_family(l)?)?;
+        }
+        Ok(())
+    }
+
+    fn gauge(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<&Unit>,
+        rows: &[(Labels<'_>, i64)],
+    ) -> Result<(), FmtError> {
+        let mut m = self
+            .enc
+            .encode_descriptor(name, help, unit, MetricType::Gauge)?;
+        if let [(l, v)] = rows
+            && l.is_empty()
+        {
+            return ConstGauge::new(*v).encode(m);
+        }
+        for (l, v) in rows {
+            ConstGauge::new(*v).encode(m.encode_family(l)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn g(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl prometheus_client::collector::Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), FmtError> {
+        let mut f = Fam { enc: &mut enc };
+        self.encode_packets(&mut f)?;
+        self.encode_domains(&mut f)?;
+        self.encode_capsule(&mut f)?;
+        self.encode_routing(&mut f)
+    }
+}
+
+impl Snapshot {
+    fn encode_packets(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        let c = &self.counters;
+        let b = Some(&Unit::Bytes);
+        f.counter(
+            "anode_received_packets",
+            "Packets received on links.",
+            None,
+            &[(vec![], c.rx_packets)],
+        )?;
+        f.counter(
+            "anode_received",
+            "Bytes received on links.",
+            b,
+            &[(vec![], c.rx_bytes)],
+        )?;
+        f.counter(
+            "anode_sent_packets",
+            "Packets queued for transmission.",
+            None,
+            &[(vec![], c.tx_packets)],
+        )?;
+        f.counter(
+            "anode_sent",
+            "Bytes queued for transmission.",
+            b,
+            &[(vec![], c.tx_bytes)],
+        )?;
+        f.counter(
+            "anode_local_packets",
+            "Packets originated on this node.",
+            None,
+            &[(vec![], c.local_packets)],
+        )?;
+        let paths: [(&str, u64); 8] = [
+            ("fast", c.fast_path),
+            ("cut_through", c.cut_through),
+            ("ee", c.to_ee),
+            ("module", c.hook_consumed),
+            ("delivered", c.delivered),
+            ("control", c.control_rx),
+            ("unknown_type_forwarded", c.unknown_type_forwarded),
+            ("dropped", c.total_drops()),
+        ];
+        let rows: Vec<_> = paths
+            .iter()
+            .map(|(p, v)| (vec![("path", *p)], *v))
+            .collect();
+        f.counter("anode_packets_by_path", "Packets by what the node did with them (fast path, cut-through channel, an EE, a service module, local delivery, control, forwarded by option, dropped).", None, &rows)?;
+        let drops = c.drop_map();
+        let rows: Vec<_> = drops
+            .iter()
+            .map(|(r, v)| (vec![("reason", r.as_str())], *v))
+            .collect();
+        f.counter(
+            "anode_drops",
+            "Packets dropped, by reason (EE reasons as ee/reason).",
+            None,
+            &rows,
+        )?;
+        let rows: Vec<_> = self
+            .driver
+            .iter()
+            .map(|(k, v)| (vec![("stat", k.as_str())], *v))
+            .collect();
+        f.counter(
+            "anode_udp_driver",
+            "The UDP driver's counters (datagrams, batches, syscalls, errors by errno).",
+            None,
+            &rows,
+        )?;
+        if let Some(cs) = &self.control {
+            f.gauge(
+                "anode_control_connections",
+                "Open control-socket connections.",
+                None,
+                &[(vec![], g(cs.connections))],
+            )?;
+            f.counter(
+                "anode_control_refused_connections",
+                "Control connections refused over max_connections.",
+                None,
+                &[(vec![], cs.refused_connections)],
+            )?;
+            f.counter(
+                "anode_control_idle_closed",
+                "Idle control connections closed.",
+                None,
+                &[(vec![], cs.idle_closed)],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn encode_domains(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        let mut pk = Vec::new();
+        let mut by = Vec::new();
+        let mut cpu = Vec::new();
+        let mut mem = Vec::new();
+        let mut lim = Vec::new();
+        let mut dr = Vec::new();
+        let ids: Vec<Vec<String>> = self
+            .domains
+            .iter()
+            .map(|r| r.domains.iter().map(|d| d.id.to_string()).collect())
+            .collect();
+        for (r, ids) in self.domains.iter().zip(&ids) {
+            for (d, id) in r.domains.iter().zip(ids) {
+                let l = vec![
+                    ("ee", r.ee.as_str()),
+                    ("domain", id.as_str()),
+                    ("principal", d.principal.as_str()),
+                ];
+                pk.push((l.clone(), d.packets));
+                by.push((l.clone(), d.bytes));
+                cpu.push((l.clone(), d.cpu_ns as f64 / 1e9));
+                mem.push((l.clone(), g(d.memory_bytes)));
+                lim.push((l.clone(), g(d.memory_limit)));
+                for (why, n) in &d.drops {
+                    let mut l = l.clone();
+                    l.push(("reason", why.as_str()));
+                    dr.push((l, *n));
+                }
+            }
+        }
+        f.counter(
+            "anode_domain_packets",
+            "Packets handled for a NodeOS domain.",
+            None,
+            &pk,
+        )?;
+        f.counter(
+            "anode_domain",
+            "Bytes handled for a NodeOS domain.",
+            Some(&Unit::Bytes),
+            &by,
+        )?;
+        f.counter_f(
+            "anode_domain_cpu",
+            "CPU time charged to a NodeOS domain.",
+            Some(&Unit::Seconds),
+            &cpu,
+        )?;
+        f.gauge(
+            "anode_domain_memory",
+            "Memory held by a NodeOS domain.",
+            Some(&Unit::Bytes),
+            &mem,
+        )?;
+        f.gauge(
+            "anode_domain_memory_limit",
+            "A NodeOS domain's memory limit.",
+            Some(&Unit::Bytes),
+            &lim,
+        )?;
+        f.counter(
+            "anode_domain_drops",
+            "Packets of a NodeOS domain dropped, by reason.",
+            None,
+            &dr,
+        )?;
+        let t: Vec<_> = self
+            .domains
+            .iter()
+            .map(|r| (vec![("ee", r.ee.as_str())], r.terminations))
+            .collect();
+        f.counter(
+            "anode_domain_terminations",
+            "NodeOS domains terminated (CPU, memory or policy).",
+            None,
+            &t,
+        )?;
+        Ok(())
+    }
+
+    fn encode_capsule(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        let Some(c) = &self.capsule else {
+            return Ok(());
+        };
+        let one = |v: u64| [(Vec::new(), v)];
+        f.counter(
+            "anode_capsules",
+            "Capsules the capsule EE handled.",
+            None,
+            &one(c.capsules),
+        )?;
+        f.counter(
+            "anode_capsule_runs",
+            "Capsule code runs.",
+            None,
+            &one(c.runs),
+        )?;
+        f.counter(
+            "anode_capsule_traps",
+            "Capsule runs that trapped.",
+            None,
+            &one(c.traps),
+        )?;
+        f.counter(
+            "anode_code_compiled",
+            "Code objects compiled.",
+            None,
+            &one(c.compiled),
+        )?;
+        f.counter(
+            "anode_code_disk_loads",
+            "Code objects loaded from the disk cache.",
+            None,
+            &one(c.disk_loads),
+        )?;
+        f.counter(
+            "anode_code_disk_rejected",
+            "Disk cache artifacts that failed verification (recompiled).",
+            None,
+            &one(c.disk_rejected),
+        )?;
+        f.counter(
+            "anode_code_loads",
+            "Demand loads from the previous hop completed.",
+            None,
+            &one(c.loads_completed),
+        )?;
+        f.counter(
+            "anode_code_load_failures",
+            "Demand loads that failed.",
+            None,
+            &one(c.load_failures),
+        )?;
+        f.counter(
+            "anode_code_chunks_served",
+            "Code chunks served to neighbors.",
+            None,
+            &one(c.chunks_served),
+        )?;
+        f.counter(
+            "anode_code_serve_limited",
+            "Code requests answered short by the serving budget.",
+            None,
+            &one(c.serve_limited),
+        )?;
+        f.counter(
+            "anode_guest_log_dropped",
+            "Guest log lines over the rate limit.",
+            None,
+            &one(c.log_dropped),
+        )?;
+        let (sum, count, buckets) = c.load_histogram();
+        let mut m = f.enc.encode_descriptor(
+            "anode_code_load",
+            "Time to demand-load a code object from the previous hop.",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn encode_routing(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        f.gauge(
+            "anode_routes",
+            "Reachable routes in the routing table.",
+            None,
+            &[(vec![], g(self.routes))],
+        )?;
+        f.counter(
+            "anode_route_changes",
+            "Routing table changes since start.",
+            None,
+            &[(vec![], self.route_changes)],
+        )?;
+        let up = |b: bool| i64::from(b);
+        let en: Vec<_> = self
+            .links
+            .iter()
+            .map(|l| (vec![("link", l.name.as_str())], up(l.enabled)))
+            .collect();
+        let nb: Vec<_> = self
+            .links
+            .iter()
+            .map(|l| (vec![("link", l.name.as_str())], up(l.neighbor_up)))
+            .collect();
+        f.gauge("anode_link_enabled", "1 if the link is enabled.", None, &en)?;
+        f.gauge(
+            "anode_link_neighbor_up",
+            "1 if a neighbor is up on the link (hellos both ways, or static).",
+            None,
+            &nb,
+        )?;
+        let mp: Vec<_> = self
+            .modules
+            .iter()
+            .map(|m| {
+                (
+                    vec![("module", m.name.as_str()), ("state", m.state.as_str())],
+                    m.packets,
+                )
+            })
+            .collect();
+        f.counter(
+            "anode_module_packets",
+            "Packets a service module processed.",
+            None,
+            &mp,
+        )
+    }
+}
+
+/// Serves `snapshot()` on `addr` (loopback; port 0 picks one) from a background thread;
+/// returns the bound address. `snapshot` returns `None` once the node is gone (503).
+pub fn serve(
+    addr: SocketAddr,
+    snapshot: Arc<dyn Fn() -> Option<Snapshot> + Send + Sync>,
+) -> Result<SocketAddr, std::io::Error> {
+    let server = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| std::io::Error::other("the metrics server is not on an IP address"))?;
+    std::thread::Builder::new()
+        .name("anode-metrics".into())
+        .spawn(move || {
+            for req in server.incoming_requests() {
+                let resp = answer(req.method(), req.url(), &*snapshot);
+                let _ = req.respond(resp);
+            }
+        })?;
+    Ok(bound)
+}
+
+/// The response to one request.
+fn answer(
+    method: &tiny_http::Method,
+    url: &str,
+    snapshot: &dyn Fn() -> Option<Snapshot>,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let typed = |r: tiny_http::Response<std::io::Cursor<Vec<u8>>>, v: &str| {
+        match tiny_http::Header::from_bytes(&b"Content-Type"[..], v.as_bytes()) {
+            Ok(h) => r.with_header(h),
+            Err(()) => r,
+        }
+    };
+    let text = |code: u16, body: String| {
+        typed(
+            tiny_http::Response::from_string(body).with_status_code(code),
+            "text/plain; charset=utf-8",
+        )
+    };
+    if *method != tiny_http::Method::Get && *method != tiny_http::Method::Head {
+        return text(405, "only GET\n".into());
+    }
+    match url.split('?').next().unwrap_or("") {
+        "/metrics" => match snapshot() {
+            Some(s) => typed(
+                tiny_http::Response::from_string(s.render()),
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
+            None => text(503, "the node has stopped\n".into()),
+        },
+        "/" => typed(
+            tiny_http::Response::from_string(
+                "<html><body><h1>anode</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n",
+            ),
+            "text/html; charset=utf-8",
+        ),
+        other => text(404, format!("no page {other}; metrics are at /metrics\n")),
+    }
+}
