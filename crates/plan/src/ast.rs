@@ -17,6 +17,28 @@ pub struct Pos {
     pub col: u32,
 }
 
+/// A source range: from `start` to `end` (exclusive; `end == start` means "the token at
+/// `start`", whose extent a renderer finds by lexing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub struct Span {
+    /// First character.
+    pub start: Pos,
+    /// Just after the last character.
+    pub end: Pos,
+}
+
+impl Span {
+    /// The range from `start` to `end`.
+    pub fn new(start: Pos, end: Pos) -> Span {
+        Span { start, end }
+    }
+
+    /// The token at `p`.
+    pub fn at(p: Pos) -> Span {
+        Span { start: p, end: p }
+    }
+}
+
 impl fmt::Display for Pos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.col)
@@ -113,13 +135,22 @@ pub struct Def {
     pub kind: DefKind,
 }
 
+/// A type annotation with the position of its first token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeAnn {
+    /// The type as written.
+    pub ty: TypeExpr,
+    /// Where it is written.
+    pub pos: Pos,
+}
+
 /// A formal parameter of a function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     /// Parameter name.
     pub name: String,
     /// Optional type annotation.
-    pub ty: Option<TypeExpr>,
+    pub ty: Option<TypeAnn>,
     /// Position of the name.
     pub pos: Pos,
 }
@@ -134,7 +165,7 @@ pub enum DefKind {
         /// Parameters.
         params: Vec<Param>,
         /// Optional result type annotation.
-        ret: Option<TypeExpr>,
+        ret: Option<TypeAnn>,
         /// Body.
         body: Expr,
     },
@@ -143,7 +174,7 @@ pub enum DefKind {
         /// Bound name.
         name: String,
         /// Optional annotation.
-        ty: Option<TypeExpr>,
+        ty: Option<TypeAnn>,
         /// Bound expression.
         body: Expr,
     },
@@ -157,7 +188,7 @@ pub enum DefKind {
         /// Service name.
         name: String,
         /// Declared type.
-        ty: TypeExpr,
+        ty: TypeAnn,
     },
 }
 
@@ -285,13 +316,31 @@ impl NetPrim {
     }
 }
 
-/// An expression with its position.
+/// An expression with its source range.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
     /// Position of the first token.
     pub pos: Pos,
+    /// Position just after the last token.
+    pub end: Pos,
     /// The expression.
     pub kind: ExprKind,
+}
+
+impl Expr {
+    /// The source range of the whole expression.
+    pub fn span(&self) -> Span {
+        Span::new(self.pos, self.end)
+    }
+}
+
+/// A name as written, with its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Name {
+    /// The identifier.
+    pub name: String,
+    /// Where it is written.
+    pub pos: Pos,
 }
 
 /// Expression forms.
@@ -307,7 +356,8 @@ pub enum ExprKind {
     Char(u8),
     /// String literal (bytes).
     Str(Vec<u8>),
-    /// Host literal.
+    /// Host literal (only in entry calls and other tool input: the PLAN 3.1 grammar has no
+    /// host literals, see [`crate::parser::Dialect`]).
     Host(SocketAddr),
     /// `[e1; e2; ...]` (possibly empty).
     List(Vec<Expr>),
@@ -321,14 +371,15 @@ pub enum ExprKind {
     Seq(Vec<Expr>),
     /// `if c then a else b`
     If(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// `raise E`
-    Raise(String),
-    /// `try e handle E => h`
-    Try(Box<Expr>, String, Box<Expr>),
+    /// `raise E` (an exception name, or a variable of type `exn`)
+    Raise(Name),
+    /// `try e handle E => h`: `E` names a declared exception, or else is a variable bound to
+    /// any exception raised by `e` (a catch-all handler)
+    Try(Box<Expr>, Name, Box<Expr>),
     /// `let defs in body end`
     Let(Vec<Def>, Box<Expr>),
     /// `|f|(args)`
-    Chunk(String, Vec<Expr>),
+    Chunk(Name, Vec<Expr>),
     /// Unary operator application.
     Unop(UnOp, Box<Expr>),
     /// Binary operator application.
@@ -340,7 +391,7 @@ pub enum ExprKind {
         /// Left fold?
         left: bool,
         /// Name of the function folded.
-        func: String,
+        func: Name,
         /// Second argument (init for foldl, list for foldr).
         a: Box<Expr>,
         /// Third argument (list for foldl, init for foldr).

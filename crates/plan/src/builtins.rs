@@ -42,6 +42,8 @@ pub enum Builtin {
     FragPiece,
     /// `eval : 'a chunk -> 'a`
     Eval,
+    /// `abort : 'a chunk -> 'b`: ends the packet; the chunk is evaluated back at the source
+    Abort,
     /// `length : 'a list -> int`
     Length,
     /// `member : ('a, 'a list) -> bool`
@@ -100,6 +102,7 @@ pub const BUILTINS: &[(&str, &str, Builtin)] = &[
         Builtin::FragPiece,
     ),
     ("eval", "'a chunk -> 'a", Builtin::Eval),
+    ("abort", "'a chunk -> 'b", Builtin::Abort),
     ("length", "'a list -> int", Builtin::Length),
     ("member", "('a, 'a list) -> bool", Builtin::Member),
     ("rev", "'a list -> 'a list", Builtin::Rev),

@@ -19,7 +19,7 @@
 
 use crate::ast::*;
 use crate::error::TypeError;
-use crate::ir::{Callee, ChunkTarget, FnCode, Ir, SvcRef, SvcTarget};
+use crate::ir::{Callee, Catch, ChunkTarget, FnCode, Ir, SvcRef, SvcTarget};
 use crate::parser::parse_type;
 use crate::services::ServiceRegistry;
 use crate::types::{FunTy, Scheme, SchemeBody, Subst, Ty, UnifyError};
@@ -164,7 +164,7 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
     // for every top-level function (so chunks may name later functions).
     for d in defs {
         match &d.kind {
-            DefKind::Svc { name, ty } => c.declare_svc(name, ty, d.pos)?,
+            DefKind::Svc { name, ty } => c.declare_svc(name, &ty.ty, ty.pos)?,
             DefKind::Exception { name } => {
                 c.exns.insert(name.clone());
             }
@@ -177,7 +177,7 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
                         format!("function `{name}` is defined twice at top level"),
                     ));
                 }
-                let ft = c.provisional(params, ret.as_ref(), d.pos)?;
+                let ft = c.provisional(params, ret.as_ref())?;
                 c.top.insert(name.clone(), TopState::Pending(ft));
             }
             DefKind::Val { .. } => {}
@@ -215,8 +215,8 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
             DefKind::Val { name, ty, body } => {
                 let (ir, t) = c.expr(body)?;
                 if let Some(te) = ty {
-                    let want = c.annotation(te, &mut Vec::new(), d.pos)?;
-                    c.unify_at(body.pos, &t, &want, || format!("value of `{name}`"))?;
+                    let want = c.annotation(&te.ty, &mut Vec::new(), te.pos)?;
+                    c.unify_at(body.span(), &t, &want, || format!("value of `{name}`"))?;
                 }
                 let slot = c.nglobals;
                 c.nglobals += 1;
@@ -242,11 +242,57 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
     })
 }
 
-fn unify_msg(e: UnifyError, s: &Subst, what: String) -> String {
-    let pretty = |t: &Ty| match s.generalize(&SchemeBody::Value(t.clone()), &[]) {
+/// A type as the programmer reads it (type variables renamed `'a`, `'b`, ...).
+fn pretty(s: &Subst, t: &Ty) -> String {
+    match s.generalize(&SchemeBody::Value(t.clone()), &[]) {
         Ok(sc) => sc.to_string(),
         Err(_) => t.to_string(),
+    }
+}
+
+/// The error for a failed unification of the expression at `span`.
+fn unify_error(span: Span, e: UnifyError, s: &Subst, what: String) -> TypeError {
+    let types = match &e {
+        UnifyError::Mismatch(found, expected) => Some((pretty(s, expected), pretty(s, found))),
+        _ => None,
     };
+    let err = TypeError::spanned(span, unify_msg(e, s, what));
+    match types {
+        Some((expected, found)) => {
+            let hint = mismatch_hint(&expected, &found);
+            let err = err.with_types(expected, found);
+            match hint {
+                Some(h) => err.with_hint(h),
+                None => err,
+            }
+        }
+        None => err,
+    }
+}
+
+/// A hint for common mismatches.
+fn mismatch_hint(expected: &str, found: &str) -> Option<String> {
+    Some(match (expected, found) {
+        ("string", "int") => "convert with intToString(n) or toString(n)".to_string(),
+        ("string", "char") => "a char is not a string: use implode([c]) or toString(c)".to_string(),
+        ("string", "host") => "convert with hostToString(h)".to_string(),
+        ("int", "string") => "convert with stringToInt(s)".to_string(),
+        ("int", "char") => "convert with ord(c)".to_string(),
+        ("char", "int") => "convert with chr(n)".to_string(),
+        ("host", "host list") => {
+            "thisHost() returns every address of the node: take one with hd(thisHost())".to_string()
+        }
+        ("bool", "int") => "PLAN has no truthiness: compare explicitly, e.g. n <> 0".to_string(),
+        (e, f) if f.ends_with(" chunk") && !e.ends_with(" chunk") => {
+            "a chunk runs where it is sent or with eval(c); it is not a value of its result type"
+                .to_string()
+        }
+        _ => return None,
+    })
+}
+
+fn unify_msg(e: UnifyError, s: &Subst, what: String) -> String {
+    let pretty = |t: &Ty| pretty(s, t);
     match e {
         UnifyError::Mismatch(found, expected) => format!(
             "{what}: expected {} but found {}",
@@ -265,36 +311,31 @@ fn unify_msg(e: UnifyError, s: &Subst, what: String) -> String {
 impl Checker<'_> {
     fn unify_at(
         &mut self,
-        pos: Pos,
+        span: Span,
         found: &Ty,
         expected: &Ty,
         what: impl FnOnce() -> String,
     ) -> CResult<()> {
         self.s
             .unify(found, expected)
-            .map_err(|e| TypeError::new(pos, unify_msg(e, &self.s, what())))
+            .map_err(|e| unify_error(span, e, &self.s, what()))
     }
 
     fn annotation(&mut self, te: &TypeExpr, vars: &mut Vec<(String, Ty)>, pos: Pos) -> CResult<Ty> {
         lower_type(te, &mut self.s, vars).map_err(|m| TypeError::new(pos, m))
     }
 
-    fn provisional(
-        &mut self,
-        params: &[Param],
-        ret: Option<&TypeExpr>,
-        pos: Pos,
-    ) -> CResult<FunTy> {
+    fn provisional(&mut self, params: &[Param], ret: Option<&TypeAnn>) -> CResult<FunTy> {
         let mut vars = Vec::new();
         let mut ps = Vec::new();
         for p in params {
             ps.push(match &p.ty {
-                Some(te) => self.annotation(te, &mut vars, p.pos)?,
+                Some(te) => self.annotation(&te.ty, &mut vars, te.pos)?,
                 None => self.s.fresh(),
             });
         }
         let ret = match ret {
-            Some(te) => self.annotation(te, &mut vars, pos)?,
+            Some(te) => self.annotation(&te.ty, &mut vars, te.pos)?,
             None => self.s.fresh(),
         };
         Ok(FunTy { params: ps, ret })
@@ -413,7 +454,7 @@ impl Checker<'_> {
         &mut self,
         name: &str,
         params: &[Param],
-        ret: Option<&TypeExpr>,
+        ret: Option<&TypeAnn>,
         body: &Expr,
         provisional: Option<FunTy>,
     ) -> CResult<(u32, Scheme, Vec<u32>)> {
@@ -427,7 +468,7 @@ impl Checker<'_> {
         }
         let ft = match provisional {
             Some(ft) => ft,
-            None => self.provisional(params, ret, body.pos)?,
+            None => self.provisional(params, ret)?,
         };
         // Captures: every visible local variable (lambda lifting).
         let mut seen: HashSet<&str> = HashSet::new();
@@ -458,7 +499,7 @@ impl Checker<'_> {
         let frame = self.ctx.max;
         self.ctx = saved_ctx;
         let (body_ir, body_ty) = r?;
-        self.unify_at(body.pos, &body_ty, &ft.ret, || {
+        self.unify_at(body.span(), &body_ty, &ft.ret, || {
             format!("result of function `{name}`")
         })?;
         let keep = self.env_vars()?;
@@ -509,7 +550,7 @@ impl Checker<'_> {
         let mut out = Vec::with_capacity(args.len());
         for (i, (p, a)) in params.iter().zip(args).enumerate() {
             let (ir, t) = self.expr(a)?;
-            self.unify_at(a.pos, &t, p, || format!("argument {} of {what}", i + 1))?;
+            self.unify_at(a.span(), &t, p, || format!("argument {} of {what}", i + 1))?;
             out.push(ir);
         }
         Ok(out)
@@ -537,12 +578,9 @@ impl Checker<'_> {
                 ),
             )
         } else {
-            TypeError::new(
-                pos,
-                format!(
-                    "unknown function or service `{name}` (declare services with `svc {name} : type`)"
-                ),
-            )
+            TypeError::new(pos, format!("unknown function or service `{name}`")).with_hint(format!(
+                "a service this node provides is declared with `svc {name} : type`"
+            ))
         }
     }
 
@@ -607,11 +645,11 @@ impl Checker<'_> {
             ));
         };
         let p = p.clone();
-        self.unify_at(e.pos, &p, &Ty::HOST, || {
+        self.unify_at(e.span(), &p, &Ty::HOST, || {
             format!("parameter of routing function `{name}`")
         })?;
         let want = Ty::Tuple(vec![Ty::HOST, Ty::DEV]);
-        self.unify_at(e.pos, &ft.ret, &want, || {
+        self.unify_at(e.span(), &ft.ret, &want, || {
             format!("result of routing function `{name}`")
         })?;
         Ok(Arc::from(name.as_str()))
@@ -619,7 +657,7 @@ impl Checker<'_> {
 
     fn typed(&mut self, e: &Expr, want: &Ty, what: impl FnOnce() -> String) -> CResult<Ir> {
         let (ir, t) = self.expr(e)?;
-        self.unify_at(e.pos, &t, want, what)?;
+        self.unify_at(e.span(), &t, want, what)?;
         Ok(ir)
     }
 
@@ -664,40 +702,61 @@ impl Checker<'_> {
                 })?;
                 (Ir::If(Box::new(ci), Box::new(ai), Box::new(bi)), at)
             }
-            ExprKind::Raise(name) => {
-                if !self.is_exn(name) {
-                    return Err(TypeError::new(
-                        pos,
-                        format!("unknown exception `{name}` (declare it with `exception {name}`)"),
-                    ));
-                }
-                (Ir::Raise(Arc::from(name.as_str())), self.s.fresh())
-            }
-            ExprKind::Try(body, name, handler) => {
-                if !self.is_exn(name) {
-                    return Err(TypeError::new(
-                        pos,
-                        format!(
-                            "unknown exception `{name}` in `handle` (declare it with `exception {name}`)"
-                        ),
-                    ));
-                }
-                let (bi, bt) = self.expr(body)?;
-                let hi = self.typed(handler, &bt, || {
-                    "handler of `try` (it must have the same type as the body)".to_string()
-                })?;
-                (
-                    Ir::Try(Box::new(bi), Arc::from(name.as_str()), Box::new(hi)),
-                    bt,
-                )
-            }
+            ExprKind::Raise(name) => self.raise_expr(name)?,
+            ExprKind::Try(body, name, handler) => self.try_expr(body, name, handler)?,
             ExprKind::Let(defs, body) => self.let_expr(defs, body)?,
             ExprKind::Chunk(name, args) => self.chunk_expr(name, args, pos)?,
             ExprKind::Unop(op, a) => self.unop(*op, a, pos)?,
             ExprKind::Binop(op, a, b) => self.binop(*op, a, b)?,
             ExprKind::Net(prim, args) => self.net(*prim, args, pos)?,
-            ExprKind::Fold { left, func, a, b } => self.fold_expr(*left, func, (a, b), pos)?,
+            ExprKind::Fold { left, func, a, b } => self.fold_expr(*left, func, (a, b))?,
         })
+    }
+
+    /// `raise E` for a declared exception `E`, or `raise e` for a variable `e : exn` (such
+    /// as the one a catch-all handler binds).
+    fn raise_expr(&mut self, name: &Name) -> CResult<(Ir, Ty)> {
+        let n = name.name.as_str();
+        if self.is_exn(n) {
+            return Ok((Ir::Raise(Arc::from(n)), self.s.fresh()));
+        }
+        if let Some(Binding::Local { .. } | Binding::Global { .. }) = self.lookup(n) {
+            let (ir, t) = self.var_expr(n, name.pos)?;
+            self.unify_at(Span::at(name.pos), &t, &Ty::Base(BaseType::Exn), || {
+                format!("`raise {n}` (a variable raised must hold an exception)")
+            })?;
+            return Ok((Ir::RaiseVal(Box::new(ir)), self.s.fresh()));
+        }
+        Err(TypeError::new(name.pos, format!("unknown exception `{n}`"))
+            .with_hint(format!("declare it with `exception {n}`")))
+    }
+
+    /// `try body handle E => handler`: `E` a declared exception catches that exception; any
+    /// other name is a variable of type `exn` bound to whatever exception `body` raised (the
+    /// catch-all handler of the PLAN guide).
+    fn try_expr(&mut self, body: &Expr, name: &Name, handler: &Expr) -> CResult<(Ir, Ty)> {
+        let (bi, bt) = self.expr(body)?;
+        let what = || "handler of `try` (it must have the same type as the body)".to_string();
+        if self.is_exn(&name.name) {
+            let hi = self.typed(handler, &bt, what)?;
+            let catch = Catch::Exn(Arc::from(name.name.as_str()));
+            return Ok((Ir::Try(Box::new(bi), catch, Box::new(hi)), bt));
+        }
+        let saved_scopes = self.scopes.len();
+        let saved_next = self.ctx.next;
+        let id = self.fresh_id();
+        let slot = self.ctx.alloc(id);
+        self.scopes.push((
+            name.name.clone(),
+            Binding::Local {
+                id,
+                ty: Ty::Base(BaseType::Exn),
+            },
+        ));
+        let hi = self.typed(handler, &bt, what);
+        self.scopes.truncate(saved_scopes);
+        self.ctx.next = saved_next;
+        Ok((Ir::Try(Box::new(bi), Catch::Any(slot), Box::new(hi?)), bt))
     }
 
     /// A list literal: every element of one type.
@@ -802,20 +861,15 @@ impl Checker<'_> {
     }
 
     /// `foldl(f, init, list)` / `foldr(f, list, init)`.
-    fn fold_expr(
-        &mut self,
-        left: bool,
-        func: &str,
-        (a, b): (&Expr, &Expr),
-        pos: Pos,
-    ) -> CResult<(Ir, Ty)> {
-        let (callee, ft) = self.callee(func, pos)?;
+    fn fold_expr(&mut self, left: bool, func: &Name, (a, b): (&Expr, &Expr)) -> CResult<(Ir, Ty)> {
+        let (pos, fname) = (func.pos, func.name.as_str());
+        let (callee, ft) = self.callee(fname, pos)?;
         let which = if left { "foldl" } else { "foldr" };
         let [p0, p1] = ft.params.as_slice() else {
             return Err(TypeError::new(
                 pos,
                 format!(
-                    "the function `{func}` given to {which} must take 2 arguments ({}), but it takes {}",
+                    "the function `{fname}` given to {which} must take 2 arguments ({}), but it takes {}",
                     if left {
                         "accumulator, element"
                     } else {
@@ -825,32 +879,29 @@ impl Checker<'_> {
                 ),
             ));
         };
-        let (p0, p1) = (p0.clone(), p1.clone());
-        let acc = self.s.fresh();
-        let elem = self.s.fresh();
+        // The folded function fixes the accumulator and element types; the arguments are
+        // checked against them, so a mismatch is reported where the argument is.
+        let (acc, elem) = if left {
+            (p0.clone(), p1.clone())
+        } else {
+            (p1.clone(), p0.clone())
+        };
+        self.unify_at(Span::at(pos), &ft.ret, &acc, || {
+            format!("result of `{fname}` in {which} (it must have the accumulator's type)")
+        })?;
         let (ai, at) = self.expr(a)?;
         let (bi, bt) = self.expr(b)?;
-        let (init_t, list_t, init_pos, list_pos) = if left {
-            (&at, &bt, a.pos, b.pos)
+        let ((init, init_t), (list, list_t)) = if left {
+            ((a, &at), (b, &bt))
         } else {
-            (&bt, &at, b.pos, a.pos)
+            ((b, &bt), (a, &at))
         };
         let (init_t, list_t) = (init_t.clone(), list_t.clone());
-        self.unify_at(init_pos, &init_t, &acc, || {
-            format!("initial value of {which}")
+        self.unify_at(init.span(), &init_t, &acc, || {
+            format!("initial value of {which} (the accumulator of `{fname}`)")
         })?;
-        self.unify_at(list_pos, &list_t, &Ty::list(elem.clone()), || {
-            format!("list argument of {which}")
-        })?;
-        let (pa, pe) = if left { (&p0, &p1) } else { (&p1, &p0) };
-        self.unify_at(pos, &acc, pa, || {
-            format!("accumulator parameter of `{func}` in {which}")
-        })?;
-        self.unify_at(pos, &elem, pe, || {
-            format!("element parameter of `{func}` in {which}")
-        })?;
-        self.unify_at(pos, &ft.ret, &acc, || {
-            format!("result of `{func}` in {which}")
+        self.unify_at(list.span(), &list_t, &Ty::list(elem), || {
+            format!("list argument of {which} (a list of the elements `{fname}` takes)")
         })?;
         Ok((
             Ir::Fold {
@@ -879,8 +930,8 @@ impl Checker<'_> {
                 DefKind::Val { name, ty, body } => {
                     let (ir, t) = self.expr(body)?;
                     if let Some(te) = ty {
-                        let want = self.annotation(te, &mut Vec::new(), d.pos)?;
-                        self.unify_at(body.pos, &t, &want, || format!("value of `{name}`"))?;
+                        let want = self.annotation(&te.ty, &mut Vec::new(), te.pos)?;
+                        self.unify_at(body.span(), &t, &want, || format!("value of `{name}`"))?;
                     }
                     let id = self.fresh_id();
                     let slot = self.ctx.alloc(id);
@@ -908,14 +959,15 @@ impl Checker<'_> {
                 DefKind::Exception { name } => {
                     self.exns.insert(name.clone());
                 }
-                DefKind::Svc { name, ty } => self.declare_svc(name, ty, d.pos)?,
+                DefKind::Svc { name, ty } => self.declare_svc(name, &ty.ty, ty.pos)?,
             }
         }
         let (bi, bt) = self.expr(body)?;
         Ok((Ir::Let(items, Box::new(bi)), bt))
     }
 
-    fn chunk_expr(&mut self, name: &str, args: &[Expr], pos: Pos) -> CResult<(Ir, Ty)> {
+    fn chunk_expr(&mut self, chunk: &Name, args: &[Expr], pos: Pos) -> CResult<(Ir, Ty)> {
+        let (name, name_pos) = (chunk.name.as_str(), chunk.pos);
         if let Some(st) = self.top.get(name).cloned() {
             let ft = match st {
                 TopState::Pending(ft) => ft,
@@ -931,7 +983,7 @@ impl Checker<'_> {
         }
         if let Some(Binding::Fun { .. }) = self.lookup(name) {
             return Err(TypeError::new(
-                pos,
+                name_pos,
                 format!(
                     "chunk |{name}| names a local function; chunks may only name top-level functions or services"
                 ),
@@ -941,7 +993,7 @@ impl Checker<'_> {
             Some((scheme, _)) => {
                 let Some(ft) = self.fun_of(&scheme) else {
                     return Err(TypeError::new(
-                        pos,
+                        name_pos,
                         format!("service `{name}` is not a function"),
                     ));
                 };
@@ -952,7 +1004,7 @@ impl Checker<'_> {
                 ))
             }
             None => Err(TypeError::new(
-                pos,
+                name_pos,
                 format!("chunk |{name}| names no top-level function or service"),
             )),
         }
@@ -961,7 +1013,7 @@ impl Checker<'_> {
     fn unop(&mut self, op: UnOp, a: &Expr, pos: Pos) -> CResult<(Ir, Ty)> {
         let (ai, at) = self.expr(a)?;
         let want = |c: &mut Self, arg: Ty, res: Ty, name: &str| -> CResult<Ty> {
-            c.unify_at(a.pos, &at, &arg, || format!("operand of `{name}`"))?;
+            c.unify_at(a.span(), &at, &arg, || format!("operand of `{name}`"))?;
             Ok(res)
         };
         let res = match op {
@@ -1051,39 +1103,49 @@ impl Checker<'_> {
             | BinOp::Xori
             | BinOp::Andi
             | BinOp::Ori => {
-                self.unify_at(a.pos, &at, &Ty::INT, || format!("left operand of `{sym}`"))?;
-                self.unify_at(b.pos, &bt, &Ty::INT, || format!("right operand of `{sym}`"))?;
+                self.unify_at(a.span(), &at, &Ty::INT, || {
+                    format!("left operand of `{sym}`")
+                })?;
+                self.unify_at(b.span(), &bt, &Ty::INT, || {
+                    format!("right operand of `{sym}`")
+                })?;
                 Ty::INT
             }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                self.unify_at(a.pos, &at, &Ty::INT, || format!("left operand of `{sym}`"))?;
-                self.unify_at(b.pos, &bt, &Ty::INT, || format!("right operand of `{sym}`"))?;
+                self.unify_at(a.span(), &at, &Ty::INT, || {
+                    format!("left operand of `{sym}`")
+                })?;
+                self.unify_at(b.span(), &bt, &Ty::INT, || {
+                    format!("right operand of `{sym}`")
+                })?;
                 Ty::BOOL
             }
             BinOp::And | BinOp::Or => {
-                self.unify_at(a.pos, &at, &Ty::BOOL, || format!("left operand of `{sym}`"))?;
-                self.unify_at(b.pos, &bt, &Ty::BOOL, || {
+                self.unify_at(a.span(), &at, &Ty::BOOL, || {
+                    format!("left operand of `{sym}`")
+                })?;
+                self.unify_at(b.span(), &bt, &Ty::BOOL, || {
                     format!("right operand of `{sym}`")
                 })?;
                 Ty::BOOL
             }
             BinOp::Eq | BinOp::Ne => {
-                self.unify_at(b.pos, &bt, &at, || {
+                self.unify_at(b.span(), &bt, &at, || {
                     format!("right operand of `{sym}` (both sides must have the same type)")
                 })?;
                 Ty::BOOL
             }
             BinOp::Cons => {
-                self.unify_at(b.pos, &bt, &Ty::list(at.clone()), || {
+                self.unify_at(b.span(), &bt, &Ty::list(at.clone()), || {
                     "right operand of `::` (a list of the left operand's type)".to_string()
                 })?;
                 bt
             }
             BinOp::Concat => {
-                self.unify_at(a.pos, &at, &Ty::STRING, || {
+                self.unify_at(a.span(), &at, &Ty::STRING, || {
                     "left operand of `^`".to_string()
                 })?;
-                self.unify_at(b.pos, &bt, &Ty::STRING, || {
+                self.unify_at(b.span(), &bt, &Ty::STRING, || {
                     "right operand of `^`".to_string()
                 })?;
                 Ty::STRING
@@ -1215,7 +1277,7 @@ mod tests {
             "{}",
             e.msg
         );
-        let e = check("fun f() = OnRemote(|f|(), 1.2.3.4, 1, print)").unwrap_err();
+        let e = check("fun f(h : host) = OnRemote(|f|(h), h, 1, print)").unwrap_err();
         assert!(e.msg.contains("routing function"), "{}", e.msg);
     }
 }

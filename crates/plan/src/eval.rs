@@ -14,7 +14,7 @@
 use crate::ast::{BinOp, NetPrim, UnOp};
 use crate::builtins::{self, Builtin};
 use crate::error::CompileError;
-use crate::ir::{Callee, ChunkTarget, FnCode, Ir, SvcRef, SvcTarget};
+use crate::ir::{Callee, Catch, ChunkTarget, FnCode, Ir, SvcRef, SvcTarget};
 use crate::program::{Program, ProgramCache};
 use crate::services::{Outgoing, SendKind, ServiceError, ServiceRegistry, Services};
 use crate::types::{SchemeBody, Subst, Ty};
@@ -125,6 +125,10 @@ pub struct Evaluation {
     pub steps: u64,
     /// Resource bound left in the packet.
     pub rb: u32,
+    /// The chunk given to `abort`, if the evaluation ended by calling it (its `result` is
+    /// then the exception `Abort`): the node sends it back to the packet's source, where it
+    /// is evaluated as a handler would be.
+    pub abort: Option<Arc<Chunk>>,
 }
 
 /// A PLAN interpreter for one node: its service registry and program cache.
@@ -188,23 +192,73 @@ impl Interpreter {
             stack: Vec::with_capacity(32),
         };
         let r = m.run_chunk(chunk, true);
+        m.finish(r)
+    }
+
+    /// Evaluates the top-level function `func` of the already compiled `prog` with `args`
+    /// (tools use it for programs compiled in another dialect, such as entry calls).
+    pub fn eval_function(
+        &self,
+        prog: &Arc<Program>,
+        func: &str,
+        args: Vec<Value>,
+        services: &mut dyn Services,
+        ctx: EvalContext,
+        limits: Limits,
+    ) -> Result<Evaluation, EvalError> {
+        let Some((idx, _)) = prog.exports.get(func) else {
+            return Err(EvalError::UnknownEntry(func.to_string()));
+        };
+        let mut m = Machine {
+            services,
+            cache: &self.cache,
+            registry: &self.registry,
+            ctx,
+            steps: 0,
+            budget: limits.steps,
+            depth: 0,
+            max_depth: limits.max_depth,
+            stack: Vec::with_capacity(32),
+        };
+        let r = m.run_program(prog, *idx, args);
+        m.finish(r)
+    }
+}
+
+impl Machine<'_> {
+    fn finish(self, r: R) -> Result<Evaluation, EvalError> {
+        let mut abort = None;
         let result = match r {
             Ok(v) => Ok(v),
             Err(Flow::Raise(e)) => Err(e),
+            Err(Flow::Abort(c)) => {
+                let msg = format!("abort(|{}|(...))", c.func);
+                abort = Some(c);
+                Err(Raised {
+                    exn: Arc::from(ABORT),
+                    msg,
+                })
+            }
             Err(Flow::Fatal(e)) => return Err(e),
         };
         Ok(Evaluation {
             result,
-            steps: m.steps,
-            rb: m.ctx.rb,
+            steps: self.steps,
+            rb: self.ctx.rb,
+            abort,
         })
     }
 }
 
 enum Flow {
     Raise(Raised),
+    /// `abort(c)`: ends the evaluation (no handler catches it).
+    Abort(Arc<Chunk>),
     Fatal(EvalError),
 }
+
+/// The exception name an evaluation ended by `abort` reports.
+pub const ABORT: &str = "Abort";
 
 type R<T = Value> = Result<T, Flow>;
 
@@ -537,9 +591,25 @@ impl Machine<'_> {
                 exn: name.clone(),
                 msg: String::new(),
             })),
-            Ir::Try(body, name, handler) => match self.eval(prog, g, body, bp) {
-                Err(Flow::Raise(r)) if r.exn == *name => self.eval(prog, g, handler, bp),
-                other => other,
+            Ir::RaiseVal(e) => match self.eval(prog, g, e, bp)? {
+                Value::Exn(name) => Err(Flow::Raise(Raised {
+                    exn: name,
+                    msg: String::new(),
+                })),
+                _ => internal("raise of a non-exception"),
+            },
+            Ir::Try(body, catch, handler) => match (self.eval(prog, g, body, bp), catch) {
+                (Err(Flow::Raise(r)), Catch::Exn(name)) if r.exn == *name => {
+                    self.eval(prog, g, handler, bp)
+                }
+                (Err(Flow::Raise(r)), Catch::Any(slot)) => {
+                    match self.stack.get_mut(bp + *slot as usize) {
+                        Some(s) => *s = Value::Exn(r.exn),
+                        None => return internal("handler slot out of range"),
+                    }
+                    self.eval(prog, g, handler, bp)
+                }
+                (other, _) => other,
             },
             Ir::Chunk(target, args) => {
                 let vs = self.eval_all(prog, g, args, bp)?;
@@ -863,6 +933,7 @@ impl Machine<'_> {
                     }
                 }
             }
+            (Builtin::Abort, [Value::Chunk(c)]) => return Err(Flow::Abort(c.clone())),
             (Builtin::Eval, [Value::Chunk(c)]) => {
                 let c = c.clone();
                 self.run_chunk(&c, false)?

@@ -45,6 +45,15 @@ pub enum Callee {
     Svc(SvcRef),
 }
 
+/// What a `try ... handle` catches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Catch {
+    /// The declared exception of this name.
+    Exn(Arc<str>),
+    /// Any exception, bound (as an `exn` value) to this frame slot for the handler.
+    Any(u32),
+}
+
 /// Target of a chunk expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChunkTarget {
@@ -85,8 +94,10 @@ pub enum Ir {
     Binop(BinOp, Box<Ir>, Box<Ir>),
     /// `raise E`.
     Raise(Arc<str>),
+    /// `raise e` for a variable `e : exn`.
+    RaiseVal(Box<Ir>),
     /// `try body handle E => handler`.
-    Try(Box<Ir>, Arc<str>, Box<Ir>),
+    Try(Box<Ir>, Catch, Box<Ir>),
     /// `|f|(args)`.
     Chunk(ChunkTarget, Vec<Ir>),
     /// Network primitive with its routing-function name (if any).

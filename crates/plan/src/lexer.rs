@@ -128,6 +128,8 @@ pub struct Token {
     pub tok: Tok,
     /// Position of the first character.
     pub pos: Pos,
+    /// Position just after the last character.
+    pub end: Pos,
 }
 
 struct Lexer<'a> {
@@ -164,11 +166,19 @@ pub fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
         lx.skip_ws_and_comments()?;
         let pos = lx.pos();
         let Some(c) = lx.peek(0) else {
-            out.push(Token { tok: Tok::Eof, pos });
+            out.push(Token {
+                tok: Tok::Eof,
+                pos,
+                end: pos,
+            });
             return Ok(out);
         };
         let tok = lx.token(c, pos)?;
-        out.push(Token { tok, pos });
+        out.push(Token {
+            tok,
+            pos,
+            end: lx.pos(),
+        });
     }
 }
 

@@ -8,6 +8,8 @@
 //! active network node:
 //!
 //! * [`parser`] / [`lexer`]: source text to [`ast`], errors with line:column;
+//! * [`diagnostic`]: compile errors rendered with the source line, a caret under the
+//!   offending range, expected and found types and a hint;
 //! * [`check`]: Hindley–Milner type inference with polymorphic functions
 //!   and services, lowering to the slot-resolved [`ir`];
 //! * [`eval`]: a budgeted evaluator ([`Interpreter::eval_chunk`]) —
@@ -47,6 +49,7 @@
 pub mod ast;
 pub mod builtins;
 pub mod check;
+pub mod diagnostic;
 pub mod ee;
 pub mod error;
 pub mod eval;

@@ -20,9 +20,13 @@
 //!    `implode` `ord` `chr`
 //! 9. calls `f(...)`, chunks `|f|(...)`, literals, parenthesised forms
 //!
-//! Sequencing `(e1; e2)` is only available inside parentheses (and in the
-//! body of `let ... in ... end`), lists are written `[e1; e2]` (a `,`
-//! separator is also accepted), tuples `(e1, e2)`.
+//! Sequencing `(e1; e2)` is only available inside parentheses, lists are written
+//! `[e1; e2]`, tuples `(e1, e2)`, integer subtraction `--` — as the grammar has them. Text the
+//! grammar does not allow is refused with a hint naming the PLAN form (`-`, `[a, b]`,
+//! `let ... in e1; e2 end`, the PLAN 3.0 chunk `|f(x)|`, host literals in programs).
+//!
+//! Host literals (`10.0.0.1`, `10.0.0.1:3322`, `[::1]:3322`) are not part of the PLAN 3.1
+//! grammar; they are accepted only in tool input such as entry calls ([`Dialect::Entry`]).
 
 use crate::ast::*;
 use crate::error::SyntaxError;
@@ -44,7 +48,7 @@ fn binop_info(t: &Tok) -> Option<(BinOp, u8, bool)> {
         Tok::Sym(">=") => (BinOp::Ge, 3, false),
         Tok::Sym("::") => (BinOp::Cons, 4, true),
         Tok::Sym("+") => (BinOp::Add, 5, false),
-        Tok::Sym("--") | Tok::Sym("-") => (BinOp::Sub, 5, false),
+        Tok::Sym("--") => (BinOp::Sub, 5, false),
         Tok::Sym("^") => (BinOp::Concat, 5, false),
         Tok::Kw("ori") => (BinOp::Ori, 5, false),
         Tok::Kw("xori") => (BinOp::Xori, 5, false),
@@ -58,21 +62,46 @@ fn binop_info(t: &Tok) -> Option<(BinOp, u8, bool)> {
     })
 }
 
+/// Which text the parser accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// The PLAN 3.1 grammar: the text of programs.
+    #[default]
+    Program,
+    /// The grammar plus host literals: entry calls and other tool input.
+    Entry,
+}
+
 struct Parser {
     toks: Vec<Token>,
     i: usize,
     depth: u32,
+    prev_end: Pos,
+    dialect: Dialect,
 }
 
 type PResult<T> = Result<T, SyntaxError>;
 
-/// Parses a whole program.
+impl Parser {
+    fn new(src: &str, dialect: Dialect) -> PResult<Parser> {
+        Ok(Parser {
+            toks: lex(src)?,
+            i: 0,
+            depth: 0,
+            prev_end: Pos { line: 1, col: 1 },
+            dialect,
+        })
+    }
+}
+
+/// Parses a whole program (the PLAN 3.1 grammar).
 pub fn parse_program(src: &str) -> PResult<Vec<Def>> {
-    let mut p = Parser {
-        toks: lex(src)?,
-        i: 0,
-        depth: 0,
-    };
+    parse_program_in(src, Dialect::Program)
+}
+
+/// Parses a whole program in `dialect`.
+pub fn parse_program_in(src: &str, dialect: Dialect) -> PResult<Vec<Def>> {
+    let mut p = Parser::new(src, dialect)?;
     let mut defs = Vec::new();
     while !p.at_eof() {
         defs.push(p.def()?);
@@ -88,11 +117,7 @@ pub fn parse_program(src: &str) -> PResult<Vec<Def>> {
 
 /// Parses a standalone type expression such as `(host, int) -> unit`.
 pub fn parse_type(src: &str) -> PResult<TypeExpr> {
-    let mut p = Parser {
-        toks: lex(src)?,
-        i: 0,
-        depth: 0,
-    };
+    let mut p = Parser::new(src, Dialect::Program)?;
     let t = p.ty()?;
     if !p.at_eof() {
         return Err(p.unexpected("end of the type"));
@@ -100,13 +125,9 @@ pub fn parse_type(src: &str) -> PResult<TypeExpr> {
     Ok(t)
 }
 
-/// Parses a standalone expression (used for tests and the REPL-like API).
+/// Parses a standalone expression (tool input: host literals allowed).
 pub fn parse_expr(src: &str) -> PResult<Expr> {
-    let mut p = Parser {
-        toks: lex(src)?,
-        i: 0,
-        depth: 0,
-    };
+    let mut p = Parser::new(src, Dialect::Entry)?;
     let e = p.expr()?;
     if !p.at_eof() {
         return Err(p.unexpected("end of the expression"));
@@ -136,10 +157,38 @@ impl Parser {
 
     fn advance(&mut self) -> Tok {
         let t = self.peek().clone();
-        if self.i < self.toks.len() {
+        if let Some(tok) = self.toks.get(self.i) {
+            self.prev_end = tok.end;
             self.i += 1;
         }
         t
+    }
+
+    /// An expression node from `pos` to the end of the last token consumed.
+    fn node(&self, pos: Pos, kind: ExprKind) -> PResult<Expr> {
+        Ok(Expr {
+            pos,
+            end: self.prev_end,
+            kind,
+        })
+    }
+
+    /// A name (identifier) with its position.
+    fn name(&mut self, what: &str) -> PResult<Name> {
+        let (name, pos) = self.ident(what)?;
+        Ok(Name { name, pos })
+    }
+
+    /// An optional `: type` annotation.
+    fn opt_ann(&mut self) -> PResult<Option<TypeAnn>> {
+        if !self.eat_sym(":") {
+            return Ok(None);
+        }
+        let pos = self.pos();
+        Ok(Some(TypeAnn {
+            ty: self.ty()?,
+            pos,
+        }))
     }
 
     fn is_sym(&self, s: &str) -> bool {
@@ -236,11 +285,7 @@ impl Parser {
                 if !self.eat_sym(")") {
                     loop {
                         let (pname, ppos) = self.ident("a parameter name")?;
-                        let ty = if self.eat_sym(":") {
-                            Some(self.ty()?)
-                        } else {
-                            None
-                        };
+                        let ty = self.opt_ann()?;
                         params.push(Param {
                             name: pname,
                             ty,
@@ -254,11 +299,7 @@ impl Parser {
                         }
                     }
                 }
-                let ret = if self.eat_sym(":") {
-                    Some(self.ty()?)
-                } else {
-                    None
-                };
+                let ret = self.opt_ann()?;
                 self.expect_sym("=", "before the function body")?;
                 let body = self.expr()?;
                 DefKind::Fun {
@@ -271,11 +312,7 @@ impl Parser {
             Tok::Kw("val") => {
                 self.advance();
                 let (name, _) = self.ident("a name after `val`")?;
-                let ty = if self.eat_sym(":") {
-                    Some(self.ty()?)
-                } else {
-                    None
-                };
+                let ty = self.opt_ann()?;
                 self.expect_sym("=", "after the name in a `val` definition")?;
                 let body = self.expr()?;
                 DefKind::Val { name, ty, body }
@@ -289,7 +326,11 @@ impl Parser {
                 self.advance();
                 let (name, _) = self.ident("a service name after `svc`")?;
                 self.expect_sym(":", "between the service name and its type")?;
-                let ty = self.ty()?;
+                let pos = self.pos();
+                let ty = TypeAnn {
+                    ty: self.ty()?,
+                    pos,
+                };
                 DefKind::Svc { name, ty }
             }
             _ => {
@@ -425,6 +466,13 @@ impl Parser {
     fn binary(&mut self, min: u8) -> PResult<Expr> {
         let mut lhs = self.unary_expr()?;
         let mut chain = 0;
+        if self.is_sym("-") {
+            return Err(SyntaxError::new(
+                self.pos(),
+                "`-` is not a PLAN operator: integer subtraction is written `--`",
+            )
+            .with_hint("write `a -- b` (and `~a` for the negation of `a`)"));
+        }
         while let Some((op, prec, right)) = binop_info(self.peek()) {
             if prec < min {
                 break;
@@ -443,9 +491,18 @@ impl Parser {
             self.enter(chain)?;
             let rhs = self.binary(if right { prec } else { prec + 1 });
             self.leave();
+            let rhs = rhs?;
+            if self.is_sym("-") {
+                return Err(SyntaxError::new(
+                    self.pos(),
+                    "`-` is not a PLAN operator: integer subtraction is written `--`",
+                )
+                .with_hint("write `a -- b` (and `~a` for the negation of `a`)"));
+            }
             lhs = Expr {
                 pos: lhs.pos,
-                kind: ExprKind::Binop(op, Box::new(lhs), Box::new(rhs?)),
+                end: rhs.end,
+                kind: ExprKind::Binop(op, Box::new(lhs), Box::new(rhs)),
             };
         }
         Ok(lhs)
@@ -493,9 +550,11 @@ impl Parser {
         self.enter(0)?;
         let operand = self.unary_expr();
         self.leave();
+        let operand = operand?;
         Ok(Expr {
             pos,
-            kind: ExprKind::Unop(op, Box::new(operand?)),
+            end: operand.end,
+            kind: ExprKind::Unop(op, Box::new(operand)),
         })
     }
 
@@ -518,28 +577,37 @@ impl Parser {
 
     fn primary(&mut self) -> PResult<Expr> {
         let pos = self.pos();
-        let mk = |kind| Ok(Expr { pos, kind });
         let lit = match self.peek().clone() {
             Tok::Int(i) => Some(ExprKind::Int(i)),
             Tok::Char(c) => Some(ExprKind::Char(c)),
             Tok::Str(s) => Some(ExprKind::Str(s)),
-            Tok::Host(h) => Some(ExprKind::Host(h)),
+            Tok::Host(h) if self.dialect == Dialect::Entry => Some(ExprKind::Host(h)),
+            Tok::Host(h) => {
+                return Err(SyntaxError::new(
+                    pos,
+                    format!("`{h}` is a host literal, which PLAN programs cannot contain"),
+                )
+                .with_hint(
+                    "obtain hosts from parameters, thisHost(), getNeighbors(), defaultRoute() \
+                     or getHostByName(\"10.0.0.1:3322\")",
+                ));
+            }
             Tok::Kw("true") => Some(ExprKind::Bool(true)),
             Tok::Kw("false") => Some(ExprKind::Bool(false)),
             _ => None,
         };
         if let Some(kind) = lit {
             self.advance();
-            return mk(kind);
+            return self.node(pos, kind);
         }
         match self.peek().clone() {
             Tok::Ident(name) => {
                 self.advance();
                 if self.is_sym("(") {
                     let args = self.args(&format!("`{name}`"))?;
-                    mk(ExprKind::Call(name, args))
+                    self.node(pos, ExprKind::Call(name, args))
                 } else {
-                    mk(ExprKind::Var(name))
+                    self.node(pos, ExprKind::Var(name))
                 }
             }
             Tok::Kw("if") => {
@@ -549,33 +617,26 @@ impl Parser {
                 let a = self.expr()?;
                 self.expect_kw("else", "(every `if` needs an `else` branch)")?;
                 let b = self.expr()?;
-                mk(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+                self.node(pos, ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
             }
             Tok::Kw("let") => self.let_expr(pos),
             Tok::Kw("try") => {
                 self.advance();
                 let body = self.expr()?;
                 self.expect_kw("handle", "after the body of `try`")?;
-                let (exn, _) = self.ident("an exception name after `handle`")?;
+                let exn = self.name("an exception name or a variable after `handle`")?;
                 self.expect_sym("=>", "after the exception name in `handle`")?;
                 let h = self.expr()?;
-                mk(ExprKind::Try(Box::new(body), exn, Box::new(h)))
+                self.node(pos, ExprKind::Try(Box::new(body), exn, Box::new(h)))
             }
             Tok::Kw("raise") => {
                 self.advance();
-                let (exn, _) = self.ident("an exception name after `raise`")?;
-                mk(ExprKind::Raise(exn))
+                let exn = self.name("an exception name after `raise`")?;
+                self.node(pos, ExprKind::Raise(exn))
             }
             Tok::Sym("(") => self.paren(pos),
             Tok::Sym("[") => self.list(pos),
-            Tok::Sym("|") => {
-                self.advance();
-                let (name, _) =
-                    self.ident("a function name inside `|...|` (chunk syntax is |f|(args))")?;
-                self.expect_sym("|", "after the chunk's function name")?;
-                let args = self.args(&format!("chunk |{name}|"))?;
-                mk(ExprKind::Chunk(name, args))
-            }
+            Tok::Sym("|") => self.chunk(pos),
             Tok::Kw(k @ ("OnRemote" | "OnNeighbor" | "RetransOnRemote")) => {
                 self.advance();
                 let prim = match k {
@@ -584,11 +645,33 @@ impl Parser {
                     _ => NetPrim::RetransOnRemote,
                 };
                 let args = self.args(k)?;
-                mk(ExprKind::Net(prim, args))
+                self.node(pos, ExprKind::Net(prim, args))
             }
             Tok::Kw(k @ ("foldl" | "foldr")) => self.fold(pos, k),
             _ => Err(self.unexpected("an expression")),
         }
+    }
+
+    /// `|f|(args)` (at the first `|`).
+    fn chunk(&mut self, pos: Pos) -> PResult<Expr> {
+        self.advance();
+        let name = self.name("a function name inside `|...|` (chunk syntax is |f|(args))")?;
+        if self.is_sym("(") {
+            return Err(SyntaxError::new(
+                self.pos(),
+                format!(
+                    "expected `|` after the chunk's function name, found `(`: `|{}(...)|` is the PLAN 3.0 chunk syntax",
+                    name.name
+                ),
+            )
+            .with_hint(format!(
+                "PLAN 3.1 writes chunks as |{}|(args)",
+                name.name
+            )));
+        }
+        self.expect_sym("|", "after the chunk's function name")?;
+        let args = self.args(&format!("chunk |{}|", name.name))?;
+        self.node(pos, ExprKind::Chunk(name, args))
     }
 
     /// `let DEFS in BODY end` (at `let`).
@@ -608,23 +691,27 @@ impl Parser {
                 "`let` needs at least one definition before `in`",
             ));
         }
-        let body = self.seq_until(|p| p.is_kw("end"), "`;` or `end` in the body of `let`")?;
+        let body = self.expr()?;
+        if self.is_sym(";") {
+            return Err(SyntaxError::new(
+                self.pos(),
+                "the body of `let` is a single expression, so `;` cannot follow it here",
+            )
+            .with_hint("to evaluate several expressions in sequence write `in (e1; e2) end`"));
+        }
         self.expect_kw("end", "to close `let`")?;
-        Ok(Expr {
-            pos,
-            kind: ExprKind::Let(defs, Box::new(body)),
-        })
+        self.node(pos, ExprKind::Let(defs, Box::new(body)))
     }
 
     /// `()`, `(e)`, a tuple `(e1, e2, ...)` or a sequence `(e1; e2; ...)` (at `(`).
     fn paren(&mut self, pos: Pos) -> PResult<Expr> {
         self.advance();
-        let mk = |kind| Ok(Expr { pos, kind });
         if self.eat_sym(")") {
-            return mk(ExprKind::Unit);
+            return self.node(pos, ExprKind::Unit);
         }
         let first = self.expr()?;
         if self.eat_sym(")") {
+            // Parentheses only group: the expression keeps its own range.
             return Ok(first);
         }
         for (sep, close, make) in [
@@ -641,7 +728,7 @@ impl Parser {
                     items.push(self.expr()?);
                 }
                 self.expect_sym(")", close)?;
-                return mk(make(items));
+                return self.node(pos, make(items));
             }
         }
         Err(self.unexpected("`)`, `,` or `;` after the expression"))
@@ -657,22 +744,26 @@ impl Parser {
                 if self.eat_sym("]") {
                     break;
                 }
-                if !self.eat_sym(";") && !self.eat_sym(",") {
+                if self.is_sym(",") {
+                    return Err(SyntaxError::new(
+                        self.pos(),
+                        "list elements are separated by `;`, not `,`",
+                    )
+                    .with_hint("write [a; b; c]; a list holding one tuple is [(a, b)]"));
+                }
+                if !self.eat_sym(";") {
                     return Err(self.unexpected("`;` or `]` in the list"));
                 }
             }
         }
-        Ok(Expr {
-            pos,
-            kind: ExprKind::List(items),
-        })
+        self.node(pos, ExprKind::List(items))
     }
 
     /// `foldl(f, a, l)` / `foldr(f, l, b)` (at the keyword `k`).
     fn fold(&mut self, pos: Pos, k: &str) -> PResult<Expr> {
         self.advance();
         self.expect_sym("(", &format!("after `{k}`"))?;
-        let (func, _) = self.ident(&format!(
+        let func = self.name(&format!(
             "the name of the function to fold as the first argument of `{k}`"
         ))?;
         self.expect_sym(",", &format!("after the function name in `{k}`"))?;
@@ -683,36 +774,15 @@ impl Parser {
             ")",
             &format!("to close `{k}` (it takes exactly 3 arguments)"),
         )?;
-        Ok(Expr {
+        self.node(
             pos,
-            kind: ExprKind::Fold {
+            ExprKind::Fold {
                 left: k == "foldl",
                 func,
                 a: Box::new(a),
                 b: Box::new(b),
             },
-        })
-    }
-
-    /// `e1; e2; ...` until `stop` holds; a single expression is returned
-    /// unchanged.
-    fn seq_until(&mut self, stop: fn(&Parser) -> bool, what: &str) -> PResult<Expr> {
-        let pos = self.pos();
-        let first = self.expr()?;
-        if stop(self) {
-            return Ok(first);
-        }
-        let mut items = vec![first];
-        while self.eat_sym(";") {
-            items.push(self.expr()?);
-        }
-        if !stop(self) {
-            return Err(self.unexpected(what));
-        }
-        Ok(Expr {
-            pos,
-            kind: ExprKind::Seq(items),
-        })
+        )
     }
 }
 

@@ -11,7 +11,7 @@
 use crate::check::{Checked, check_program};
 use crate::error::CompileError;
 use crate::ir::FnCode;
-use crate::parser::parse_program;
+use crate::parser::{Dialect, parse_program_in};
 use crate::services::ServiceRegistry;
 use crate::types::Scheme;
 use crate::value::{Chunk, Code, DepthError, Value};
@@ -47,12 +47,31 @@ impl Program {
         Self::compile_hashed(text, code_hash(text), registry)
     }
 
+    /// Parses, checks and compiles `text` in `dialect` (tools compile entry calls in
+    /// [`Dialect::Entry`]; programs that travel are always [`Dialect::Program`]).
+    pub fn compile_in(
+        text: &str,
+        registry: &ServiceRegistry,
+        dialect: Dialect,
+    ) -> Result<Program, CompileError> {
+        Self::compile_hashed_in(text, code_hash(text), registry, dialect)
+    }
+
     fn compile_hashed(
         text: &str,
         hash: [u8; 32],
         registry: &ServiceRegistry,
     ) -> Result<Program, CompileError> {
-        let defs = parse_program(text)?;
+        Self::compile_hashed_in(text, hash, registry, Dialect::Program)
+    }
+
+    fn compile_hashed_in(
+        text: &str,
+        hash: [u8; 32],
+        registry: &ServiceRegistry,
+        dialect: Dialect,
+    ) -> Result<Program, CompileError> {
+        let defs = parse_program_in(text, dialect)?;
         let Checked {
             fns,
             init,

@@ -162,11 +162,24 @@ fn exceptions() {
     // Service errors become exceptions PLAN code can handle.
     assert_eq!(
         run(
-            "fun f() = try (defaultRoute(9.9.9.9); 1) handle NoRoute => 0",
+            "fun f() = try (defaultRoute(getHostByName(\"9.9.9.9\")); 1) handle NoRoute => 0",
             "f",
             vec![]
         ),
         Ok(Value::Int(0))
+    );
+    // A catch-all handler binds any exception, which it may re-raise.
+    assert_eq!(
+        run(
+            "exception E fun f() = try raise E handle e => (print(e); 2)",
+            "f",
+            vec![]
+        ),
+        Ok(Value::Int(2))
+    );
+    assert_eq!(
+        run("fun f() = try 1 / 0 handle e => raise e", "f", vec![]),
+        Err("DivByZero".into())
     );
     assert_eq!(
         run("svc fancy : int -> int\nfun f() = fancy(1)", "f", vec![]).unwrap_err(),

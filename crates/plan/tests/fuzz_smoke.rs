@@ -25,7 +25,7 @@ fn seeds() -> Vec<String> {
         "fun f(x) = if x then 1 else 2".to_string(),
         "fun g(l) = foldl(h, 0, l) fun h(a, b) = a".to_string(),
         "val x = [1; 2] fun f() = let val y = x in hd y :: y end".to_string(),
-        "fun c() = 1 fun d() = OnRemote(|c|(), 1.2.3.4:5, 1, defaultRoute)".to_string(),
+        "fun c() = 1 fun d(h : host) = OnRemote(|c|(), h, 1, defaultRoute)".to_string(),
         "exception E fun f() = try raise E handle E => (\"a\\n\" ^ \"b\", #2 (1, 'c'))".to_string(),
     ];
     for p in [

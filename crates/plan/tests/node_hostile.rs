@@ -21,7 +21,7 @@ fun bomb(n : int) : unit =
       try OnNeighbor(|bomb|(n + 1), fst nb, share(), snd nb) handle NotEnoughRB => ()
     fun again(u : unit, x : int) = foldl(send, (), getNeighbors())
   in
-    foldl(again, (), [1, 2, 3, 4, 5, 6, 7, 8])
+    foldl(again, (), [1; 2; 3; 4; 5; 6; 7; 8])
   end
 ";
 
@@ -66,8 +66,8 @@ fn a_packet_sending_itself_to_its_own_node_is_bounded_too() {
 
 const SPIN: &str = "
 fun inner(acc : int, x : int) : int = acc + x
-fun outer(acc : int, x : int) : int = acc + foldl(inner, 0, [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20])
-fun spin() : unit = print(foldl(outer, 0, [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]))
+fun outer(acc : int, x : int) : int = acc + foldl(inner, 0, [1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20])
+fun spin() : unit = print(foldl(outer, 0, [1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18;19;20]))
 ";
 
 #[test]

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use anode_plan::ee::sim::{self, LineRun, LineSpec, RunLineError};
-use anode_plan::ee::{BuildError, PlanEe, scout};
+use anode_plan::ee::{BuildError, PlanEe};
 use anode_plan::{CompileError, Limits};
 use anode_wire::NodeAddr;
 
@@ -98,9 +98,7 @@ fn read(file: &str) -> Result<String, String> {
 /// A PLAN EE as the nodes of this tool have it (core services, flowRoute, defHandler and the
 /// scouting services), so programs are checked against what they will find.
 fn node_ee() -> Result<PlanEe, String> {
-    let mut ee = PlanEe::with_defaults();
-    scout::install(&mut ee).map_err(|e| format!("installing node services failed (a bug): {e}"))?;
-    Ok(ee)
+    Ok(PlanEe::with_defaults())
 }
 
 fn located(file: &str, e: &CompileError) -> String {

@@ -30,12 +30,17 @@
 //! are only dropped and counted. Reasons: `malformed_transit`, `malformed_body`,
 //! `malformed_chunk`, `rb_exhausted`, `unknown_route_fun`, `no_route`, `uncaught_exception`,
 //! `budget_exhausted`, `too_deep`, `compile_error`, `missing_code`, `unknown_entry`,
-//! `bad_arguments`, `too_large`, `internal`, `local_overflow`.
+//! `bad_arguments`, `too_large`, `internal`, `local_overflow`, `aborted`.
 //!
-//! Not covered: a `defaultRoute` packet whose resource bound runs out at an intermediate node
-//! dies on the core's fast path (counted there as `rb_exhausted`) without entering the EE, so
-//! its handler is not told. `RetransOnRemote` sends once (no acknowledgement protocol).
+//! A packet that names a handler carries `FLAG_EE_ROUTE` even with `defaultRoute`, so every
+//! node on its way enters the EE (header only) and a resource bound that runs out in transit
+//! is reported to the handler, as the guide (§4.2) requires; packets without a handler stay
+//! on the core's fast path, where running out is only counted (`rb_exhausted`).
+//!
+//! `abort(c)` ends an evaluation like an uncaught exception (`Abort`, counted as `aborted`)
+//! and sends `c` back to the source, where it is evaluated as a handler would be.
 
+pub mod packages;
 mod report;
 pub mod route;
 pub mod scout;
@@ -118,6 +123,17 @@ pub struct PlanEe {
     stats: PlanStats,
     local: VecDeque<Vec<u8>>,
     reports: (Option<Instant>, u32),
+    results: Option<Vec<EvalResult>>,
+}
+
+/// The outcome of one evaluation at this node, kept when [`PlanEe::record_results`] is on
+/// (tools that run a program locally print the entry's value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalResult {
+    /// The chunk's function.
+    pub func: String,
+    /// Its value, or the uncaught exception.
+    pub result: Result<Value, crate::Raised>,
 }
 
 impl std::fmt::Debug for PlanEe {
@@ -139,7 +155,8 @@ struct Origin {
 }
 
 impl PlanEe {
-    /// A PLAN EE with the core services, `flowRoute` and `defHandler`.
+    /// A PLAN EE with the core services, `flowRoute`, `defHandler` and the service packages
+    /// anode provides ([`packages`]).
     pub fn new(cfg: PlanEeConfig) -> Self {
         let mut ee = PlanEe {
             interp: Interpreter::with_core(),
@@ -158,6 +175,7 @@ impl PlanEe {
             stats: PlanStats::default(),
             local: VecDeque::new(),
             reports: (None, 0),
+            results: None,
         };
         // Both names are fresh in a core registry; an error here would only mean the core
         // registry already defines them, in which case the core's definition stands.
@@ -167,12 +185,26 @@ impl PlanEe {
             "(string, host, 'a chunk) -> unit",
             Box::new(def_handler),
         );
+        packages::install(&mut ee);
         ee
     }
 
     /// A PLAN EE with the default configuration.
     pub fn with_defaults() -> Self {
         Self::new(PlanEeConfig::default())
+    }
+
+    /// Keeps the outcome of every evaluation from now on ([`PlanEe::take_results`]).
+    pub fn record_results(&mut self) {
+        self.results.get_or_insert_with(Vec::new);
+    }
+
+    /// The outcomes recorded since the last call.
+    pub fn take_results(&mut self) -> Vec<EvalResult> {
+        self.results
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The interpreter (registry and program cache).
@@ -326,9 +358,6 @@ impl PlanEe {
                 None => return self.drop(ctx, "report_impossible"),
             }
         };
-        if !self.report_allowed(ctx.now()) {
-            return self.drop(ctx, "report_suppressed");
-        }
         let args = vec![
             Value::str(&text),
             Value::Host(me.socket_addr()),
@@ -337,6 +366,16 @@ impl PlanEe {
         let Ok(c) = Chunk::new(code, origin.handler.as_str(), args) else {
             return self.drop(ctx, "report_impossible");
         };
+        self.send_home(ctx, origin, &c);
+    }
+
+    /// Sends `c` to the packet's source for evaluation there (error reports and `abort`), in a
+    /// packet with resource bound [`PlanEeConfig::error_rb`] and no handler; rate-limited.
+    fn send_home(&mut self, ctx: &mut NodeContext<'_>, origin: &Origin, c: &Chunk) {
+        let me = ctx.address();
+        if !self.report_allowed(ctx.now()) {
+            return self.drop(ctx, "report_suppressed");
+        }
         let spec = PacketSpec {
             src: origin.source,
             eval_dest: origin.source,
@@ -346,7 +385,7 @@ impl PlanEe {
             route_fun: DEFAULT_ROUTE.to_string(),
             handler: String::new(),
         };
-        let Ok(buf) = encode_packet_chunk(&spec, &c) else {
+        let Ok(buf) = encode_packet_chunk(&spec, c) else {
             return self.drop(ctx, "report_impossible");
         };
         self.stats.error_reports += 1;
@@ -365,9 +404,9 @@ impl PlanEe {
         let Ok((hdr, chunk_bytes)) = peek_header(body) else {
             return self.drop(ctx, "malformed_body");
         };
-        if hdr.route_fun == DEFAULT_ROUTE {
-            // Local injection (or a packet asking for every hop): the default route, counted
-            // by the core if it fails.
+        if hdr.route_fun == DEFAULT_ROUTE && (rb > 0 || hdr.handler.is_empty()) {
+            // Local injection, or a packet with a handler on its way: the default route,
+            // counted by the core if it fails.
             let _ = ctx.forward(pkt.buf, pkt.anep_len);
             return;
         }
@@ -483,9 +522,23 @@ impl PlanEe {
         match result {
             Ok(ev) => {
                 self.stats.steps += ev.steps;
-                match ev.result {
-                    Ok(_) => self.stats.completed += 1,
-                    Err(raised) => {
+                if let Some(record) = &mut self.results {
+                    record.push(EvalResult {
+                        func: chunk.func.to_string(),
+                        result: ev.result.clone(),
+                    });
+                }
+                match (ev.result, ev.abort) {
+                    (Ok(_), _) => self.stats.completed += 1,
+                    (Err(raised), Some(home)) => {
+                        ctx.log(
+                            "plan:error",
+                            format!("|{}| at {}: {raised}", chunk.func, ctx.address()),
+                        );
+                        self.send_home(ctx, &origin, &home);
+                        self.drop(ctx, "aborted");
+                    }
+                    (Err(raised), None) => {
                         self.report(ctx, &origin, Some(&chunk), raised.to_string());
                         self.drop(ctx, "uncaught_exception");
                     }

@@ -11,7 +11,7 @@ use anode_core::wire::anep::TYPE_PLAN;
 use anode_core::{DropReason, LinkConfig, LinkId, Node, NodeConfig};
 use thiserror::Error;
 
-use super::{EvalReport, PlanEe, PlanEeConfig, scout};
+use super::{EvalReport, PlanEe, PlanEeConfig};
 
 /// Why a simulated line could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -27,9 +27,6 @@ pub enum SimError {
     /// The node core refused the configuration.
     #[error("node configuration rejected: {0}")]
     Config(String),
-    /// A service could not be installed.
-    #[error("installing the scouting services failed: {0}")]
-    Services(String),
 }
 
 /// A line of nodes `0 - 1 - ... - n-1`.
@@ -52,8 +49,8 @@ impl SimLine {
         v4(198, 18, 0, u8::try_from(i + 1).unwrap_or(255), 3322)
     }
 
-    /// `n` nodes in a line, each with a [`PlanEe`] (configuration `cfg`, scouting services
-    /// installed) and links of MTU `mtu`; routes converged.
+    /// `n` nodes in a line, each with a [`PlanEe`] (configuration `cfg`, the standard service
+    /// packages installed) and links of MTU `mtu`; routes converged.
     pub fn new(n: usize, cfg: PlanEeConfig, mtu: usize) -> Result<SimLine, SimError> {
         if n == 0 || n > Self::MAX_NODES {
             return Err(SimError::Size {
@@ -74,9 +71,7 @@ impl SimLine {
                 l.mtu = mtu;
                 node.add_link(l, now);
             }
-            let mut ee = PlanEe::new(cfg);
-            scout::install(&mut ee).map_err(|e| SimError::Services(e.to_string()))?;
-            node.register_ee(Box::new(ee));
+            node.register_ee(Box::new(PlanEe::new(cfg)));
             nodes.push(node);
         }
         let mut s = SimLine {

@@ -3,8 +3,8 @@
 //! Contract:
 //! * the transit header carries `evalDest` (its `dst`), the source, the resource bound, the
 //!   flow id and the previous hop; [`FLAG_EE_ROUTE`] is set iff the routing function is not
-//!   `defaultRoute`, so intermediate nodes forward `defaultRoute` packets on the core's fast
-//!   path without entering the EE;
+//!   `defaultRoute` or the packet names a handler, so intermediate nodes forward
+//!   `defaultRoute` packets without a handler on the core's fast path without entering the EE;
 //! * the PLAN body ([`crate::packet`]) follows: session, routFun, handler, marshalled chunk;
 //! * [`build_packet`] turns program text and an entry call `f(args)` into such a packet,
 //!   type-checking the call against the program; nothing here panics on any input.
@@ -17,9 +17,11 @@ use anode_core::wire::{NodeAddr, routed_packet};
 use thiserror::Error;
 
 use crate::packet::{PlanHeader, encode_body_raw};
+use crate::parser::Dialect;
 use crate::testing::FakeServices;
 use crate::value::Chunk;
-use crate::{CompileError, EvalContext, Interpreter, Limits, Value, marshal};
+use crate::{CompileError, EvalContext, Interpreter, Limits, Program, Value, marshal};
+use std::sync::Arc;
 
 /// Name of the built-in default routing function.
 pub const DEFAULT_ROUTE: &str = "defaultRoute";
@@ -104,7 +106,9 @@ pub fn encode_packet(spec: &PacketSpec, chunk_bytes: &[u8]) -> Result<Vec<u8>, B
         chunk_bytes,
     );
     let t = TransitRepr {
-        flags: if spec.route_fun == DEFAULT_ROUTE {
+        // Packets routed by another function, or naming a handler (which must hear of a
+        // resource bound running out on the way), enter the EE at every hop.
+        flags: if spec.route_fun == DEFAULT_ROUTE && spec.handler.is_empty() {
             0
         } else {
             FLAG_EE_ROUTE
@@ -242,16 +246,16 @@ pub fn build_chunk(
         return Err(BuildError::EntrySyntax(entry.to_string()));
     }
     let wrapper = format!("{program_text}\nfun {ENTRY_FN}() = |{name}|({rest}\n");
-    let wprog = interp.compile(&wrapper).map_err(|e| BuildError::Entry {
-        entry: entry.to_string(),
-        reason: match &e {
-            CompileError::Syntax(s) => s.msg.clone(),
-            CompileError::Type(t) => t.msg.clone(),
-        },
-    })?;
-    let call = wprog
-        .chunk(ENTRY_FN, vec![])
-        .map_err(|e| BuildError::TooLarge(e.to_string()))?;
+    // Host literals are allowed in the entry call only (the program already compiled without).
+    let wprog = Program::compile_in(&wrapper, interp.registry(), Dialect::Entry)
+        .map(Arc::new)
+        .map_err(|e| BuildError::Entry {
+            entry: entry.to_string(),
+            reason: match &e {
+                CompileError::Syntax(s) => s.msg.clone(),
+                CompileError::Type(t) => t.msg.clone(),
+            },
+        })?;
     let mut fake = FakeServices::at(src);
     let ctx = EvalContext {
         source: src,
@@ -260,7 +264,7 @@ pub fn build_chunk(
         rb: 0,
     };
     let ev = interp
-        .eval_chunk(&call, &mut fake, ctx, Limits::default())
+        .eval_function(&wprog, ENTRY_FN, vec![], &mut fake, ctx, Limits::default())
         .map_err(|e| BuildError::Entry {
             entry: entry.to_string(),
             reason: e.to_string(),

@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use anode_core::wire::anep::TYPE_PLAN;
-use anode_plan::ee::{EvalReport, PacketSpec, PlanEe, PlanEeConfig, build_packet, scout};
+use anode_plan::ee::{EvalReport, PacketSpec, PlanEe, PlanEeConfig, build_packet};
 use anode_testkit::NetOptions;
 pub use anode_testkit::addr;
 
@@ -55,9 +55,7 @@ impl Net {
             ..NetOptions::default()
         };
         let net = anode_testkit::Net::new(n, edges, opts, |_, node| {
-            let mut ee = PlanEe::new(cfg);
-            scout::install(&mut ee).unwrap();
-            node.register_ee(Box::new(ee));
+            node.register_ee(Box::new(PlanEe::new(cfg)));
         });
         let mut net = Net {
             net,
