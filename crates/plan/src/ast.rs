@@ -187,6 +187,8 @@ pub enum DefKind {
     Svc {
         /// Service name.
         name: String,
+        /// Where the name is written.
+        name_pos: Pos,
         /// Declared type.
         ty: TypeAnn,
     },

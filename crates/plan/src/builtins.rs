@@ -72,6 +72,24 @@ pub enum Builtin {
     BlobToString,
     /// `blobLength : blob -> int`
     BlobLength,
+    /// `authEval : ('a chunk, key, blob) -> 'a` (auth package): evaluates the chunk if the
+    /// blob is a signature of it by a key this node trusts
+    AuthEval,
+    /// `keyFromHex : string -> key` (auth package)
+    KeyFromHex,
+    /// `blobFromHex : string -> blob`
+    BlobFromHex,
+    /// `blobToHex : blob -> string`
+    BlobToHex,
+    /// `checksum : blob -> int` (csum package): the Internet checksum (RFC 1071)
+    Checksum,
+    /// `openPort : int -> port` (port package): the PLAN port of that number
+    OpenPort,
+    /// `retransDeliver : (host, int, 'a chunk) -> unit` (reliable package): acknowledges a
+    /// `RetransOnRemote` packet to its sender and evaluates its chunk the first time only
+    RetransDeliver,
+    /// `retransAck : int -> unit` (reliable package): the acknowledgement, at the sender
+    RetransAck,
 }
 
 /// Name, PLAN type and routine of every builtin service.
@@ -117,6 +135,18 @@ pub const BUILTINS: &[(&str, &str, Builtin)] = &[
     ("stringToBlob", "string -> blob", Builtin::StringToBlob),
     ("blobToString", "blob -> string", Builtin::BlobToString),
     ("blobLength", "blob -> int", Builtin::BlobLength),
+    ("authEval", "('a chunk, key, blob) -> 'a", Builtin::AuthEval),
+    ("keyFromHex", "string -> key", Builtin::KeyFromHex),
+    ("blobFromHex", "string -> blob", Builtin::BlobFromHex),
+    ("blobToHex", "blob -> string", Builtin::BlobToHex),
+    ("checksum", "blob -> int", Builtin::Checksum),
+    ("openPort", "int -> port", Builtin::OpenPort),
+    (
+        "retransDeliver",
+        "(host, int, 'a chunk) -> unit",
+        Builtin::RetransDeliver,
+    ),
+    ("retransAck", "int -> unit", Builtin::RetransAck),
 ];
 
 /// Exceptions raised by the language and the builtin services. Programs may
@@ -135,6 +165,11 @@ pub const BUILTIN_EXCEPTIONS: &[&str] = &[
     "ServiceError",
     "BadChunk",
     "FragmentError",
+    "NotFound",
+    "AuthFailed",
+    "BadPort",
+    "BadHex",
+    "RBExhausted",
 ];
 
 /// Outcome of a pure builtin: a value, or an exception (name, message).
@@ -162,7 +197,12 @@ pub fn cost(b: Builtin, args: &[Value]) -> u64 {
         | Builtin::BlobToString
         | Builtin::ToString
         | Builtin::Print
-        | Builtin::Fragment => 1 + args.iter().map(size).sum::<u64>(),
+        | Builtin::Fragment
+        | Builtin::AuthEval
+        | Builtin::KeyFromHex
+        | Builtin::BlobFromHex
+        | Builtin::BlobToHex
+        | Builtin::Checksum => 1 + args.iter().map(size).sum::<u64>(),
         _ => 1,
     }
 }
@@ -247,6 +287,14 @@ pub fn call_pure(b: Builtin, args: &[Value]) -> Option<PureResult> {
         (Builtin::StringToBlob, [Value::Str(s)]) => Ok(Value::Blob(s.clone())),
         (Builtin::BlobToString, [Value::Blob(b)]) => Ok(Value::Str(b.clone())),
         (Builtin::BlobLength, [Value::Blob(b)]) => Ok(Value::Int(b.len() as i64)),
+        (Builtin::KeyFromHex, [Value::Str(s)]) => from_hex(s).map(|b| Value::Key(Arc::from(b))),
+        (Builtin::BlobFromHex, [Value::Str(s)]) => from_hex(s).map(|b| Value::Blob(Arc::from(b))),
+        (Builtin::BlobToHex, [Value::Blob(b)]) => Ok(Value::str(&hex::encode(b))),
+        (Builtin::Checksum, [Value::Blob(b)]) => Ok(Value::Int(i64::from(internet_checksum(b)))),
+        (Builtin::OpenPort, [Value::Int(n)]) => match u16::try_from(*n) {
+            Ok(p) => Ok(Value::Port(u32::from(p))),
+            Err(_) => Err(("BadPort", format!("openPort: {n} is not a port (0..65535)"))),
+        },
         (
             Builtin::Length
             | Builtin::Member
@@ -261,11 +309,39 @@ pub fn call_pure(b: Builtin, args: &[Value]) -> Option<PureResult> {
             | Builtin::HostToString
             | Builtin::StringToBlob
             | Builtin::BlobToString
-            | Builtin::BlobLength,
+            | Builtin::BlobLength
+            | Builtin::KeyFromHex
+            | Builtin::BlobFromHex
+            | Builtin::BlobToHex
+            | Builtin::Checksum
+            | Builtin::OpenPort,
             _,
         ) => Err(bad_args("a list/string utility")),
         _ => return None,
     })
+}
+
+/// Hex text (either case, even length) as bytes.
+fn from_hex(s: &[u8]) -> Result<Vec<u8>, (&'static str, String)> {
+    hex::decode(s).map_err(|e| {
+        (
+            "BadHex",
+            format!("{:?} is not hex: {e}", String::from_utf8_lossy(s)),
+        )
+    })
+}
+
+/// The Internet checksum (RFC 1071): the ones' complement of the ones' complement sum of the
+/// bytes taken as big-endian 16-bit words (an odd last byte padded with zero).
+pub fn internet_checksum(b: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for w in b.chunks(2) {
+        let hi = u32::from(w.first().copied().unwrap_or(0));
+        let lo = u32::from(w.get(1).copied().unwrap_or(0));
+        sum += (hi << 8) | lo;
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(u16::try_from(sum & 0xffff).unwrap_or(0))
 }
 
 #[cfg(test)]
@@ -302,6 +378,21 @@ mod tests {
             Ok(Value::Bool(true))
         );
         assert!(call_pure(Builtin::Print, &[]).is_none());
+    }
+
+    #[test]
+    fn checksum_is_rfc1071() {
+        // RFC 1071 §3's example words 0001 f203 f4f5 f6f7 sum to ddf2 (checksum 220d).
+        let b = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(internet_checksum(&b), 0x220d);
+        assert_eq!(internet_checksum(&[]), 0xffff);
+        assert_eq!(
+            call_pure(Builtin::OpenPort, &[Value::Int(70_000)])
+                .unwrap()
+                .unwrap_err()
+                .0,
+            "BadPort"
+        );
     }
 
     #[test]

@@ -36,6 +36,16 @@ pub(crate) struct Checked {
     pub init: FnCode,
     pub nglobals: u32,
     pub exports: HashMap<Arc<str>, (u32, Scheme)>,
+    pub checks: Vec<(Ty, Arc<str>)>,
+}
+
+/// A call whose result type is checked at run time (see [`Scheme::free_result`]).
+#[derive(Debug)]
+struct ResultCheck {
+    ty: Ty,
+    name: Arc<str>,
+    span: Span,
+    resolved: bool,
 }
 
 /// Parses a service signature such as `"(host, int) -> unit"` into a scheme.
@@ -143,6 +153,7 @@ struct Checker<'r> {
     next_id: u32,
     nglobals: u32,
     current_top: Option<String>,
+    checks: Vec<ResultCheck>,
 }
 
 /// Checks and lowers a whole program.
@@ -159,12 +170,15 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
         next_id: 0,
         nglobals: 0,
         current_top: None,
+        checks: Vec::new(),
     };
     // Pre-pass: service and exception declarations, and provisional types
     // for every top-level function (so chunks may name later functions).
     for d in defs {
         match &d.kind {
-            DefKind::Svc { name, ty } => c.declare_svc(name, &ty.ty, ty.pos)?,
+            DefKind::Svc { name, name_pos, ty } => {
+                c.declare_svc(name, *name_pos, &ty.ty, ty.pos)?
+            }
             DefKind::Exception { name } => {
                 c.exns.insert(name.clone());
             }
@@ -201,6 +215,7 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
                 let r = c.fun_def(name, params, ret.as_ref(), body, prov);
                 c.current_top = None;
                 let (idx, scheme, caps) = r?;
+                c.resolve_checks()?;
                 c.top.insert(name.clone(), TopState::Done(scheme.clone()));
                 exports.insert(Arc::from(name.as_str()), (idx, scheme.clone()));
                 c.scopes.push((
@@ -218,6 +233,7 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
                     let want = c.annotation(&te.ty, &mut Vec::new(), te.pos)?;
                     c.unify_at(body.span(), &t, &want, || format!("value of `{name}`"))?;
                 }
+                c.resolve_checks()?;
                 let slot = c.nglobals;
                 c.nglobals += 1;
                 init_items.push(Ir::SetGlobal(slot, Box::new(ir)));
@@ -234,12 +250,26 @@ pub(crate) fn check_program(defs: &[Def], reg: &ServiceRegistry) -> CResult<Chec
         frame: c.ctx.max,
         body: Ir::Seq(init_items),
     };
+    let checks = c.checks.into_iter().map(|k| (k.ty, k.name)).collect();
     Ok(Checked {
         fns: c.fns,
         init,
         nglobals: c.nglobals,
         exports,
+        checks,
     })
+}
+
+/// The error for a routine of a package this node does not provide.
+fn refused(name: &str, r: &crate::services::Refusal, pos: Pos) -> TypeError {
+    TypeError::new(
+        pos,
+        format!(
+            "`{name}` (PLAN package `{}`) is not provided by anode",
+            r.package
+        ),
+    )
+    .with_hint(r.reason.clone())
 }
 
 /// A type as the programmer reads it (type variables renamed `'a`, `'b`, ...).
@@ -309,6 +339,62 @@ fn unify_msg(e: UnifyError, s: &Subst, what: String) -> String {
 }
 
 impl Checker<'_> {
+    /// `ir`, a call of service `name` of `scheme` at `span` with result type `ret`, wrapped
+    /// in a run-time check of its value if the scheme leaves the result type to the call
+    /// site (and the service is not one of this crate's builtins, which are trusted).
+    fn checked_call(
+        &mut self,
+        ir: Ir,
+        name: &str,
+        target: &SvcTarget,
+        scheme: &Scheme,
+        ret: &Ty,
+        span: Span,
+    ) -> Ir {
+        if matches!(target, SvcTarget::Builtin(_)) || !scheme.free_result() {
+            return ir;
+        }
+        let idx = u32::try_from(self.checks.len()).unwrap_or(u32::MAX);
+        self.checks.push(ResultCheck {
+            ty: ret.clone(),
+            name: Arc::from(name),
+            span,
+            resolved: false,
+        });
+        Ir::Check(Box::new(ir), idx)
+    }
+
+    /// At the end of a top-level definition: the result types of its checked calls must be
+    /// known by now (no type variable left).
+    fn resolve_checks(&mut self) -> CResult<()> {
+        for k in self.checks.iter_mut().filter(|k| !k.resolved) {
+            let t = self
+                .s
+                .resolve(&k.ty)
+                .map_err(|e| unify_error(k.span, e, &self.s, format!("result of `{}`", k.name)))?;
+            let mut vars = Vec::new();
+            self.s
+                .free_vars(&t, &mut vars)
+                .map_err(|e| unify_error(k.span, e, &self.s, format!("result of `{}`", k.name)))?;
+            if !vars.is_empty() {
+                return Err(TypeError::spanned(
+                    k.span,
+                    format!(
+                        "the type of the value `{}` returns must be known where it is called",
+                        k.name
+                    ),
+                )
+                .with_hint(format!(
+                    "`{}` can return a value of any type; use it where the type is fixed or annotate it, e.g. `val v : int = {}(...)`",
+                    k.name, k.name
+                )));
+            }
+            k.ty = t;
+            k.resolved = true;
+        }
+        Ok(())
+    }
+
     fn unify_at(
         &mut self,
         span: Span,
@@ -341,7 +427,10 @@ impl Checker<'_> {
         Ok(FunTy { params: ps, ret })
     }
 
-    fn declare_svc(&mut self, name: &str, te: &TypeExpr, pos: Pos) -> CResult<()> {
+    fn declare_svc(&mut self, name: &str, name_pos: Pos, te: &TypeExpr, pos: Pos) -> CResult<()> {
+        if let Some(r) = self.reg.refusal(name) {
+            return Err(refused(name, r, name_pos));
+        }
         let mut vars = Vec::new();
         let body = lower_sig(te, &mut self.s, &mut vars).map_err(|m| TypeError::new(pos, m))?;
         let declared = self
@@ -570,6 +659,9 @@ impl Checker<'_> {
     }
 
     fn not_defined(&self, name: &str, pos: Pos) -> TypeError {
+        if let Some(r) = self.reg.refusal(name) {
+            return refused(name, r, pos);
+        }
         if self.top.contains_key(name) {
             TypeError::new(
                 pos,
@@ -793,7 +885,10 @@ impl Checker<'_> {
                 if let Some((scheme, target)) = self.service(name) {
                     match self.s.instantiate(&scheme) {
                         SchemeBody::Value(t) => {
-                            (Ir::CallSvc(Self::svc_ref(name, target), Vec::new()), t)
+                            let call = Ir::CallSvc(Self::svc_ref(name, target.clone()), Vec::new());
+                            let ir =
+                                self.checked_call(call, name, &target, &scheme, &t, Span::at(pos));
+                            (ir, t)
                         }
                         SchemeBody::Fun(ft) => {
                             return Err(TypeError::new(
@@ -846,7 +941,10 @@ impl Checker<'_> {
                     Some(ft) => {
                         let irs =
                             self.check_args(pos, &format!("service `{name}`"), &ft.params, args)?;
-                        (Ir::CallSvc(Self::svc_ref(name, target), irs), ft.ret)
+                        let call = Ir::CallSvc(Self::svc_ref(name, target.clone()), irs);
+                        let span = Span::new(pos, args.last().map_or(pos, |a| a.end));
+                        let ir = self.checked_call(call, name, &target, &scheme, &ft.ret, span);
+                        (ir, ft.ret)
                     }
                     None => {
                         return Err(TypeError::new(
@@ -959,7 +1057,9 @@ impl Checker<'_> {
                 DefKind::Exception { name } => {
                     self.exns.insert(name.clone());
                 }
-                DefKind::Svc { name, ty } => self.declare_svc(name, &ty.ty, ty.pos)?,
+                DefKind::Svc { name, name_pos, ty } => {
+                    self.declare_svc(name, *name_pos, &ty.ty, ty.pos)?;
+                }
             }
         }
         let (bi, bt) = self.expr(body)?;
@@ -990,7 +1090,16 @@ impl Checker<'_> {
             ));
         }
         match self.service(name) {
-            Some((scheme, _)) => {
+            Some((scheme, target)) => {
+                if !matches!(target, SvcTarget::Builtin(_)) && scheme.free_result() {
+                    return Err(TypeError::new(
+                        name_pos,
+                        format!(
+                            "chunk |{name}| names a service whose result type is fixed only where it is called ({scheme})"
+                        ),
+                    )
+                    .with_hint(format!("call {name}(...) directly, where its result type is known")));
+                }
                 let Some(ft) = self.fun_of(&scheme) else {
                     return Err(TypeError::new(
                         name_pos,

@@ -591,6 +591,14 @@ impl Machine<'_> {
                 exn: name.clone(),
                 msg: String::new(),
             })),
+            Ir::Check(e, idx) => {
+                let v = self.eval(prog, g, e, bp)?;
+                let Some((want, name)) = prog.checks.get(*idx as usize) else {
+                    return internal("checked call out of range");
+                };
+                self.check_result(name, &v, want, &mut Subst::default())?;
+                Ok(v)
+            }
             Ir::RaiseVal(e) => match self.eval(prog, g, e, bp)? {
                 Value::Exn(name) => Err(Flow::Raise(Raised {
                     exn: name,
@@ -664,6 +672,56 @@ impl Machine<'_> {
                 Ok(acc)
             }
         }
+    }
+
+    /// Node services are code outside this crate (modules among them): their results are
+    /// checked against their registered type, instantiated by the arguments' types, so an
+    /// ill-typed answer is a PLAN exception and never reaches the evaluator. Results whose
+    /// type only the call site fixes are checked there ([`Ir::Check`]).
+    fn check_extension_result(&mut self, name: &str, args: &[Value], v: &Value) -> R<()> {
+        let Some(entry) = self.registry.lookup(name) else {
+            return Ok(());
+        };
+        if entry.scheme.free_result() {
+            return Ok(());
+        }
+        let scheme = entry.scheme.clone();
+        self.tick(1)?;
+        let mut s = Subst::default();
+        let want = match s.instantiate(&scheme) {
+            SchemeBody::Fun(ft) => {
+                for (p, a) in ft.params.iter().zip(args) {
+                    if let Ok(t) = value_type(self, a, &mut s) {
+                        let _ = s.unify(&t, p);
+                    }
+                }
+                ft.ret
+            }
+            SchemeBody::Value(t) => t,
+        };
+        self.check_result(name, v, &want, &mut s)
+    }
+
+    /// Raises `ServiceError` unless `v` (returned by service `name`) has type `want`.
+    /// `want` is a type of substitution `s`.
+    fn check_result(&mut self, name: &str, v: &Value, want: &Ty, s: &mut Subst) -> R<()> {
+        self.tick(1)?;
+        let ok = value_type(self, v, s).is_ok_and(|t| s.unify(&t, want).is_ok());
+        if ok {
+            return Ok(());
+        }
+        let mut fresh = Subst::default();
+        let found = value_type(self, v, &mut fresh)
+            .ok()
+            .and_then(|t| fresh.generalize(&SchemeBody::Value(t), &[]).ok())
+            .map_or_else(|| "value of another type".to_string(), |sc| sc.to_string());
+        let want = s
+            .generalize(&SchemeBody::Value(want.clone()), &[])
+            .map_or_else(|_| want.to_string(), |sc| sc.to_string());
+        raise(
+            "ServiceError",
+            format!("`{name}` returned a {found} where a {want} is needed"),
+        )
     }
 
     fn unop(&mut self, op: UnOp, v: Value) -> R {
@@ -849,10 +907,12 @@ impl Machine<'_> {
             SvcTarget::Builtin(b) => *b,
             SvcTarget::Extension(id) => {
                 self.tick(1)?;
-                return self
+                let v = self
                     .services
                     .call(*id, &svc.name, &args)
-                    .map_err(from_service);
+                    .map_err(from_service)?;
+                self.check_extension_result(&svc.name, &args, &v)?;
+                return Ok(v);
             }
             SvcTarget::Missing => {
                 return raise(
@@ -934,6 +994,29 @@ impl Machine<'_> {
                 }
             }
             (Builtin::Abort, [Value::Chunk(c)]) => return Err(Flow::Abort(c.clone())),
+            (Builtin::RetransDeliver, [Value::Host(sender), Value::Int(id), Value::Chunk(c)]) => {
+                if self
+                    .services
+                    .retrans_deliver(sender, *id)
+                    .map_err(from_service)?
+                {
+                    let c = c.clone();
+                    self.run_chunk(&c, false)?;
+                }
+                Value::Unit
+            }
+            (Builtin::RetransAck, [Value::Int(id)]) => {
+                self.services.retrans_acked(*id);
+                Value::Unit
+            }
+            (Builtin::AuthEval, [Value::Chunk(c), Value::Key(k), Value::Blob(sig)]) => {
+                let bytes = crate::marshal::encode_chunk(c);
+                self.services
+                    .authenticate(k, sig, &bytes)
+                    .map_err(from_service)?;
+                let c = c.clone();
+                self.run_chunk(&c, false)?
+            }
             (Builtin::Eval, [Value::Chunk(c)]) => {
                 let c = c.clone();
                 self.run_chunk(&c, false)?

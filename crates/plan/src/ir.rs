@@ -96,6 +96,9 @@ pub enum Ir {
     Raise(Arc<str>),
     /// `raise e` for a variable `e : exn`.
     RaiseVal(Box<Ir>),
+    /// A service call whose result type only the call site fixes, with the index of that
+    /// type in the program's table of checked results: the value is checked against it.
+    Check(Box<Ir>, u32),
     /// `try body handle E => handler`.
     Try(Box<Ir>, Catch, Box<Ir>),
     /// `|f|(args)`.

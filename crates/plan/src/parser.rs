@@ -324,14 +324,14 @@ impl Parser {
             }
             Tok::Kw("svc") => {
                 self.advance();
-                let (name, _) = self.ident("a service name after `svc`")?;
+                let (name, name_pos) = self.ident("a service name after `svc`")?;
                 self.expect_sym(":", "between the service name and its type")?;
                 let pos = self.pos();
                 let ty = TypeAnn {
                     ty: self.ty()?,
                     pos,
                 };
-                DefKind::Svc { name, ty }
+                DefKind::Svc { name, name_pos, ty }
             }
             _ => {
                 return Err(self.unexpected("a definition (`fun`, `val`, `exception` or `svc`)"));

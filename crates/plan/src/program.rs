@@ -13,7 +13,7 @@ use crate::error::CompileError;
 use crate::ir::FnCode;
 use crate::parser::{Dialect, parse_program_in};
 use crate::services::ServiceRegistry;
-use crate::types::Scheme;
+use crate::types::{Scheme, Ty};
 use crate::value::{Chunk, Code, DepthError, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
@@ -39,6 +39,9 @@ pub struct Program {
     pub(crate) init: FnCode,
     pub(crate) nglobals: u32,
     pub(crate) exports: HashMap<Arc<str>, (u32, Scheme)>,
+    /// Result types of the calls checked at run time ([`crate::ir::Ir::Check`]), with the
+    /// service's name.
+    pub(crate) checks: Vec<(Ty, Arc<str>)>,
 }
 
 impl Program {
@@ -77,6 +80,7 @@ impl Program {
             init,
             nglobals,
             exports,
+            checks,
         } = check_program(&defs, registry)?;
         Ok(Program {
             code: Code::Text {
@@ -87,6 +91,7 @@ impl Program {
             init,
             nglobals,
             exports,
+            checks,
         })
     }
 

@@ -75,6 +75,15 @@ pub struct ServiceEntry {
     pub target: SvcTarget,
 }
 
+/// A routine of a PLAN service package that this node does not provide, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The package (guide §7.2) the routine belongs to.
+    pub package: String,
+    /// Why it is not provided, and what to use instead.
+    pub reason: String,
+}
+
 /// Names and types of the services available on a node.
 #[derive(Clone, Debug, Default)]
 pub struct ServiceRegistry {
@@ -82,6 +91,7 @@ pub struct ServiceRegistry {
     by_name: HashMap<Arc<str>, usize>,
     exceptions: Vec<String>,
     extensions: u32,
+    refused: HashMap<String, Refusal>,
 }
 
 fn valid_ident(s: &str) -> bool {
@@ -155,6 +165,27 @@ impl ServiceRegistry {
             self.exceptions.push(name.to_string());
         }
         Ok(())
+    }
+
+    /// Records that routine `name` of PLAN package `package` is not provided here, and why:
+    /// programs declaring or calling it are refused with that reason instead of failing at
+    /// run time. A name that is registered as a service stays provided.
+    pub fn refuse(&mut self, name: &str, package: &str, reason: &str) {
+        self.refused.insert(
+            name.to_string(),
+            Refusal {
+                package: package.to_string(),
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    /// Why routine `name` is not provided, if it is a refused package routine.
+    pub fn refusal(&self, name: &str) -> Option<&Refusal> {
+        if self.by_name.contains_key(name) {
+            return None;
+        }
+        self.refused.get(name)
     }
 
     /// Looks a service up by name.
@@ -268,6 +299,29 @@ pub trait Services {
         Err(ServiceError::new(
             "FragmentError",
             "this node does not reassemble fragments",
+        ))
+    }
+
+    /// `retransDeliver(sender, id, c)` at the destination: acknowledges `id` to `sender`
+    /// and says whether this is the first time (sender, id) arrived (then `c` is evaluated).
+    /// The default evaluates every copy and acknowledges nothing.
+    fn retrans_deliver(&mut self, sender: &SocketAddr, id: i64) -> Result<bool, ServiceError> {
+        let _ = (sender, id);
+        Ok(true)
+    }
+
+    /// `retransAck(id)` at the sender: the packet `id` arrived; stop retransmitting it.
+    fn retrans_acked(&mut self, id: i64) {
+        let _ = id;
+    }
+
+    /// `authEval`: succeeds if `sig` is a signature of `msg` (a marshalled chunk) by public
+    /// key `key` and this node trusts that key. The default trusts no key.
+    fn authenticate(&mut self, key: &[u8], sig: &[u8], msg: &[u8]) -> Result<(), ServiceError> {
+        let _ = (key, sig, msg);
+        Err(ServiceError::new(
+            "AuthFailed",
+            "authEval: this node trusts no PLAN keys",
         ))
     }
 

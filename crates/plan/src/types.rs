@@ -309,6 +309,31 @@ fn var_to_gen(t: &Ty, order: &[u32]) -> Ty {
     }
 }
 
+impl Scheme {
+    /// Whether the result type has a quantified variable the parameters do not fix (a
+    /// service such as `get : (string, key) -> 'a`): its value's type is known only where
+    /// it is called, so calls are checked at run time against the type needed there.
+    pub fn free_result(&self) -> bool {
+        fn gens(t: &Ty, out: &mut Vec<u32>) {
+            match t {
+                Ty::Gen(i) => out.push(*i),
+                Ty::Var(_) | Ty::Base(_) => {}
+                Ty::List(a) | Ty::Chunk(a) => gens(a, out),
+                Ty::Tuple(ts) => ts.iter().for_each(|x| gens(x, out)),
+            }
+        }
+        let (params, ret): (&[Ty], &Ty) = match &self.body {
+            SchemeBody::Fun(f) => (&f.params, &f.ret),
+            SchemeBody::Value(t) => (&[], t),
+        };
+        let mut bound = Vec::new();
+        params.iter().for_each(|p| gens(p, &mut bound));
+        let mut res = Vec::new();
+        gens(ret, &mut res);
+        res.iter().any(|g| !bound.contains(g))
+    }
+}
+
 /// Replaces `Gen(i)` by `fresh[i]`.
 pub fn subst_gen(t: &Ty, fresh: &[Ty]) -> Ty {
     match t {

@@ -41,6 +41,7 @@
 //! and sends `c` back to the source, where it is evaluated as a handler would be.
 
 pub mod packages;
+pub mod reliable;
 mod report;
 pub mod route;
 pub mod scout;
@@ -64,12 +65,12 @@ pub use services::{NodeService, NodeState, PacketInfo, ServiceEnv};
 pub use soft::SoftState;
 pub use stats::PlanStats;
 pub use wire::{
-    BuildError, DEFAULT_ROUTE, PacketSpec, build_chunk, build_packet, encode_packet,
-    encode_packet_chunk,
+    BuildError, DEFAULT_ROUTE, PacketSpec, build_chunk, build_packet, compact_source,
+    encode_packet, encode_packet_chunk,
 };
 
 use crate::packet::peek_header;
-use crate::services::{Reassembler, RegistryError};
+use crate::services::RegistryError;
 use crate::value::Chunk;
 use crate::{EvalContext, EvalError, Interpreter, Limits, Value, marshal};
 use services::{NodeServices, ServiceTable, def_handler, truncated};
@@ -163,15 +164,7 @@ impl PlanEe {
             cfg,
             routes: RouteRegistry::default(),
             ext: HashMap::new(),
-            state: NodeState {
-                flows: FlowTable::new(cfg.flow_ttl, cfg.max_flows),
-                soft: SoftState::new(cfg.max_soft),
-                mark_ttl: cfg.mark_ttl,
-                device_load: HashMap::new(),
-                names: HashMap::new(),
-                reassembler: Reassembler::default(),
-                next_flow: 0,
-            },
+            state: NodeState::new(&cfg),
             stats: PlanStats::default(),
             local: VecDeque::new(),
             reports: (None, 0),
@@ -192,6 +185,24 @@ impl PlanEe {
     /// A PLAN EE with the default configuration.
     pub fn with_defaults() -> Self {
         Self::new(PlanEeConfig::default())
+    }
+
+    /// Records that routine `name` of PLAN package `package` is not provided on this node, and
+    /// why: programs naming it are refused with that reason.
+    pub fn refuse(&mut self, name: &str, package: &str, reason: &str) {
+        self.interp.registry_mut().refuse(name, package, reason);
+    }
+
+    /// The secret `generateKey` derives resident-data keys from; nodes set it from the
+    /// operating system's randomness (the EE has none of its own).
+    pub fn set_key_seed(&mut self, seed: [u8; 32]) {
+        self.state.key_seed = seed;
+    }
+
+    /// The ed25519 public keys whose signatures `authEval` accepts (`[plan] trusted_keys`).
+    /// Without any, `authEval` raises `AuthFailed`.
+    pub fn set_trusted_keys(&mut self, keys: Vec<[u8; 32]>) {
+        self.state.trusted_keys = keys;
     }
 
     /// Keeps the outcome of every evaluation from now on ([`PlanEe::take_results`]).
@@ -552,6 +563,48 @@ impl PlanEe {
         }
     }
 
+    /// Sends again the `RetransOnRemote` packets whose acknowledgement is overdue; gives up on
+    /// those out of retransmissions ([`reliable`]).
+    fn retransmit(&mut self, ctx: &mut NodeContext<'_>) {
+        let (again, gave_up) = self.state.reliable.due(ctx.now());
+        let me = ctx.address();
+        for p in again {
+            self.stats.retransmissions += 1;
+            if p.dest == me {
+                self.local.push_back(p.buf);
+                continue;
+            }
+            let hop = if p.route_fun == DEFAULT_ROUTE {
+                None
+            } else {
+                let q = RouteQuery {
+                    ctx: &*ctx,
+                    flows: &self.state.flows,
+                    dst: p.dest,
+                    flow: 0,
+                };
+                self.routes
+                    .get_mut(&p.route_fun)
+                    .and_then(|f| f.next_hop(&q))
+            };
+            let anep_len = BASIC_HEADER_LEN;
+            let _ = match hop {
+                Some(h) => ctx.forward_via(h, p.buf, anep_len),
+                None => ctx.forward(p.buf, anep_len),
+            };
+        }
+        for p in gave_up {
+            ctx.log(
+                "plan:error",
+                format!(
+                    "RetransOnRemote to {}: no acknowledgement after {} transmissions",
+                    p.dest, p.sent
+                ),
+            );
+            self.drop(ctx, "retrans_unacked");
+        }
+    }
+
     /// Evaluates the packets this node sent to itself, bounded.
     fn drain_local(&mut self, ctx: &mut NodeContext<'_>) {
         let mut n = 0usize;
@@ -608,6 +661,15 @@ impl ExecutionEnvironment for PlanEe {
             Dispatch::Route | Dispatch::EveryHop | Dispatch::Local => self.route(ctx, pkt),
         }
         self.drain_local(ctx);
+    }
+
+    fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
+        self.retransmit(ctx);
+        self.drain_local(ctx);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.state.reliable.next_deadline()
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

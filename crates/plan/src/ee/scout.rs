@@ -71,7 +71,7 @@ fn set_mark(env: &mut ServiceEnv<'_, '_>, a: &[Value]) -> Result<Value, ServiceE
     }
 }
 
-fn addr_hash(a: NodeAddr) -> u64 {
+pub(crate) fn addr_hash(a: NodeAddr) -> u64 {
     a.to_bytes().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })

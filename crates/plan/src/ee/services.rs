@@ -70,6 +70,39 @@ pub struct NodeState {
     pub reassembler: Reassembler,
     /// Counter behind `newFlowId`.
     pub next_flow: u64,
+    /// Resident data (`put`, `get`, `delete`).
+    pub resident: super::packages::ResidentStore,
+    /// The secret `generateKey` derives keys from ([`super::PlanEe::set_key_seed`]).
+    pub key_seed: [u8; 32],
+    /// Counter behind `generateKey`.
+    pub next_key: u64,
+    /// Public keys (ed25519) whose signatures `authEval` accepts.
+    pub trusted_keys: Vec<[u8; 32]>,
+    /// `RetransOnRemote` packets waiting for acknowledgement.
+    pub reliable: super::reliable::Reliable,
+    /// Resource bound of the packets this node sends on its own (acknowledgements).
+    pub own_rb: u16,
+}
+
+impl NodeState {
+    /// Empty state for an EE configured by `cfg`.
+    pub fn new(cfg: &super::PlanEeConfig) -> NodeState {
+        NodeState {
+            flows: FlowTable::new(cfg.flow_ttl, cfg.max_flows),
+            soft: SoftState::new(cfg.max_soft),
+            mark_ttl: cfg.mark_ttl,
+            device_load: HashMap::new(),
+            names: HashMap::new(),
+            reassembler: Reassembler::default(),
+            next_flow: 0,
+            resident: super::packages::ResidentStore::default(),
+            key_seed: [0; 32],
+            next_key: 0,
+            trusted_keys: Vec::new(),
+            reliable: super::reliable::Reliable::default(),
+            own_rb: cfg.error_rb,
+        }
+    }
 }
 
 /// What a node-side extension service may touch.
@@ -172,9 +205,36 @@ impl Services for NodeServices<'_, '_, '_> {
             .ok_or_else(|| ServiceError::new("NoRoute", format!("no route to {dest}")))
     }
 
-    fn send(&mut self, out: Outgoing) -> Result<(), ServiceError> {
+    fn send(&mut self, mut out: Outgoing) -> Result<(), ServiceError> {
         let me = self.ctx.address();
         let dest = NodeAddr::from(out.dest);
+        // The reliable package: the child carries |retransDeliver|(me, id, chunk).
+        let mut track = None;
+        if let SendKind::Retrans {
+            route_fun,
+            retries,
+            timeout_ms,
+        } = &out.kind
+        {
+            let id = self.state.reliable.next_id(me);
+            let wrapped = crate::value::Chunk::new(
+                None,
+                "retransDeliver",
+                vec![
+                    Value::Host(me.socket_addr()),
+                    Value::Int(id),
+                    Value::Chunk(out.chunk.clone()),
+                ],
+            )
+            .map_err(|e| ServiceError::new("ServiceError", e.to_string()))?;
+            out.chunk = Arc::new(wrapped);
+            track = Some((
+                id,
+                route_fun.to_string(),
+                u32::try_from(*retries).unwrap_or(if *retries < 0 { 0 } else { u32::MAX }),
+                super::reliable::interval(*timeout_ms),
+            ));
+        }
         let route_fun: &str = match &out.kind {
             SendKind::Remote { route_fun } | SendKind::Retrans { route_fun, .. } => route_fun,
             SendKind::Neighbor { .. } => DEFAULT_ROUTE,
@@ -210,6 +270,22 @@ impl Services for NodeServices<'_, '_, '_> {
             .map_err(|e| ServiceError::new("ServiceError", e.to_string()))?;
         self.stats.children += 1;
         let anep_len = anode_core::wire::anep::BASIC_HEADER_LEN;
+        if let Some((id, route_fun, left, interval)) = track
+            && left > 0
+        {
+            let p = super::reliable::Pending {
+                buf: buf.clone(),
+                dest,
+                route_fun,
+                left,
+                interval,
+                next: self.ctx.now() + interval,
+                sent: 1,
+            };
+            if !self.state.reliable.track(id, p) {
+                self.ctx.count_drop("plan", "retrans_untracked");
+            }
+        }
         if dest == me {
             // Evaluated here after the current evaluation; the "hop" costs one unit too.
             let mut buf = buf;
@@ -274,6 +350,53 @@ impl Services for NodeServices<'_, '_, '_> {
         self.state.reassembler.add(id, index, total, data)
     }
 
+    fn retrans_deliver(&mut self, sender: &SocketAddr, id: i64) -> Result<bool, ServiceError> {
+        let key = Value::tuple(vec![Value::Host(*sender), Value::Int(id)])
+            .map_err(|e| ServiceError::new("ServiceError", e.to_string()))?;
+        let now = self.ctx.now();
+        let first = self.state.soft.get(RETRANS_SEEN, &key, now).is_none();
+        if first {
+            // If soft state is full the copy is still evaluated; a duplicate may then run too.
+            let _ = self.state.soft.set(
+                RETRANS_SEEN,
+                &key,
+                Value::Unit,
+                super::reliable::DEDUP_TTL,
+                now,
+            );
+        }
+        self.send_ack(NodeAddr::from(*sender), id)?;
+        Ok(first)
+    }
+
+    fn retrans_acked(&mut self, id: i64) {
+        self.state.reliable.acked(id);
+    }
+
+    fn authenticate(&mut self, key: &[u8], sig: &[u8], msg: &[u8]) -> Result<(), ServiceError> {
+        let fail = |why: String| ServiceError::new("AuthFailed", format!("authEval: {why}"));
+        if self.state.trusted_keys.is_empty() {
+            return Err(fail(
+                "this node trusts no PLAN keys ([plan] trusted_keys)".into(),
+            ));
+        }
+        let k: [u8; 32] = key
+            .try_into()
+            .map_err(|_| fail(format!("a key is 32 bytes, not {}", key.len())))?;
+        if !self.state.trusted_keys.contains(&k) {
+            return Err(fail(format!(
+                "key {} is not trusted by this node",
+                hex::encode(k)
+            )));
+        }
+        let vk = ed25519_dalek::VerifyingKey::from_bytes(&k)
+            .map_err(|e| fail(format!("bad key: {e}")))?;
+        let sig = ed25519_dalek::Signature::from_slice(sig)
+            .map_err(|e| fail(format!("bad signature: {e}")))?;
+        vk.verify_strict(msg, &sig)
+            .map_err(|_| fail("the signature does not match the chunk".into()))
+    }
+
     fn call(&mut self, id: u32, name: &str, args: &[Value]) -> Result<Value, ServiceError> {
         if self.routes.is_service(id) {
             let Some(Value::Host(h)) = args.first() else {
@@ -299,6 +422,38 @@ impl Services for NodeServices<'_, '_, '_> {
             packet: self.pkt,
         };
         svc.call(&mut env, args)
+    }
+}
+
+/// Soft-state namespace of the (sender, id) pairs `retransDeliver` has evaluated.
+const RETRANS_SEEN: &str = "reliable.seen";
+
+impl NodeServices<'_, '_, '_> {
+    /// Sends `|retransAck|(id)` to `sender`.
+    fn send_ack(&mut self, sender: NodeAddr, id: i64) -> Result<(), ServiceError> {
+        let me = self.ctx.address();
+        let chunk = crate::value::Chunk::new(None, "retransAck", vec![Value::Int(id)])
+            .map_err(|e| ServiceError::new("ServiceError", e.to_string()))?;
+        let spec = PacketSpec {
+            src: me,
+            eval_dest: sender,
+            rb: self.state.own_rb,
+            flow: self.pkt.flow,
+            session: 0,
+            route_fun: DEFAULT_ROUTE.to_string(),
+            handler: String::new(),
+        };
+        let buf = encode_packet(&spec, &encode_chunk(&chunk))
+            .map_err(|e| ServiceError::new("ServiceError", e.to_string()))?;
+        if sender == me {
+            self.local.push_back(buf);
+            return Ok(());
+        }
+        // A lost acknowledgement is repaired by the sender's retransmission.
+        let _ = self
+            .ctx
+            .forward(buf, anode_core::wire::anep::BASIC_HEADER_LEN);
+        Ok(())
     }
 }
 

@@ -20,6 +20,8 @@ pub struct PlanStats {
     pub error_reports: u64,
     /// Evaluation steps used, in total.
     pub steps: u64,
+    /// `RetransOnRemote` packets sent again for want of an acknowledgement.
+    pub retransmissions: u64,
     /// Packets dropped, by reason.
     pub drops: BTreeMap<&'static str, u64>,
 }
