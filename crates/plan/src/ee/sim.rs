@@ -1,8 +1,11 @@
 //! A small in-process line of anode nodes running [`PlanEe`], in virtual time: the network
-//! behind `anode plan run`. Node `i` is `198.18.0.(i+1):3322`; links have zero delay; routes
-//! converge before anything is injected. Deterministic and bounded: [`SimLine::inject`]
-//! moves packets until the network is quiet or [`SimLine::MAX_MOVES`] packets have moved.
+//! behind `anode plan run` (a line of one node, no network, by default: the program runs
+//! locally). Node `i` is `198.18.0.(i+1):3322`; links have zero delay; routes converge before
+//! anything is injected. Deterministic and bounded: [`SimLine::inject`] moves packets until
+//! the network is quiet or [`SimLine::MAX_MOVES`] packets have moved. [`LineRun::to_text`] and
+//! [`LineRun::to_json`] are what the command prints.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use anode_core::wire::NodeAddr;
@@ -11,7 +14,7 @@ use anode_core::wire::anep::TYPE_PLAN;
 use anode_core::{DropReason, LinkConfig, LinkId, Node, NodeConfig};
 use thiserror::Error;
 
-use super::{EvalReport, PlanEe, PlanEeConfig};
+use super::{EvalReport, EvalResult, PlanEe, PlanEeConfig};
 
 /// Why a simulated line could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -245,12 +248,130 @@ pub struct LineRun {
     pub evaluations: Vec<u64>,
     /// Prints, deliveries and errors seen at the nodes.
     pub report: EvalReport,
+    /// Every evaluation's value or uncaught exception, by node index, in order.
+    pub results: Vec<(usize, EvalResult)>,
+    /// The node evaluated first.
+    pub eval_at: usize,
 }
 
 impl LineRun {
     /// The index of the node at `addr` (0 if none).
     pub fn index_of(&self, addr: &NodeAddr) -> usize {
         self.nodes.iter().position(|a| a == addr).unwrap_or(0)
+    }
+
+    /// The outcome of the entry call: the first evaluation at the node evaluated first.
+    pub fn entry_result(&self) -> Option<&EvalResult> {
+        self.results
+            .iter()
+            .find(|(i, _)| *i == self.eval_at)
+            .map(|(_, r)| r)
+    }
+
+    /// Whether the packet ran without an error anywhere.
+    pub fn clean(&self) -> bool {
+        self.report.errors.is_empty() && self.injected.is_ok()
+    }
+
+    /// What `anode plan run` prints. On one node (local evaluation): the program's output,
+    /// then the entry's value (`=> v`) unless it is `()`, then the errors. On a line: the
+    /// nodes, the packet, and per node its prints, deliveries and errors.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        if self.nodes.len() == 1 {
+            for (_, s) in &self.report.prints {
+                out.push_str(s);
+            }
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            if let Some(Ok(v)) = self.entry_result().map(|r| &r.result)
+                && *v != crate::Value::Unit
+            {
+                let _ = writeln!(out, "=> {}", v.to_display_string());
+            }
+            for (_, d) in &self.report.deliveries {
+                let v = d.value.to_display_string();
+                let _ = writeln!(out, "deliver port {}: {v}", d.port);
+            }
+            for (_, s) in &self.report.errors {
+                let _ = writeln!(out, "error: {s}");
+            }
+            return out;
+        }
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{i}={n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "line of {} nodes: {}",
+            self.nodes.len(),
+            nodes.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            "packet: {} bytes, evaluated first at node {}",
+            self.packet_bytes, self.eval_at
+        );
+        match &self.injected {
+            Ok(true) => {}
+            Ok(false) => out.push_str("warning: the network was still busy when the run stopped\n"),
+            Err(e) => {
+                let _ = writeln!(out, "the source refused the packet: {e}");
+            }
+        }
+        for (addr, s) in &self.report.prints {
+            let i = self.index_of(addr);
+            let _ = writeln!(out, "node {i} print: {}", s.trim_end_matches('\n'));
+        }
+        for (addr, d) in &self.report.deliveries {
+            let v = d.value.to_display_string();
+            let _ = writeln!(
+                out,
+                "node {} deliver port {}: {v}",
+                self.index_of(addr),
+                d.port
+            );
+        }
+        for (addr, s) in &self.report.errors {
+            let _ = writeln!(out, "node {} error: {s}", self.index_of(addr));
+        }
+        let _ = writeln!(
+            out,
+            "{} packets moved; evaluations per node: {:?}",
+            self.moved, self.evaluations
+        );
+        out
+    }
+
+    /// The run as JSON (`anode plan run --json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let idx = |a: &NodeAddr| self.index_of(a);
+        let rep = &self.report;
+        let value = self.entry_result().map(|r| match &r.result {
+            Ok(v) => json!({"value": v.to_display_string()}),
+            Err(e) => json!({"exception": e.exn.to_string(), "message": e.msg}),
+        });
+        json!({
+            "nodes": self.nodes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "packet_bytes": self.packet_bytes,
+            "injected": match &self.injected { Ok(_) => "ok".to_string(), Err(e) => e.to_string() },
+            "quiet": matches!(self.injected, Ok(true)),
+            "packets_moved": self.moved,
+            "evaluations": self.evaluations,
+            "entry": value,
+            "output": rep.prints.iter().map(|(_, s)| s.as_str()).collect::<String>(),
+            "prints": rep.prints.iter().map(|(a, s)| json!({"node": idx(a), "text": s})).collect::<Vec<_>>(),
+            "deliveries": rep.deliveries.iter().map(|(a, d)| json!({
+                "node": idx(a), "port": d.port, "src": d.src.to_string(), "flow": d.flow,
+                "value": d.value.to_display_string(),
+            })).collect::<Vec<_>>(),
+            "errors": rep.errors.iter().map(|(a, s)| json!({"node": idx(a), "message": s})).collect::<Vec<_>>(),
+        })
     }
 }
 
@@ -290,6 +411,11 @@ pub fn run_line(text: &str, entry: &str, spec: &LineSpec) -> Result<LineRun, Run
         ..PlanEeConfig::default()
     };
     let mut line = SimLine::new(n, cfg, spec.mtu)?;
+    for i in 0..n {
+        if let Some(ee) = line.ee(i) {
+            ee.record_results();
+        }
+    }
     let packet = super::PacketSpec {
         src: SimLine::addr(0),
         eval_dest: SimLine::addr(spec.eval_at),
@@ -310,6 +436,12 @@ pub fn run_line(text: &str, entry: &str, spec: &LineSpec) -> Result<LineRun, Run
     let evaluations = (0..n)
         .map(|i| line.ee(i).map_or(0, |e| e.stats().evaluations))
         .collect();
+    let mut results = Vec::new();
+    for i in 0..n {
+        if let Some(ee) = line.ee(i) {
+            results.extend(ee.take_results().into_iter().map(|r| (i, r)));
+        }
+    }
     Ok(LineRun {
         nodes: (0..n).map(SimLine::addr).collect(),
         packet_bytes,
@@ -317,5 +449,7 @@ pub fn run_line(text: &str, entry: &str, spec: &LineSpec) -> Result<LineRun, Run
         moved: line.moved(),
         evaluations,
         report: line.report().clone(),
+        results,
+        eval_at: spec.eval_at,
     })
 }
