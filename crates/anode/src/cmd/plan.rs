@@ -1,20 +1,23 @@
 //! `anode plan`: tools for PLAN programs.
 //!
-//! * `anode plan check FILE`: parse and type-check; print `FILE: OK` and every top-level
-//!   function with its type, or the errors as `FILE:LINE:COL: message` (exit status 1).
-//! * `anode plan run FILE --entry 'f(args)' [--hops N] [--rb N] [--json]`: build the PLAN
-//!   packet and run it on a built-in line of N+1 nodes in this process (virtual time, the
-//!   PLAN execution environment on real node cores), then print what came back: `print`
-//!   output, deliveries and errors, per node.
+//! * `anode plan check FILE [--json]`: parse and type-check; print `FILE: OK` and every
+//!   top-level function with its type, or each error as a compiler shows it (the source line,
+//!   a caret under the offending range, the expected and found types, a hint) on stderr with
+//!   exit status 1. `--json`: the same facts as one JSON object on stdout.
+//! * `anode plan run FILE --entry 'f(args)' [--hops N] [--json]`: evaluate the entry call.
+//!   By default locally, on one node in this process with no network: the program's output,
+//!   then `=> value` (unless `()`), then any uncaught exception. With `--hops N` the packet
+//!   runs on a built-in line of N+1 nodes (virtual time, the PLAN execution environment on
+//!   real node cores) and what came back is printed per node.
 //! * `anode plan inject FILE --entry 'f(args)' --rb N`: through a running node
 //!   (`plan_inject.rs`).
 
-use std::fmt::Write as _;
+use std::io::IsTerminal as _;
 
-use anode_plan::ee::sim::{self, LineRun, LineSpec, RunLineError};
+use anode_plan::diagnostic::Diagnostic;
+use anode_plan::ee::sim::{self, LineSpec, RunLineError};
 use anode_plan::ee::{BuildError, PlanEe};
 use anode_plan::{CompileError, Limits};
-use anode_wire::NodeAddr;
 
 /// `anode plan ...`
 #[derive(Debug, clap::Subcommand)]
@@ -33,6 +36,10 @@ pub enum PlanCommand {
 pub struct CheckArgs {
     /// The PLAN source file.
     pub file: String,
+    /// Print the result (functions and types, or the errors with their ranges, expected and
+    /// found types and hints) as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `anode plan run`.
@@ -43,8 +50,9 @@ pub struct RunArgs {
     /// The entry call, e.g. 'ping(198.18.0.1, 198.18.0.3)'.
     #[arg(long)]
     pub entry: String,
-    /// Hops in the line (it has N+1 nodes, node i at 198.18.0.(i+1):3322).
-    #[arg(long, default_value_t = 2)]
+    /// Hops in the line (it has N+1 nodes, node i at 198.18.0.(i+1):3322); 0 (the
+    /// default): evaluate locally, no network.
+    #[arg(long, default_value_t = 0)]
     pub hops: usize,
     /// Resource bound of the packet.
     #[arg(long, default_value_t = 32)]
@@ -76,10 +84,13 @@ pub struct RunArgs {
 }
 
 const RUN_HELP: &str = "\
-The line is built in this process: node 0 (198.18.0.1:3322) is the source, node i is
-198.18.0.(i+1):3322, links have no delay and routes converge before the packet is injected
-at node 0. Host literals in --entry may be written 198.18.0.3 (port 3322 implied).
-Example: anode plan run crates/plan/programs/ping/noeval.plan --hops 3 \\
+Without --hops the entry call is evaluated locally (one node, 198.18.0.1:3322, no network)
+and the program's output and the call's value are printed:
+  anode plan run prog.plan --entry 'fact(5)'
+With --hops N the line is built in this process: node 0 (198.18.0.1:3322) is the source,
+node i is 198.18.0.(i+1):3322, links have no delay and routes converge before the packet
+is injected at node 0. Host literals in --entry may be written 198.18.0.3 (port 3322
+implied). Example: anode plan run crates/plan/programs/ping/noeval.plan --hops 3 \\
            --entry 'ping(198.18.0.1, 198.18.0.4)'";
 
 /// Runs `anode plan ...`.
@@ -95,39 +106,68 @@ fn read(file: &str) -> Result<String, String> {
     std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))
 }
 
-/// A PLAN EE as the nodes of this tool have it (core services, flowRoute, defHandler and the
-/// scouting services), so programs are checked against what they will find.
-fn node_ee() -> Result<PlanEe, String> {
-    Ok(PlanEe::with_defaults())
+/// A PLAN EE as the nodes have it (core services, flowRoute, defHandler, the scouting
+/// services and the service packages), so programs are checked against what they will find.
+fn node_ee() -> PlanEe {
+    PlanEe::with_defaults()
 }
 
-fn located(file: &str, e: &CompileError) -> String {
-    let p = e.pos();
-    let msg = match e {
-        CompileError::Syntax(s) => format!("syntax error: {}", s.msg),
-        CompileError::Type(t) => format!("type error: {}", t.msg),
-    };
-    format!("{file}:{}:{}: {msg}", p.line, p.col)
+/// `err` in `text` as a compiler shows it (colored when stderr is a terminal).
+pub(crate) fn render(file: &str, text: &str, err: &CompileError) -> String {
+    Diagnostic::new(text, err).render(file, text, std::io::stderr().is_terminal())
+}
+
+/// The JSON form of a diagnostic.
+fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
+    serde_json::json!({
+        "phase": d.phase.name(),
+        "message": d.message,
+        "line": d.start.line,
+        "column": d.start.col,
+        "end_line": d.end.line,
+        "end_column": d.end.col,
+        "expected": d.expected,
+        "found": d.found,
+        "hint": d.hint,
+    })
 }
 
 fn check(a: &CheckArgs) -> super::CmdResult {
     let text = read(&a.file)?;
-    let ee = node_ee()?;
+    let ee = node_ee();
     match ee.interp().compile(&text) {
         Ok(prog) => {
             let mut names: Vec<&str> = prog.function_names().collect();
             names.sort_unstable();
-            let mut out = format!("{}: OK\n", a.file);
-            for n in names {
-                if let Some(t) = prog.function_type(n) {
-                    let _ = writeln!(out, "  {n} : {t}");
+            let typed: Vec<(&str, String)> = names
+                .into_iter()
+                .filter_map(|n| prog.function_type(n).map(|t| (n, t.to_string())))
+                .collect();
+            if a.json {
+                let fns: Vec<_> = typed
+                    .iter()
+                    .map(|(n, t)| serde_json::json!({"name": n, "type": t}))
+                    .collect();
+                let out = serde_json::json!({"file": a.file, "ok": true, "functions": fns});
+                println!("{out:#}");
+            } else {
+                println!("{}: OK", a.file);
+                for (n, t) in typed {
+                    println!("  {n} : {t}");
                 }
             }
-            print!("{out}");
             Ok(())
         }
         Err(e) => {
-            eprintln!("{}", located(&a.file, &e));
+            if a.json {
+                let d = Diagnostic::new(&text, &e);
+                let out = serde_json::json!({
+                    "file": a.file, "ok": false, "errors": [diagnostic_json(&d)],
+                });
+                println!("{out:#}");
+            } else {
+                eprint!("{}", render(&a.file, &text, &e));
+            }
             Err(format!("{} does not type-check", a.file))
         }
     }
@@ -146,87 +186,32 @@ fn run_line(a: &RunArgs) -> super::CmdResult {
         steps: a.steps,
         mtu: a.mtu,
     };
-    let run = sim::run_line(&text, &a.entry, &spec).map_err(|e| match e {
-        RunLineError::Build(BuildError::Program(c)) => located(&a.file, &c),
-        e => e.to_string(),
-    })?;
+    let run = match sim::run_line(&text, &a.entry, &spec) {
+        Ok(r) => r,
+        Err(RunLineError::Build(BuildError::Program(c))) => {
+            if a.json {
+                let d = Diagnostic::new(&text, &c);
+                let out = serde_json::json!({
+                    "file": a.file, "ok": false, "errors": [diagnostic_json(&d)],
+                });
+                println!("{out:#}");
+            } else {
+                eprint!("{}", render(&a.file, &text, &c));
+            }
+            return Err(format!("{} does not type-check", a.file));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     if a.json {
-        println!("{:#}", run_json(&run));
+        println!("{:#}", run.to_json());
     } else {
-        print!("{}", run_text(&run, a));
+        print!("{}", run.to_text());
     }
-    if run.report.errors.is_empty() && run.injected.is_ok() {
+    if run.clean() {
         Ok(())
+    } else if a.hops == 0 {
+        Err("the entry call raised an exception (see above)".to_string())
     } else {
         Err("the packet did not run cleanly (see the errors above)".to_string())
     }
-}
-
-fn run_json(r: &LineRun) -> serde_json::Value {
-    let idx = |a: &NodeAddr| r.index_of(a);
-    let rep = &r.report;
-    serde_json::json!({
-        "nodes": r.nodes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "packet_bytes": r.packet_bytes,
-        "injected": match &r.injected { Ok(_) => "ok".to_string(), Err(e) => e.to_string() },
-        "quiet": matches!(r.injected, Ok(true)),
-        "packets_moved": r.moved,
-        "evaluations": r.evaluations,
-        "prints": rep.prints.iter().map(|(a, s)| serde_json::json!({"node": idx(a), "text": s})).collect::<Vec<_>>(),
-        "deliveries": rep.deliveries.iter().map(|(a, d)| serde_json::json!({
-            "node": idx(a), "port": d.port, "src": d.src.to_string(), "flow": d.flow,
-            "value": d.value.to_display_string(),
-        })).collect::<Vec<_>>(),
-        "errors": rep.errors.iter().map(|(a, s)| serde_json::json!({"node": idx(a), "message": s})).collect::<Vec<_>>(),
-    })
-}
-
-fn run_text(r: &LineRun, a: &RunArgs) -> String {
-    let idx = |addr: &NodeAddr| r.index_of(addr);
-    let mut out = String::new();
-    let nodes: Vec<String> = r
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| format!("{i}={n}"))
-        .collect();
-    let _ = writeln!(out, "line of {} nodes: {}", r.nodes.len(), nodes.join(" "));
-    let _ = writeln!(
-        out,
-        "packet: {} bytes, rb {}, evaluated first at node {}",
-        r.packet_bytes, a.rb, a.eval_at
-    );
-    match &r.injected {
-        Ok(true) => {}
-        Ok(false) => {
-            let _ = writeln!(
-                out,
-                "warning: the network was still busy when the run stopped"
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(out, "the source refused the packet: {e}");
-        }
-    }
-    for (addr, s) in &r.report.prints {
-        let _ = writeln!(
-            out,
-            "node {} print: {}",
-            idx(addr),
-            s.trim_end_matches('\n')
-        );
-    }
-    for (addr, d) in &r.report.deliveries {
-        let v = d.value.to_display_string();
-        let _ = writeln!(out, "node {} deliver port {}: {v}", idx(addr), d.port);
-    }
-    for (addr, s) in &r.report.errors {
-        let _ = writeln!(out, "node {} error: {s}", idx(addr));
-    }
-    let _ = writeln!(
-        out,
-        "{} packets moved; evaluations per node: {:?}",
-        r.moved, r.evaluations
-    );
-    out
 }

@@ -84,8 +84,14 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
     let mut spec = PacketSpec::new(node, a.eval_at.unwrap_or(node), a.rb);
     spec.session = u32::from(a.port);
     spec.handler = a.handler.clone();
-    let pkt = anode_plan::ee::build_packet(interp, &text, &a.entry, &spec)
-        .map_err(|e| format!("{}: {e}", a.file))?;
+    let pkt = match anode_plan::ee::build_packet(interp, &text, &a.entry, &spec) {
+        Ok(p) => p,
+        Err(anode_plan::ee::BuildError::Program(c)) => {
+            eprint!("{}", super::plan::render(&a.file, &text, &c));
+            return Err(format!("{} does not type-check", a.file));
+        }
+        Err(e) => return Err(format!("{}: {e}", a.file)),
+    };
     match client.bind_app(TYPE_PLAN, a.port) {
         Ok(()) => {}
         Err(ClientError::Refused {
