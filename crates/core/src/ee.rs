@@ -287,6 +287,12 @@ impl NodeContext<'_> {
         self.core.cut.as_mut().is_some_and(|t| t.close(id))
     }
 
+    /// What `link` has sent and how fast lately (`load.rs`): the device load of PLAN's
+    /// `queueLength`. `None` if there is no such link.
+    pub fn link_load(&self, link: LinkId) -> Option<crate::LinkLoad> {
+        self.core.link_load(link, self.now)
+    }
+
     /// Default resource bound for packets this node originates.
     pub fn default_rb(&self) -> u16 {
         self.core.cfg.default_rb

@@ -15,6 +15,7 @@ use anode_wire::transit::TransitRepr;
 use crate::cut::{CutThrough, CutVerdict};
 use crate::ee::NodeContext;
 use crate::hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
+use crate::load::{LinkLoad, LinkTx};
 use crate::txq::{LinkQueue, QueueDiscipline, TxQueues};
 use crate::{
     ConfigError, Counters, Delivery, Dispatch, DropReason, EePacket, Event, ExecutionEnvironment,
@@ -25,6 +26,8 @@ use crate::{
 #[derive(Debug, Clone)]
 pub(crate) struct LinkInfo {
     pub cfg: LinkConfig,
+    /// What it sent (`load.rs`).
+    pub tx: LinkTx,
 }
 
 /// Everything of a node except its EEs, so an EE can borrow it through [`NodeContext`].
@@ -142,7 +145,10 @@ impl Node {
     pub fn add_link(&mut self, cfg: LinkConfig, now: Instant) -> LinkId {
         let id = self.core.neighbors.add_link(now);
         let pin = cfg.static_neighbor.then_some(cfg.peer);
-        self.core.links.push(LinkInfo { cfg });
+        self.core.links.push(LinkInfo {
+            cfg,
+            tx: LinkTx::default(),
+        });
         self.core.drop_view_cache();
         if let Some(peer) = pin
             && let Some(ev) = self.core.neighbors.pin(id, peer, now)
@@ -161,6 +167,12 @@ impl Node {
                 self.core.neighbors.is_enabled(LinkId(i as u32)),
             )
         })
+    }
+
+    /// What `link` has sent and how fast lately, at `now` (`load.rs`); `None` if there is no
+    /// such link.
+    pub fn link_load(&self, link: LinkId, now: Instant) -> Option<LinkLoad> {
+        self.core.link_load(link, now)
     }
 
     /// The link whose peer is `peer` (drivers map a datagram's source to its link with this).
@@ -834,17 +846,39 @@ impl Core {
             && let Some(lq) = q.get_mut(t.link)
         {
             let len = t.buf.len() as u64;
+            let t_link = t.link;
             if lq.qdisc.enqueue(self.cur_in, t).is_err() {
                 self.drop(DropReason::QdiscDropped);
                 return Err(DropReason::QdiscDropped);
             }
             self.counters.tx_packets += 1;
             self.counters.tx_bytes += len;
+            self.record_tx(t_link, len);
             return Ok(());
         }
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += t.buf.len() as u64;
+        self.record_tx(t.link, t.buf.len() as u64);
         self.out.push_back(t);
         Ok(())
+    }
+
+    fn record_tx(&mut self, link: LinkId, len: u64) {
+        let now = self.now;
+        if let Some(l) = self.links.get_mut(link.0 as usize) {
+            l.tx.record(now, usize::try_from(len).unwrap_or(usize::MAX));
+        }
+    }
+
+    /// The transmit load of `link` at `now` (`load.rs`).
+    pub(crate) fn link_load(&self, link: LinkId, now: Instant) -> Option<LinkLoad> {
+        let l = self.links.get(link.0 as usize)?;
+        let queued = self
+            .txq
+            .as_ref()
+            .and_then(|q| q.links.get(link.0 as usize))
+            .and_then(Option::as_ref)
+            .map_or(0, |q| q.qdisc.len());
+        Some(l.tx.load(now, queued))
     }
 }

@@ -410,6 +410,18 @@ pub struct LinkEntry {
     pub enabled: bool,
     /// The neighbor on it is up.
     pub neighbor_up: bool,
+    /// Packets the node has sent on it.
+    #[serde(default)]
+    pub tx_packets: u64,
+    /// Their bytes.
+    #[serde(default)]
+    pub tx_bytes: u64,
+    /// Packets per second sent on it lately (the last 100-200 ms; `anode_core::load`).
+    #[serde(default)]
+    pub tx_pps: u64,
+    /// Packets waiting in its queue discipline (0 without one).
+    #[serde(default)]
+    pub queued: usize,
 }
 
 /// One up neighbor.

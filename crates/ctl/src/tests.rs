@@ -135,6 +135,10 @@ fn sample_messages() -> Vec<ServerMessage> {
         static_neighbor: false,
         enabled: true,
         neighbor_up: true,
+        tx_packets: 12,
+        tx_bytes: 3456,
+        tx_pps: 10,
+        queued: 0,
     };
     let nb = NeighborEntry {
         link: 0,

@@ -111,20 +111,17 @@ fn hello_prints_this_host() {
     assert!(net.output(1).contains("198.18.0.2"));
 }
 
-#[test]
-fn route_scouting_installs_flow_routes_that_packets_then_follow() {
-    // 0 - 1 - 3 and 0 - 2 - 3; node 1's link towards 3 (its link 1) is congested.
-    // The scouting program (1.4 kB without comments) plus headers exceeds the default
-    // 1472-byte MTU; these links carry 9000-byte packets.
-    let mut net = Net::with_mtu(4, &[(0, 1), (1, 3), (0, 2), (2, 3)], 9000);
-    net.ee(1).state_mut().device_load.insert(1, 50);
-    let (s, d) = (addr(0), addr(3));
+/// Sends a scout round from node 0 to node `d` (session 7) and returns the best (metric,
+/// flow) that came back.
+fn scout_round(net: &mut Net, d: usize, round: i64) -> (i64, u64) {
+    net.clear_reports();
+    let (s, d) = (addr(0), addr(d));
     let mut sp = spec(s, s, 40);
     sp.session = 7;
     net.inject(
         0,
         &program("scout.plan"),
-        &format!("scout({s}, {d}, 1, 0, [{s}])"),
+        &format!("scout({s}, {d}, {round}, 0, [{s}])"),
         &sp,
     );
     assert!(
@@ -146,27 +143,60 @@ fn route_scouting_installs_flow_routes_that_packets_then_follow() {
         })
         .collect();
     let (metric, flow) = found.iter().copied().min().expect("a scout came back");
-    assert_eq!(metric, 2, "{found:?}");
-    let flow = u64::try_from(flow).unwrap();
+    (metric, u64::try_from(flow).unwrap())
+}
+
+/// Node 1 sends `n` small PLAN packets to node 3 at once (its link 1 carries them).
+fn congest(net: &mut Net, n: usize) {
+    let pkt = anode_plan::ee::build_packet(
+        net.ee(1).interp(),
+        "fun sink() = ()",
+        "sink()",
+        &spec(addr(1), addr(3), 4),
+    )
+    .unwrap();
+    for _ in 0..n {
+        net.inject_raw(1, pkt.clone());
+    }
+}
+
+#[test]
+fn route_scouting_installs_flow_routes_that_packets_then_follow() {
+    // 0 - 1 - 3 (short) and 0 - 2 - 4 - 3 (long), on links of the default 1472-byte MTU: the
+    // scouting program travels as one packet.
+    let mut net = Net::new(5, &[(0, 1), (1, 3), (0, 2), (2, 4), (4, 3)]);
     let now = net.now;
+    let (metric, flow) = scout_round(&mut net, 3, 1);
+    assert_eq!(metric, 2, "the short path while nothing loads it");
     assert_eq!(
         net.ee(0).state().flows.lookup(flow, now).map(|h| h.addr),
-        Some(addr(2))
+        Some(addr(1))
     );
-    assert_eq!(
-        net.ee(2).state().flows.lookup(flow, now).map(|h| h.addr),
-        Some(addr(3))
-    );
+
+    // Node 1's link to 3 carries 300 packets within this instant: 3000 packets/s over the
+    // 100 ms window, a device load of 30 units of 100 packets/s (`queueLength`).
+    congest(&mut net, 300);
+    let before: u64 = (0..5).map(|i| net.ee(i).stats().packets).sum();
+    let (metric, flow) = scout_round(&mut net, 3, 2);
+    assert_eq!(metric, 3, "the long path round the congested link");
+    let now = net.now;
+    for (at, next) in [(0, 2), (2, 4), (4, 3)] {
+        assert_eq!(
+            net.ee(at).state().flows.lookup(flow, now).map(|h| h.addr),
+            Some(addr(next)),
+            "node {at}"
+        );
+    }
     assert_eq!(net.ee(1).state().flows.lookup(flow, now), None);
     // Scouting is bounded by its resource bound: no more packets than units of it.
-    let scouting: u64 = (0..4).map(|i| net.ee(i).stats().packets).sum();
-    assert!(scouting <= 41 + 4, "{scouting} packets");
+    let scouting = (0..5).map(|i| net.ee(i).stats().packets).sum::<u64>() - before;
+    assert!(scouting <= 41, "{scouting} packets");
 
-    // The application now sends along the flow: node 2 routes it by flowRoute, node 1 never
-    // sees it.
+    // The application now sends along the flow: nodes 2 and 4 route it by flowRoute, node 1
+    // never sees it.
     let routed_before = [net.ee(1).stats().routed, net.ee(2).stats().routed];
     let fast_before = net.nodes[1].counters().fast_path;
-    let mut sp = spec(s, d, 8);
+    let mut sp = spec(addr(0), addr(3), 8);
     sp.route_fun = FLOW_ROUTE.to_string();
     sp.flow = flow;
     net.inject(0, "fun arrive() = print(\"arrived\")", "arrive()", &sp);
@@ -174,4 +204,14 @@ fn route_scouting_installs_flow_routes_that_packets_then_follow() {
     assert_eq!(net.ee(2).stats().routed, routed_before[1] + 1);
     assert_eq!(net.ee(1).stats().routed, routed_before[0]);
     assert_eq!(net.nodes[1].counters().fast_path, fast_before);
+
+    // Half a second later the link is idle again and the next round takes the short path.
+    net.run_for(std::time::Duration::from_millis(500));
+    let (metric, flow) = scout_round(&mut net, 3, 3);
+    assert_eq!(metric, 2);
+    let now = net.now;
+    assert_eq!(
+        net.ee(0).state().flows.lookup(flow, now).map(|h| h.addr),
+        Some(addr(1))
+    );
 }

@@ -10,16 +10,25 @@ use anode_ctl::{
 /// The links.
 pub(super) fn links(node: &Node) -> Vec<LinkEntry> {
     let up: Vec<u32> = node.neighbors().iter().map(|n| n.link.0).collect();
+    // The node runs on real time; its load windows are in the same clock.
+    let now = std::time::Instant::now();
     node.links()
-        .map(|(id, cfg, enabled)| LinkEntry {
-            id: id.0,
-            name: cfg.name.clone(),
-            peer: cfg.peer,
-            mtu: cfg.mtu,
-            cost: cfg.cost,
-            static_neighbor: cfg.static_neighbor,
-            enabled,
-            neighbor_up: up.contains(&id.0),
+        .map(|(id, cfg, enabled)| {
+            let load = node.link_load(id, now).unwrap_or_default();
+            LinkEntry {
+                id: id.0,
+                name: cfg.name.clone(),
+                peer: cfg.peer,
+                mtu: cfg.mtu,
+                cost: cfg.cost,
+                static_neighbor: cfg.static_neighbor,
+                enabled,
+                neighbor_up: up.contains(&id.0),
+                tx_packets: load.tx_packets,
+                tx_bytes: load.tx_bytes,
+                tx_pps: load.tx_pps,
+                queued: load.queued,
+            }
         })
         .collect()
 }

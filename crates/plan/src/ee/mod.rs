@@ -97,6 +97,9 @@ pub struct PlanEeConfig {
     pub max_soft: usize,
     /// Most packets for this node itself evaluated after one arriving packet.
     pub max_local: usize,
+    /// Packets per second a link sends that count as one packet of device load in
+    /// `queueLength` (route scouting's metric, [`scout`]).
+    pub load_unit_pps: u64,
 }
 
 impl Default for PlanEeConfig {
@@ -110,6 +113,7 @@ impl Default for PlanEeConfig {
             mark_ttl: Duration::from_secs(5),
             max_soft: 4096,
             max_local: 4096,
+            load_unit_pps: 100,
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! | service | type | behaviour |
 //! |---|---|---|
-//! | `queueLength` | `dev -> int` | the load reported for the device ([`NodeState::device_load`]), 0 if none |
+//! | `queueLength` | `dev -> int` | the device's load: packets waiting in its queue discipline, plus its recent transmit rate in units of [`NodeState::load_unit_pps`] (default 100 packets/s; `anode_core::load`), plus any load its owner reports ([`NodeState::device_load`]); 0 for a device that is not a link |
 //! | `getMark` | `(int, host) -> int` | best metric seen for (round, destination), `~1` if none or expired |
 //! | `setMark` | `(int, host, int) -> unit` | records it for [`NodeState::mark_ttl`] |
 //! | `newFlowId` | `void -> int` | a flow id unique to this node (address hash, counter) |
@@ -29,9 +29,19 @@ fn queue_length(env: &mut ServiceEnv<'_, '_>, a: &[Value]) -> Result<Value, Serv
     let Some(Value::Dev(d)) = a.first() else {
         return Err(bad("queueLength"));
     };
-    Ok(Value::Int(
-        env.state.device_load.get(d).copied().unwrap_or(0),
-    ))
+    Ok(Value::Int(device_load(env, *d)))
+}
+
+/// The load of device `d` (see the module docs).
+pub fn device_load(env: &ServiceEnv<'_, '_>, d: crate::value::Dev) -> i64 {
+    let measured = env.ctx.link_load(LinkId(d)).map_or(0, |l| {
+        let rate = l.tx_pps / env.state.load_unit_pps.max(1);
+        i64::try_from(rate)
+            .unwrap_or(i64::MAX)
+            .saturating_add(i64::try_from(l.queued).unwrap_or(i64::MAX))
+    });
+    let reported = env.state.device_load.get(&d).copied().unwrap_or(0);
+    measured.saturating_add(reported)
 }
 
 fn mark_key(a: &[Value], name: &str) -> Result<Value, ServiceError> {

@@ -61,9 +61,11 @@ pub struct NodeState {
     pub soft: SoftState,
     /// Time-to-live of soft state set by the scouting services.
     pub mark_ttl: Duration,
-    /// Load of each device as reported by the node owner (`queueLength`); the core does not
-    /// expose its per-link queues to EEs.
+    /// Load of each device reported by the node's owner, added to the load measured on the
+    /// link (`queueLength`, [`super::scout`]).
     pub device_load: HashMap<Dev, i64>,
+    /// Packets per second on a link that count as one unit of device load.
+    pub load_unit_pps: u64,
     /// The small name service of `getHostByName` (literal addresses always resolve).
     pub names: HashMap<String, SocketAddr>,
     /// Fragment reassembly for `fragPiece`.
@@ -92,6 +94,7 @@ impl NodeState {
             soft: SoftState::new(cfg.max_soft),
             mark_ttl: cfg.mark_ttl,
             device_load: HashMap::new(),
+            load_unit_pps: cfg.load_unit_pps.max(1),
             names: HashMap::new(),
             reassembler: Reassembler::default(),
             next_flow: 0,

@@ -49,7 +49,9 @@ pub fn links(links: &[LinkEntry]) -> String {
     if links.is_empty() {
         return "no links (add [[link]] tables to the node's config)\n".into();
     }
-    let mut t = Table::new(&["LINK", "PEER", "STATE", "NEIGHBOR", "MTU", "COST"]);
+    let mut t = Table::new(&[
+        "LINK", "PEER", "STATE", "NEIGHBOR", "MTU", "COST", "TX PKTS", "TX PPS", "QUEUED",
+    ]);
     for l in links {
         t.row(vec![
             link_label(Some(l.id), &l.name),
@@ -62,6 +64,9 @@ pub fn links(links: &[LinkEntry]) -> String {
             },
             l.mtu.to_string(),
             l.cost.to_string(),
+            l.tx_packets.to_string(),
+            l.tx_pps.to_string(),
+            l.queued.to_string(),
         ]);
     }
     t.render()
