@@ -97,6 +97,8 @@ impl NodeBuilder {
                 cache_max_bytes: file.code_cache_max_bytes,
                 runtime: None,
                 nodeos: file.nodeos.clone(),
+                plan: file.plan.clone(),
+                plan_key_seed: os_random_seed(),
             })
             .links(file.links.iter().cloned());
         for r in &file.routes {
@@ -215,6 +217,17 @@ impl NodeBuilder {
             },
         }
     }
+}
+
+/// 32 bytes of the operating system's randomness (a zero seed if it has none to give, which
+/// only makes PLAN's `generateKey` keys guessable, not wrong).
+fn os_random_seed() -> [u8; 32] {
+    use rand::RngCore as _;
+    let mut seed = [0u8; 32];
+    if rand::rngs::OsRng.try_fill_bytes(&mut seed).is_err() {
+        tracing::warn!("no OS randomness for PLAN generateKey; its keys can be guessed");
+    }
+    seed
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig};
 use anode_plan::ee::PlanEe;
 
 use crate::config::nodeos::{CAPSULE_DEFAULT, CAPSULE_EE, NodeOsFile, PLAN_DEFAULT, PLAN_EE};
+use crate::config::plan::PlanFile;
 
 /// Picoseconds per capsule fuel unit.
 const CAPSULE_PS_PER_FUEL: u64 = 1_000;
@@ -64,6 +65,11 @@ pub struct EeOptions {
     pub runtime: Option<Arc<Runtime>>,
     /// The NodeOS settings (`[nodeos]`); `enabled = false` runs the EEs bare.
     pub nodeos: NodeOsFile,
+    /// The PLAN EE's trusted keys and host names (`[plan]`).
+    pub plan: PlanFile,
+    /// The secret PLAN's `generateKey` derives keys from; real nodes take it from the
+    /// operating system's randomness, the emulator leaves it zero (deterministic runs).
+    pub plan_key_seed: [u8; 32],
 }
 
 impl Default for EeOptions {
@@ -73,6 +79,8 @@ impl Default for EeOptions {
             cache_max_bytes: crate::config::DEFAULT_CACHE_MAX_BYTES,
             runtime: None,
             nodeos: NodeOsFile::default(),
+            plan: PlanFile::default(),
+            plan_key_seed: [0; 32],
         }
     }
 }
@@ -98,7 +106,12 @@ pub fn register(
 /// Registers the PLAN and capsule EEs on `node` as `opts` says.
 pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupError> {
     let (rt, nodeos) = (opts.runtime.clone(), &opts.nodeos);
-    let plan = PlanEe::with_defaults();
+    let mut plan = PlanEe::with_defaults();
+    plan.set_trusted_keys(opts.plan.trusted_keys.clone());
+    plan.set_key_seed(opts.plan_key_seed);
+    for (name, addr) in &opts.plan.hosts {
+        plan.state_mut().names.insert(name.clone(), *addr);
+    }
     let steps = plan.config().limits.steps;
     let cfg = CapsuleConfig {
         cache_dir: opts.cache_dir.clone(),

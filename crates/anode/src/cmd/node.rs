@@ -125,6 +125,21 @@ fn print_summary(f: &NodeFile) {
     } else {
         println!("nodeos   off (EEs run without domains)");
     }
+    let hosts: Vec<String> = f
+        .plan
+        .hosts
+        .iter()
+        .map(|(n, a)| format!("{n}={a}"))
+        .collect();
+    println!(
+        "plan     {} trusted key(s) for authEval; host names: {}",
+        f.plan.trusted_keys.len(),
+        if hosts.is_empty() {
+            "none (literal addresses only)".to_string()
+        } else {
+            hosts.join(", ")
+        }
+    );
     for m in &f.modules.startup {
         println!(
             "module   {}{}",

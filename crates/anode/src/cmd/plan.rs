@@ -9,6 +9,9 @@
 //!   then `=> value` (unless `()`), then any uncaught exception. With `--hops N` the packet
 //!   runs on a built-in line of N+1 nodes (virtual time, the PLAN execution environment on
 //!   real node cores) and what came back is printed per node.
+//! * `anode plan sign FILE --chunk 'f(args)' --key BASE.key`: the ed25519 signature
+//!   `authEval(|f|(args), key, signature)` checks, for nodes whose `[plan] trusted_keys`
+//!   hold the public key.
 //! * `anode plan inject FILE --entry 'f(args)' --rb N`: through a running node
 //!   (`plan_inject.rs`).
 
@@ -29,6 +32,27 @@ pub enum PlanCommand {
     Run(RunArgs),
     /// Send a PLAN packet through a running node and print what comes back.
     Inject(super::plan_inject::InjectArgs),
+    /// Sign a chunk of a PLAN program for authEval (the auth package).
+    Sign(SignArgs),
+}
+
+/// Arguments of `anode plan sign`.
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// The PLAN source file.
+    pub file: String,
+    /// The chunk to sign, as the program builds it: `f(args)` for `|f|(args)`.
+    #[arg(long)]
+    pub chunk: String,
+    /// The secret key (`anode keygen --out BASE` writes BASE.key).
+    #[arg(long)]
+    pub key: std::path::PathBuf,
+    /// Where the chunk's arguments are evaluated (matters only if they call thisHost()).
+    #[arg(long, default_value = "127.0.0.1:3322")]
+    pub at: std::net::SocketAddr,
+    /// Print the signature and the public key as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `anode plan check`.
@@ -99,7 +123,32 @@ pub fn run(cmd: PlanCommand) -> super::CmdResult {
         PlanCommand::Check(a) => check(&a),
         PlanCommand::Run(a) => run_line(&a),
         PlanCommand::Inject(a) => super::plan_inject::run(a),
+        PlanCommand::Sign(a) => sign(&a),
     }
+}
+
+fn sign(a: &SignArgs) -> super::CmdResult {
+    use ed25519_dalek::Signer as _;
+    let text = read(&a.file)?;
+    let key = anode_modules::read_key(&a.key).map_err(|e| e.to_string())?;
+    let ee = node_ee();
+    let msg = match anode_plan::ee::chunk_signing_bytes(ee.interp(), &text, &a.chunk, a.at) {
+        Ok(m) => m,
+        Err(BuildError::Program(c)) => {
+            eprint!("{}", render(&a.file, &text, &c));
+            return Err(format!("{} does not type-check", a.file));
+        }
+        Err(e) => return Err(format!("{}: {e}", a.file)),
+    };
+    let sig = hex::encode(key.sign(&msg).to_bytes());
+    let public = hex::encode(key.verifying_key().to_bytes());
+    if a.json {
+        println!("{}", serde_json::json!({"signature": sig, "key": public}));
+    } else {
+        println!("signature {sig}");
+        println!("key       {public}");
+    }
+    Ok(())
 }
 
 fn read(file: &str) -> Result<String, String> {

@@ -67,6 +67,9 @@ pub struct InjectReport {
     pub errors: Vec<String>,
     /// Milliseconds from injection to the last thing that came back.
     pub last_ms: Option<f64>,
+    /// Why the node dropped the packet at once (it was evaluated there and failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// Runs `anode plan inject`.
@@ -106,16 +109,31 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
         Err(e) => return Err(e.to_string()),
     }
     let t0 = Instant::now();
-    client.inject(pkt, true).map_err(|e| e.to_string())?;
-    let deadline = t0 + Duration::from_secs_f64(a.timeout);
+    let refused = match client.inject(pkt, true) {
+        Ok(()) => None,
+        // Evaluated here and failed at once: the EE's reason (its `plan:error` log, e.g. the
+        // uncaught exception) follows on the stream; wait a moment for it.
+        Err(ClientError::Refused {
+            code: ErrorCode::Dropped,
+            message,
+        }) => Some(message),
+        Err(e) => return Err(e.to_string()),
+    };
+    let wait = Duration::from_secs_f64(a.timeout);
+    let deadline = t0
+        + refused
+            .as_ref()
+            .map_or(wait, |_| wait.min(Duration::from_millis(500)));
     let mut r = InjectReport {
         node: Some(node),
+        refused: refused.clone(),
         ..InjectReport::default()
     };
     let json = a.conn.json();
     loop {
         if a.expect
             .is_some_and(|n| r.prints.len() + r.deliveries.len() >= n)
+            || (refused.is_some() && !r.errors.is_empty())
         {
             break;
         }
@@ -162,9 +180,13 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
     } else if r.prints.is_empty() && r.deliveries.is_empty() && r.errors.is_empty() {
         println!("nothing came back within {} s", a.timeout);
     }
-    if r.errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{} error(s) came back", r.errors.len()))
+    match (&refused, r.errors.is_empty()) {
+        (None, true) => Ok(()),
+        (None, false) => Err(format!("{} error(s) came back", r.errors.len())),
+        (Some(why), true) => Err(format!("the node refused: {why}")),
+        (Some(_), false) => Err(format!(
+            "the packet failed at the node: {}",
+            r.errors.join("; ")
+        )),
     }
 }

@@ -88,6 +88,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let modules =
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
+    let plan = super::plan::check(text, &raw.plan)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -101,6 +102,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         code_cache_max_bytes,
         modules,
         nodeos,
+        plan,
     })
 }
 

@@ -37,6 +37,10 @@
 //! [nodeos]                     # the EEs under the NodeOS: see `nodeos.rs`
 //! # enabled = true, policy = "policies.toml", memory_bytes = 268435456,
 //! # terminate = true, cpu_percent = 50
+//!
+//! [plan]                       # the PLAN EE: see `plan.rs`
+//! # trusted_keys = ["HEX"]     # keys whose signed chunks authEval runs
+//! # [plan.hosts] b = "127.0.0.1:4002"   # names getHostByName resolves
 //! ```
 //!
 //! ## Contract
@@ -50,6 +54,7 @@ mod check;
 mod locate;
 pub mod modules;
 pub mod nodeos;
+pub mod plan;
 mod raw;
 
 use std::net::SocketAddr;
@@ -85,6 +90,8 @@ pub struct NodeFile {
     pub modules: modules::ModulesConfig,
     /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).
     pub nodeos: nodeos::NodeOsFile,
+    /// The PLAN EE's trusted keys and host names (`[plan]`).
+    pub plan: plan::PlanFile,
 }
 
 /// A static route from the file.

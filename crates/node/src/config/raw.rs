@@ -30,6 +30,8 @@ pub(super) struct RawFile {
     pub module_list: Vec<super::modules::RawModule>,
     #[serde(default)]
     pub nodeos: super::nodeos::RawNodeOs,
+    #[serde(default)]
+    pub plan: super::plan::RawPlan,
 }
 
 /// `[node]`.

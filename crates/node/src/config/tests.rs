@@ -293,3 +293,33 @@ fn control_limits_and_cache_bound() {
     let (_, msg) = err(&with("", "[capsule]\ncache_max_bytes = 10\n"));
     assert!(msg.contains("below 1 MiB"), "{msg}");
 }
+
+#[test]
+fn plan_table_keys_and_hosts() {
+    let key = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29";
+    let text = with(
+        "",
+        &format!(
+            "[plan]\ntrusted_keys = [\"{key}\"]\n[plan.hosts]\nb = \"127.0.0.1:4002\"\n\
+             far = \"[::1]:4009\"\n"
+        ),
+    );
+    let f = parse(Path::new("n.toml"), &text).unwrap();
+    assert_eq!(f.plan.trusted_keys.len(), 1);
+    assert_eq!(hex::encode(f.plan.trusted_keys[0]), key);
+    assert_eq!(
+        f.plan.hosts,
+        vec![
+            ("b".to_string(), "127.0.0.1:4002".parse().unwrap()),
+            ("far".to_string(), "[::1]:4009".parse().unwrap()),
+        ]
+    );
+    let (line, msg) = err(&with("", "[plan]\ntrusted_keys = [\"00\"]\n"));
+    assert_eq!(line, 5, "{msg}");
+    assert!(msg.contains("not an ed25519 public key"), "{msg}");
+    let (line, msg) = err(&with("", "[plan.hosts]\nb = \"127.0.0.1\"\n"));
+    assert_eq!(line, 5, "{msg}");
+    assert!(msg.contains("has no port"), "{msg}");
+    let (_, msg) = err(&with("", "[plan]\nnames = {}\n"));
+    assert!(msg.contains("names"), "{msg}");
+}

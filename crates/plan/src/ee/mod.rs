@@ -65,8 +65,8 @@ pub use services::{NodeService, NodeState, PacketInfo, ServiceEnv};
 pub use soft::SoftState;
 pub use stats::PlanStats;
 pub use wire::{
-    BuildError, DEFAULT_ROUTE, PacketSpec, build_chunk, build_packet, compact_source,
-    encode_packet, encode_packet_chunk,
+    BuildError, DEFAULT_ROUTE, PacketSpec, build_chunk, build_packet, chunk_signing_bytes,
+    compact_source, encode_packet, encode_packet_chunk,
 };
 
 use crate::packet::peek_header;

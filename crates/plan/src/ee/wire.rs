@@ -281,6 +281,18 @@ pub fn build_chunk(
         .map_err(|e| BuildError::TooLarge(e.to_string()))
 }
 
+/// The bytes `authEval` checks a signature against for the chunk `call` (e.g. `secret()`)
+/// of `program_text`: the chunk marshalled with the program as it travels (compacted), its
+/// arguments evaluated at `src`. Sign these to let a node that trusts the key run it.
+pub fn chunk_signing_bytes(
+    interp: &Interpreter,
+    program_text: &str,
+    call: &str,
+    src: SocketAddr,
+) -> Result<Vec<u8>, BuildError> {
+    build_chunk(interp, program_text, call, src).map(|c| marshal::encode_chunk(&c))
+}
+
 /// Builds a PLAN packet: compiles `program_text`, evaluates the entry call's arguments at
 /// `spec.src` and encodes everything for `spec`. Inject the result with `Node::inject` at
 /// the source.
