@@ -19,6 +19,7 @@ const MODULES: &[&str] = &[
     "verdicts",
     "mix",
     "knob",
+    "liststats",
 ];
 
 fn main() {

@@ -358,6 +358,12 @@ impl ModuleHost {
         }
     }
 
+    /// The PLAN type of PLAN-service module `name` (manifest `plan_type`; `None`: the
+    /// `int -> int` of `plan_call`).
+    pub(crate) fn plan_type(&self, name: &str) -> Result<Option<String>, ModuleError> {
+        Ok(self.entry(name)?.pkg.manifest.plan_type.clone())
+    }
+
     fn entry(&self, name: &str) -> Result<&Entry, ModuleError> {
         self.modules
             .get(name)

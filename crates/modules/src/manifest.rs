@@ -200,6 +200,11 @@ pub struct Manifest {
     /// The configuration schema.
     #[serde(default)]
     pub config: BTreeMap<String, ConfigField>,
+    /// For PLAN services: the service's PLAN type, e.g. `"(string, int list) -> string * int"`.
+    /// Absent: `int -> int`, answered by the guest's `plan_call(i64) -> i64`; given, the
+    /// guest exports `plan_invoke` and exchanges marshalled PLAN values (`runtime.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_type: Option<String>,
 }
 
 /// Configuration values of one module instance, validated against its schema.
@@ -250,6 +255,26 @@ impl Manifest {
         }
         if self.kind != Kind::Processor && !self.filters.is_empty() {
             return bad("only processors have filters".into());
+        }
+        if let Some(t) = &self.plan_type {
+            if self.kind != Kind::PlanService {
+                return bad(
+                    "only PLAN services (kind = \"plan-service\") have a `plan_type`".into(),
+                );
+            }
+            match anode_plan::check::scheme_of_type_text(t) {
+                Ok(s) if matches!(s.body, anode_plan::types::SchemeBody::Fun(_)) => {}
+                Ok(_) => {
+                    return bad(format!(
+                        "plan_type '{t}' is a value type; a module's PLAN service is a function, e.g. \"(string, int) -> int list\" or \"void -> int\""
+                    ));
+                }
+                Err(e) => {
+                    return bad(format!(
+                        "plan_type '{t}' is not a PLAN type ({e}); write it as in a PLAN `svc` declaration, e.g. \"(string, int list) -> string * int\""
+                    ));
+                }
+            }
         }
         if self.resources.memory_bytes > MAX_MEMORY {
             return bad(format!(
@@ -363,5 +388,35 @@ impl Manifest {
             out.insert(k.clone(), self.check_value(k, f, v)?);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "name = \"s\"\nversion = \"1.0.0\"\nsummary = \"Does it.\"\n";
+
+    #[test]
+    fn plan_type_is_a_plan_function_type_of_plan_services_only() {
+        let ok = Manifest::parse(&format!(
+            "{HEAD}kind = \"plan-service\"\nplan_type = \"(string, int list) -> string * int\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            ok.plan_type.as_deref(),
+            Some("(string, int list) -> string * int")
+        );
+        let err = |extra: &str| {
+            Manifest::parse(&format!("{HEAD}{extra}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("kind = \"service\"\nplan_type = \"int -> int\"\n");
+        assert!(e.contains("only PLAN services"), "{e}");
+        let e = err("kind = \"plan-service\"\nplan_type = \"int ->\"\n");
+        assert!(e.contains("is not a PLAN type"), "{e}");
+        let e = err("kind = \"plan-service\"\nplan_type = \"int list\"\n");
+        assert!(e.contains("is a value type"), "{e}");
     }
 }

@@ -4,12 +4,16 @@
 //! as a service `host -> host * dev`; `defaultRoute` stays the built-in distance vector. It
 //! is also registered with the node's capsule EE under the same name, so capsules asking for
 //! it (`forward_by`, `crates/capsule/ABI.md`) are forwarded by it. A `plan-service` module is
-//! registered as the PLAN service `NAME : int -> int`.
+//! registered as the PLAN service `NAME : T`, `T` its manifest's `plan_type` (any PLAN
+//! function type; default `int -> int`). The PLAN EE checks what it answers against `T`, so a
+//! module cannot hand PLAN code a value of another type.
 //!
 //! Guest ABI: `route(flow: i64) -> i32` returns the link to send on, `ROUTE_NONE` (-1: no
 //! route, the packet is dropped and counted) or `ROUTE_DEFAULT` (-2: the node's default
 //! route); the destination's 18 address bytes are the "packet" it may `pkt_read`.
-//! `plan_call(arg: i64) -> i64` answers a PLAN call. These instances live in the EEs, one
+//! `plan_call(arg: i64) -> i64` answers a PLAN call of an `int -> int` service,
+//! `plan_invoke(len) -> i64` one of any other type (marshalled values, `runtime.rs`). These
+//! instances live in the EEs, one
 //! fresh instance per EE (the PLAN and the capsule EE do not share globals or memory): an
 //! upgrade gives each EE a fresh instance of the new version (no state hand-off).
 //!
@@ -105,7 +109,7 @@ impl CapsuleRouteFn for WasmRoute {
     }
 }
 
-/// The PLAN type of a module's PLAN service.
+/// The PLAN type of a module's PLAN service without a manifest `plan_type`.
 const PLAN_SERVICE_TYPE: &str = "int -> int";
 
 /// A PLAN-service module's instance, as a PLAN EE extension service.
@@ -114,6 +118,38 @@ struct WasmPlanService {
     inst: Box<Instance>,
     fault: FaultSlot,
     dead: bool,
+    /// Declared with a `plan_type`: called through `plan_invoke` with marshalled values.
+    typed: bool,
+}
+
+impl WasmPlanService {
+    /// Records a fault: the module answers no more and the next sync stops it.
+    fn faulted(&mut self, e: ModuleError) -> ServiceError {
+        let msg = e.to_string();
+        self.dead = true;
+        if let Ok(mut f) = self.fault.lock() {
+            *f = Some(e);
+        }
+        ServiceError::new("ServiceError", msg)
+    }
+
+    fn invoke(&mut self, args: &[Value]) -> Result<Value, ServiceError> {
+        let bytes = anode_plan::marshal::encode_args(args);
+        match self.inst.plan_invoke(bytes) {
+            Ok(Ok(out)) => match anode_plan::marshal::decode_value(&out) {
+                Ok(v) => Ok(v),
+                Err(e) => Err(self.faulted(ModuleError::Fault {
+                    name: self.name.clone(),
+                    reason: format!("plan_invoke answered a malformed value: {e}"),
+                })),
+            },
+            Ok(Err(why)) => Err(ServiceError::new(
+                "ServiceError",
+                format!("{}: {why}", self.name),
+            )),
+            Err(e) => Err(self.faulted(e)),
+        }
+    }
 }
 
 impl NodeService for WasmPlanService {
@@ -129,6 +165,9 @@ impl NodeService for WasmPlanService {
                 format!("{name} faulted and is stopped"),
             ));
         }
+        if self.typed {
+            return self.invoke(args);
+        }
         let Some(Value::Int(arg)) = args.first() else {
             return Err(ServiceError::new(
                 "ServiceError",
@@ -137,14 +176,7 @@ impl NodeService for WasmPlanService {
         };
         match self.inst.plan_call(*arg) {
             Ok(v) => Ok(Value::Int(v)),
-            Err(e) => {
-                let msg = e.to_string();
-                self.dead = true;
-                if let Ok(mut f) = self.fault.lock() {
-                    *f = Some(e);
-                }
-                Err(ServiceError::new("ServiceError", msg))
-            }
+            Err(e) => Err(self.faulted(e)),
         }
     }
 }
@@ -237,6 +269,7 @@ pub fn sync_routes(node: &mut Node) -> Result<(), ModuleError> {
         }
         if to_plan {
             let inst = host(node)?.route_instance(&n)?;
+            let ty = host(node)?.plan_type(&n)?;
             let Some(p) = plan_ee(node) else {
                 continue;
             };
@@ -246,9 +279,10 @@ pub fn sync_routes(node: &mut Node) -> Result<(), ModuleError> {
                     inst,
                     fault: Arc::clone(&slot),
                     dead: false,
+                    typed: ty.is_some(),
                 };
-                p.set_service(&n, PLAN_SERVICE_TYPE, Box::new(svc))
-                    .map(|_| ())
+                let ty = ty.as_deref().unwrap_or(PLAN_SERVICE_TYPE);
+                p.set_service(&n, ty, Box::new(svc)).map(|_| ())
             } else {
                 let f = WasmRoute {
                     name: n.clone(),

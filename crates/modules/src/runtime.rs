@@ -17,7 +17,14 @@
 //!   2 post-routing, 3 local delivery;
 //! - queue disciplines export `enqueue(input: i32, len: i32, prio: i32) -> i32` (the class
 //!   0..15 to queue the packet in, or -1 to drop it; `input` is the arrival link or -1) and
-//!   `dequeue() -> i32` (the class to send from next, or -1).
+//!   `dequeue() -> i32` (the class to send from next, or -1);
+//! - PLAN services of type `int -> int` export `plan_call(arg: i64) -> i64`; those of any
+//!   other type (manifest `plan_type`) export `plan_invoke(len: i32) -> i64`: the call's
+//!   arguments are the "packet" (`pkt_len`/`pkt_read`: a varint count, then each argument in
+//!   the PLAN marshalling of `anode_plan::marshal`, `len` bytes in all); the guest answers
+//!   `ptr << 32 | len` of its marshalled result in its memory (at most [`MAX_PLAN_RESULT`]
+//!   bytes), or a negative number to make the call raise `ServiceError` with the last line
+//!   it logged as the message.
 //!
 //! Host imports: `pkt_len() -> i32`; `pkt_read(off, ptr, len) -> i32` and
 //! `pkt_write(off, ptr, len) -> i32` (bytes copied, or -1 out of bounds) act on the node's
@@ -51,6 +58,8 @@ pub const MAX_EMITS: usize = 16;
 pub const MAX_STATE: usize = 1 << 20;
 /// Most elements of one table of a module instance.
 pub const MAX_TABLE_ELEMENTS: usize = 10_000;
+/// Most bytes of a PLAN service's marshalled result.
+pub const MAX_PLAN_RESULT: usize = 64 << 10;
 
 /// Process verdicts.
 pub mod verdict {
@@ -119,6 +128,7 @@ pub struct Instance {
     service: Option<TypedFunc<(i32, i64), i64>>,
     route: Option<TypedFunc<i64, i32>>,
     plan_call: Option<TypedFunc<i64, i64>>,
+    plan_invoke: Option<TypedFunc<i32, i64>>,
     export: Option<TypedFunc<(), i64>>,
     import: Option<TypedFunc<(i32, i32), i32>>,
     alloc: Option<TypedFunc<i32, i32>>,
@@ -289,6 +299,7 @@ impl ModRuntime {
             Kind::Processor => &["process"],
             Kind::Qdisc => &["enqueue", "dequeue"],
             Kind::RoutingFunction => &["route"],
+            Kind::PlanService if m.plan_type.is_some() => &["plan_invoke"],
             Kind::PlanService => &["plan_call"],
             Kind::Service | Kind::ControlService => &["service"],
         };
@@ -345,6 +356,7 @@ impl ModRuntime {
             service: inst.get_typed_func(&mut store, "service").ok(),
             route: inst.get_typed_func(&mut store, "route").ok(),
             plan_call: inst.get_typed_func(&mut store, "plan_call").ok(),
+            plan_invoke: inst.get_typed_func(&mut store, "plan_invoke").ok(),
             export: inst.get_typed_func(&mut store, "state_export").ok(),
             import: inst.get_typed_func(&mut store, "state_import").ok(),
             alloc: inst.get_typed_func(&mut store, "alloc").ok(),
@@ -355,6 +367,7 @@ impl ModRuntime {
             Kind::Processor => me.process.is_some(),
             Kind::Qdisc => me.enqueue.is_some() && me.dequeue.is_some(),
             Kind::RoutingFunction => me.route.is_some(),
+            Kind::PlanService if m.plan_type.is_some() => me.plan_invoke.is_some(),
             Kind::PlanService => me.plan_call.is_some(),
             _ => me.service.is_some(),
         };
@@ -489,6 +502,57 @@ impl Instance {
         };
         self.refuel()?;
         f.call(&mut self.store, arg).map_err(|e| self.fault(e))
+    }
+
+    /// PLAN service of any type: `args` (marshalled) in, the guest's marshalled result out;
+    /// `Ok(Err(why))` when the guest refused the call (a negative answer; `why` is the last
+    /// line it logged). A result outside its memory or too large is a fault.
+    pub(crate) fn plan_invoke(
+        &mut self,
+        args: Vec<u8>,
+    ) -> Result<Result<Vec<u8>, String>, ModuleError> {
+        let Some(f) = self.plan_invoke.clone() else {
+            return Err(ModuleError::State {
+                name: self.name.clone(),
+                reason: "not a typed PLAN service (no `plan_invoke`)".into(),
+            });
+        };
+        self.refuel()?;
+        let len = i32::try_from(args.len()).unwrap_or(i32::MAX);
+        let st = self.store.data_mut();
+        st.pkt = args;
+        st.in_link = -1;
+        st.logs.clear();
+        let r = f.call(&mut self.store, len).map_err(|e| self.fault(e));
+        let st = self.store.data_mut();
+        st.pkt.clear();
+        let logs = std::mem::take(&mut st.logs);
+        let v = r?;
+        if v < 0 {
+            let why = logs
+                .last()
+                .cloned()
+                .unwrap_or_else(|| format!("answered {v}"));
+            return Ok(Err(why));
+        }
+        let (ptr, len) = ((v >> 32) as u32 as usize, v as u32 as usize);
+        let fault = |reason: String| ModuleError::Fault {
+            name: self.name.clone(),
+            reason,
+        };
+        if len > MAX_PLAN_RESULT {
+            return Err(fault(format!(
+                "plan_invoke answered {len} bytes, at most {MAX_PLAN_RESULT}"
+            )));
+        }
+        let mem = self.store.data().memory;
+        mem.and_then(|m| {
+            m.data(&self.store)
+                .get(ptr..ptr.checked_add(len)?)
+                .map(<[u8]>::to_vec)
+        })
+        .map(Ok)
+        .ok_or_else(|| fault("plan_invoke answered a result outside its memory".into()))
     }
 
     /// Calls the module's `service` export.

@@ -185,6 +185,17 @@ pub fn encode_value(v: &Value) -> Vec<u8> {
     out
 }
 
+/// Encodes an argument list as chunks carry theirs: a varint count, then each value (what
+/// typed PLAN-service modules receive).
+pub fn encode_args(args: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_varint(&mut out, args.len() as u64);
+    for a in args {
+        encode_value_into(&mut out, a);
+    }
+    out
+}
+
 /// Appends the encoding of a chunk.
 pub fn encode_chunk_into(out: &mut Vec<u8>, c: &Chunk) {
     match &c.code {

@@ -16,6 +16,7 @@ unsafe extern "C" {
     fn q_head_len(class: i32) -> i32;
     fn call(ptr: *const u8, len: i32, op: i32, arg: i64) -> i64;
     fn emit(ptr: *const u8, len: i32, link: i32) -> i32;
+    fn log(ptr: *const u8, len: i32);
 }
 
 /// Verdict: go on.
@@ -93,6 +94,15 @@ pub fn emit_packet(buf: &[u8], link: i32) -> bool {
     // SAFETY: the host reads `buf.len()` bytes from `buf` and checks bounds.
     unsafe { emit(buf.as_ptr(), buf.len() as i32, link) == 0 }
 }
+
+/// Logs a line (at most 256 bytes, 16 per call); a typed PLAN service that refuses a call
+/// logs why first (the message of the `ServiceError` PLAN code sees).
+pub fn log_line(msg: &str) {
+    // SAFETY: the host reads `msg.len()` bytes from `msg` and checks bounds.
+    unsafe { log(msg.as_ptr(), msg.len() as i32) }
+}
+
+pub mod plan;
 
 /// Number of queue classes the host offers.
 pub const CLASSES: i32 = 16;
