@@ -16,6 +16,16 @@ run_dir() { # dir
         # Copy seeds into a scratch corpus so new inputs are not committed by accident.
         local work; work=$(mktemp -d)
         cp -r "$dir/corpus/$t/." "$work/" 2>/dev/null || true
+        # A target may name more seeds: lines of paths or globs (relative to the repository)
+        # in DIR/TARGET.seeds, e.g. the PLAN conformance programs for plan_parse.
+        if [ -f "$dir/$t.seeds" ]; then
+            while read -r glob; do
+                case "$glob" in '' | '#'*) continue ;; esac
+                for f in $glob; do
+                    if [ -f "$f" ]; then cp "$f" "$work/seed-$(echo "$f" | tr / _)"; fi
+                done
+            done < "$dir/$t.seeds"
+        fi
         (cd "$dir" && cargo fuzz run -s none -O "$t" "$work" -- \
             -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 3)
         rm -rf "$work"

@@ -40,6 +40,29 @@ fn seeds() -> Vec<String> {
     out
 }
 
+/// The conformance programs (`tests/conformance/*/*.plan`): every construct of the PLAN
+/// documents, well- and ill-formed.
+fn conformance_seeds() -> Vec<String> {
+    let root = format!("{}/tests/conformance", env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in std::fs::read_dir(&root).unwrap() {
+        let d = d.unwrap().path();
+        if d.is_dir() {
+            for f in std::fs::read_dir(&d).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e == "plan") {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect()
+}
+
 const TOKENS: &[&str] = &[
     "(", ")", "[", "]", "|", ",", ";", "fun", "val", "let", "in", "end", "if", "then", "else",
     "::", "^", "#1", "~", "foldl", "foldr", "OnRemote", "'a", "\"", "(*", "*)", "x", "1", "=",
@@ -50,8 +73,11 @@ const TOKENS: &[&str] = &[
 fn parse_never_panics() {
     let mut rng = Rng(0x1234_5678_9abc_def1);
     let seeds = seeds();
+    let shipped = seeds.len();
+    let seeds: Vec<String> = seeds.into_iter().chain(conformance_seeds()).collect();
+    assert!(seeds.len() > shipped + 200, "{} seeds", seeds.len());
     let mut compiled = 0;
-    for i in 0..3000 {
+    for i in 0..6000 {
         let base = seeds[i % seeds.len()].as_bytes().to_vec();
         let mut input = base.clone();
         match rng.below(4) {
@@ -79,8 +105,11 @@ fn parse_never_panics() {
             compiled += 1;
         }
     }
-    for s in &seeds {
+    for s in &seeds[..shipped] {
         assert!(fuzz_parse(s.as_bytes()) || s.contains("foldl(h"), "{s}");
+    }
+    for s in &seeds[shipped..] {
+        let _ = fuzz_parse(s.as_bytes());
     }
     assert!(compiled > 0);
     // Deep nesting is rejected, not a stack overflow.
