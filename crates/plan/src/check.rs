@@ -48,6 +48,19 @@ struct ResultCheck {
     resolved: bool,
 }
 
+/// A hint for a call written as another PLAN version or implementation has it (docs/plan.md):
+/// the program is refused, and the message says what anode provides instead.
+fn other_version_form(what: &str, nargs: usize) -> Option<&'static str> {
+    match (what, nargs) {
+        ("service `openPort`", 2) => Some(
+            "anode's openPort takes the number of a PLAN port that applications bind on this \
+             node; the PLAN 2.x (Java) openPort(host, port), which connects out to a host \
+             application, is not provided (docs/plan.md)",
+        ),
+        _ => None,
+    }
+}
+
 /// Parses a service signature such as `"(host, int) -> unit"` into a scheme.
 pub fn scheme_of_type_text(sig: &str) -> Result<Scheme, String> {
     let te = parse_type(sig).map_err(|e| e.to_string())?;
@@ -626,7 +639,7 @@ impl Checker<'_> {
         args: &[Expr],
     ) -> CResult<Vec<Ir>> {
         if params.len() != args.len() {
-            return Err(TypeError::new(
+            let e = TypeError::new(
                 pos,
                 format!(
                     "{what} expects {} argument{} but is given {}",
@@ -634,7 +647,11 @@ impl Checker<'_> {
                     if params.len() == 1 { "" } else { "s" },
                     args.len()
                 ),
-            ));
+            );
+            return Err(match other_version_form(what, args.len()) {
+                Some(h) => e.with_hint(h),
+                None => e,
+            });
         }
         let mut out = Vec::with_capacity(args.len());
         for (i, (p, a)) in params.iter().zip(args).enumerate() {

@@ -176,6 +176,11 @@ fn check_case(path: &Path) -> Result<&'static str, String> {
                 return Err(format!("message `{}` lacks `{c}`", e.message()));
             }
         }
+        for c in h.all("hint-contains") {
+            if !e.hint().is_some_and(|hint| hint.contains(c.as_str())) {
+                return Err(format!("hint {:?} lacks `{c}`", e.hint()));
+            }
+        }
         return Ok("refused");
     }
     let prog = compiled.map_err(|e| format!("refused: {e}"))?;
