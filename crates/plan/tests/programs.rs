@@ -176,21 +176,22 @@ fn scout_finds_the_uncongested_route_and_installs_flows() {
         .unwrap();
     net.inject(0, s, 40, chunk).unwrap();
     // Scouts may come back over both routes (the application keeps the
-    // best one after a hysteresis interval); the best has metric 2 (two
-    // hops, empty queues) and goes through node 2.
-    let out = net.output(0);
-    let best = out
-        .lines()
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split(' ').collect();
-            Some((
-                w.get(3)?.parse::<i64>().ok()?,
-                w.get(1)?.parse::<i64>().ok()?,
-            ))
+    // best one after a hysteresis interval); each delivers (flow, metric) to
+    // the source application. The best has metric 2 (two hops, empty queues)
+    // and goes through node 2.
+    let found: Vec<(i64, i64)> = net.nodes[0]
+        .delivered
+        .iter()
+        .filter_map(|(_, v)| match v {
+            Value::Tuple(t) => match t.items() {
+                [Value::Int(f), Value::Int(m)] => Some((*m, *f)),
+                _ => None,
+            },
+            _ => None,
         })
-        .min()
-        .unwrap();
-    assert_eq!(best.0, 2, "{out}");
+        .collect();
+    let best = found.iter().copied().min().unwrap();
+    assert_eq!(best.0, 2, "{found:?}");
     let key = format!("flow{}", best.1);
     assert_eq!(
         net.nodes[0].state.get(&key),
@@ -201,5 +202,5 @@ fn scout_finds_the_uncongested_route_and_installs_flows() {
         Some(&Value::Host(net.hosts[3]))
     );
     assert_eq!(net.nodes[1].state.get(&key), None);
-    assert_eq!(net.nodes[0].delivered.len(), out.lines().count());
+    assert_eq!(net.nodes[0].delivered.len(), found.len());
 }
