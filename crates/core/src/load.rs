@@ -1,12 +1,13 @@
 //! What each link has sent, and how fast lately: the device load PLAN's `queueLength` and
 //! route scouting read (PLANet §V-B), also shown by `anode links`.
 //!
-//! Every packet the node queues for a link ([`crate::Node::poll_transmit`] or the link's
-//! queue discipline) is counted on that link at the time of the call that sent it. The
-//! recent rate is estimated from two back-to-back windows of [`WINDOW`]: the packets of the
-//! window before the current one and of the current one, over the time they cover. It needs
-//! no timer (windows roll when a packet is counted or the load is read) and costs a time
-//! comparison and two additions per packet. A link idle for two windows reads 0.
+//! Every packet the node queues for a link (data or control; for
+//! [`crate::Node::poll_transmit`] or the link's queue discipline) is counted on that link at
+//! the time of the call that sent it. The recent rate is estimated from two back-to-back
+//! windows of [`WINDOW`]: the packets of the window before the current one and of the current
+//! one, over the time they cover. It needs no timer (windows roll when a packet is counted or
+//! the load is read) and costs a time comparison and two additions per packet. A link idle
+//! for two windows reads 0.
 
 use std::time::{Duration, Instant};
 

@@ -821,6 +821,7 @@ impl Core {
         }
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += t.buf.len() as u64;
+        self.record_tx(t.link, t.buf.len() as u64);
         self.out_ctl.push_back(t);
         Ok(())
     }
