@@ -803,68 +803,52 @@ impl Core {
 
     /// Queues a control message in the control queue (its own bound of `max_tx_queue`).
     fn transmit_control(&mut self, t: Transmit) -> Result<(), DropReason> {
-        let Some(l) = self.links.get(t.link.0 as usize) else {
-            self.drop(DropReason::UnknownLink);
-            return Err(DropReason::UnknownLink);
-        };
-        if t.buf.len() > l.cfg.mtu {
-            self.drop(DropReason::TooBig);
-            return Err(DropReason::TooBig);
-        }
-        if !self.neighbors.is_enabled(t.link) {
-            self.drop(DropReason::LinkDown);
-            return Err(DropReason::LinkDown);
-        }
-        if self.out_ctl.len() >= self.cfg.max_tx_queue {
-            self.drop(DropReason::TxQueueFull);
-            return Err(DropReason::TxQueueFull);
-        }
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += t.buf.len() as u64;
-        self.record_tx(t.link, t.buf.len() as u64);
+        self.admit(&t, self.out_ctl.len())?;
+        self.count_tx(t.link, t.buf.len() as u64);
         self.out_ctl.push_back(t);
         Ok(())
     }
 
-    pub(crate) fn transmit_unhooked(&mut self, t: Transmit) -> Result<(), DropReason> {
-        let Some(l) = self.links.get(t.link.0 as usize) else {
-            self.drop(DropReason::UnknownLink);
-            return Err(DropReason::UnknownLink);
+    /// Whether `t` may be queued: its link exists, is enabled and takes its size, and the
+    /// queue it goes to (now `queued` long) has room. A refusal is counted as a drop.
+    fn admit(&mut self, t: &Transmit, queued: usize) -> Result<(), DropReason> {
+        let refused = match self.links.get(t.link.0 as usize) {
+            None => Some(DropReason::UnknownLink),
+            Some(l) if t.buf.len() > l.cfg.mtu => Some(DropReason::TooBig),
+            Some(_) if !self.neighbors.is_enabled(t.link) => Some(DropReason::LinkDown),
+            Some(_) if queued >= self.cfg.max_tx_queue => Some(DropReason::TxQueueFull),
+            Some(_) => None,
         };
-        if t.buf.len() > l.cfg.mtu {
-            self.drop(DropReason::TooBig);
-            return Err(DropReason::TooBig);
+        match refused {
+            Some(r) => {
+                self.drop(r);
+                Err(r)
+            }
+            None => Ok(()),
         }
-        if !self.neighbors.is_enabled(t.link) {
-            self.drop(DropReason::LinkDown);
-            return Err(DropReason::LinkDown);
-        }
-        if self.out.len() >= self.cfg.max_tx_queue {
-            self.drop(DropReason::TxQueueFull);
-            return Err(DropReason::TxQueueFull);
-        }
+    }
+
+    pub(crate) fn transmit_unhooked(&mut self, t: Transmit) -> Result<(), DropReason> {
+        self.admit(&t, self.out.len())?;
+        let (link, len) = (t.link, t.buf.len() as u64);
         if let Some(q) = self.txq.as_mut()
-            && let Some(lq) = q.get_mut(t.link)
+            && let Some(lq) = q.get_mut(link)
         {
-            let len = t.buf.len() as u64;
-            let t_link = t.link;
             if lq.qdisc.enqueue(self.cur_in, t).is_err() {
                 self.drop(DropReason::QdiscDropped);
                 return Err(DropReason::QdiscDropped);
             }
-            self.counters.tx_packets += 1;
-            self.counters.tx_bytes += len;
-            self.record_tx(t_link, len);
-            return Ok(());
+        } else {
+            self.out.push_back(t);
         }
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += t.buf.len() as u64;
-        self.record_tx(t.link, t.buf.len() as u64);
-        self.out.push_back(t);
+        self.count_tx(link, len);
         Ok(())
     }
 
-    fn record_tx(&mut self, link: LinkId, len: u64) {
+    /// Counts a queued transmit: the node's totals and the link's rate (`load.rs`).
+    fn count_tx(&mut self, link: LinkId, len: u64) {
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += len;
         let now = self.now;
         if let Some(l) = self.links.get_mut(link.0 as usize) {
             l.tx.record(now, usize::try_from(len).unwrap_or(usize::MAX));
