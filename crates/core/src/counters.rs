@@ -130,6 +130,19 @@ impl Counters {
         self.drops.iter().sum::<u64>() + self.ee_drops.values().sum::<u64>()
     }
 
+    /// The non-zero drop counters as `reason=n` joined by `sep`, or `none`.
+    pub fn drop_summary(&self, sep: &str) -> String {
+        let drops = self.drop_map();
+        if drops.is_empty() {
+            return "none".to_string();
+        }
+        drops
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
+
     /// Non-zero drop counters by name, including EE-specific ones.
     pub fn drop_map(&self) -> BTreeMap<String, u64> {
         let mut m: BTreeMap<String, u64> = DropReason::ALL

@@ -439,7 +439,6 @@ impl Report {
         line("Nodes (counters; final routes as destination:metric/next hop):".into());
         for n in &self.nodes {
             let c = &n.counters;
-            let drops = c.drop_map();
             line(format!(
                 "  {:<10} {:<22} rx {} tx {} fast-path {} delivered {} control rx/tx {}/{} drops {}",
                 n.name,
@@ -450,15 +449,7 @@ impl Report {
                 c.delivered,
                 c.control_rx,
                 c.control_tx,
-                if drops.is_empty() {
-                    "none".to_string()
-                } else {
-                    drops
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                }
+                c.drop_summary(",")
             ));
             let routes: Vec<String> = n
                 .routes

@@ -501,6 +501,36 @@ pub trait Net {
     fn ee_events(&self) -> &[EeEvent] {
         &[]
     }
+    /// Whether the links that are up connect every node.
+    fn connected(&self) -> bool {
+        let n = self.nodes().len();
+        let mut seen = vec![false; n];
+        let mut stack = vec![0usize];
+        if let Some(s) = seen.first_mut() {
+            *s = true;
+        }
+        while let Some(x) = stack.pop() {
+            for (i, l) in self.links().iter().enumerate() {
+                if !self.link_up(i) {
+                    continue;
+                }
+                let y = if l.a == x {
+                    l.b
+                } else if l.b == x {
+                    l.a
+                } else {
+                    continue;
+                };
+                if let Some(s) = seen.get_mut(y)
+                    && !*s
+                {
+                    *s = true;
+                    stack.push(y);
+                }
+            }
+        }
+        seen.iter().all(|s| *s)
+    }
 }
 
 /// A node event that is not a tracked datagram delivery: deliveries under other Type IDs

@@ -354,34 +354,6 @@ impl Sim {
         }
     }
 
-    /// Whether the up links connect every node.
-    fn connected(&self) -> bool {
-        let n = self.nodes.len();
-        let mut seen = vec![false; n];
-        let mut stack = vec![0usize];
-        if let Some(s) = seen.first_mut() {
-            *s = true;
-        }
-        while let Some(x) = stack.pop() {
-            for l in self.links.iter().filter(|l| l.is_up()) {
-                let y = if l.spec.a == x {
-                    l.spec.b
-                } else if l.spec.b == x {
-                    l.spec.a
-                } else {
-                    continue;
-                };
-                if let Some(s) = seen.get_mut(y)
-                    && !*s
-                {
-                    *s = true;
-                    stack.push(y);
-                }
-            }
-        }
-        seen.iter().all(|s| *s)
-    }
-
     /// Datagrams tracked so far.
     pub fn tracker(&self) -> &Tracker {
         &self.tracker

@@ -151,7 +151,6 @@ pub fn story(r: &Report) -> String {
     );
     for n in &r.nodes {
         let c = &n.counters;
-        let drops = c.drop_map();
         let _ = writeln!(
             o,
             "   {:<5} {:>8} {:>8} {:>10} {:>10} {:>10}  {}",
@@ -161,15 +160,7 @@ pub fn story(r: &Report) -> String {
             c.fast_path,
             c.delivered,
             c.control_rx,
-            if drops.is_empty() {
-                "none".to_string()
-            } else {
-                drops
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
+            c.drop_summary(", ")
         );
     }
     let total = r.checks.passed + r.checks.failed;

@@ -154,36 +154,6 @@ impl RtNet {
             });
         }
     }
-
-    fn connected(&self) -> bool {
-        let n = self.specs.len();
-        let mut seen = vec![false; n];
-        let mut stack = vec![0usize];
-        if let Some(s) = seen.first_mut() {
-            *s = true;
-        }
-        while let Some(x) = stack.pop() {
-            for (l, up) in self.link_specs.iter().zip(&self.up) {
-                if !*up {
-                    continue;
-                }
-                let y = if l.a == x {
-                    l.b
-                } else if l.b == x {
-                    l.a
-                } else {
-                    continue;
-                };
-                if let Some(s) = seen.get_mut(y)
-                    && !*s
-                {
-                    *s = true;
-                    stack.push(y);
-                }
-            }
-        }
-        seen.iter().all(|s| *s)
-    }
 }
 
 impl Net for RtNet {
