@@ -23,8 +23,12 @@ use std::sync::Arc;
 
 use anode_capsule::CapsuleStats;
 use anode_core::{Counters, DomainReport, Node};
-use anode_ctl::ControlStats;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use anode_ctl::{ControlStats, LinkEntry};
+use std::fmt::Write as _;
+
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelValue, EncodeMetric, LabelValueEncoder,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -39,17 +43,6 @@ pub struct ModuleSnap {
     pub state: String,
     /// Packets it processed.
     pub packets: u64,
-}
-
-/// One link's state.
-#[derive(Debug, Clone)]
-pub struct LinkSnap {
-    /// Its name.
-    pub name: String,
-    /// Administratively enabled.
-    pub enabled: bool,
-    /// A neighbor is up on it.
-    pub neighbor_up: bool,
 }
 
 /// What one scrape reports; see the module docs.
@@ -69,8 +62,8 @@ pub struct Snapshot {
     pub routes: u64,
     /// Route changes since start.
     pub route_changes: u64,
-    /// Links.
-    pub links: Vec<LinkSnap>,
+    /// Links (as `anode links` shows them).
+    pub links: Vec<LinkEntry>,
     /// Modules.
     pub modules: Vec<ModuleSnap>,
 }
@@ -78,17 +71,11 @@ pub struct Snapshot {
 impl Snapshot {
     /// Takes the node's part of a snapshot (on the node's thread).
     pub fn of(n: &mut Node) -> Snapshot {
-        let up: Vec<u32> = n.neighbors().iter().map(|x| x.link.0).collect();
-        let links = n
-            .links()
-            .map(|(id, cfg, enabled)| LinkSnap {
-                name: cfg.name.clone(),
-                enabled,
-                neighbor_up: up.contains(&id.0),
-            })
-            .collect();
-        let inf = n.config().routing.infinity;
-        let routes = n.routes().iter().filter(|r| r.metric < inf).count();
+        let links = crate::control::convert::links(n);
+        let routes = crate::control::convert::routes(n)
+            .iter()
+            .filter(|r| r.reachable)
+            .count();
         let modules = anode_modules::host_mut(n)
             .map(|h| {
                 h.list()
@@ -132,6 +119,28 @@ struct Fam<'a, 'e> {
 type Labels<'a> = Vec<(&'static str, &'a str)>;
 
 impl Fam<'_, '_> {
+    /// One family of `kind`: a row per label set, each value made a metric by `make` (a
+    /// single row without labels is written without braces).
+    fn rows<V: Copy, M: EncodeMetric>(
+        &mut self,
+        (name, help, unit): (&str, &str, Option<&Unit>),
+        kind: MetricType,
+        rows: &[(Labels<'_>, V)],
+        make: fn(V) -> M,
+    ) -> Result<(), FmtError> {
+        let mut m = self.enc.encode_descriptor(name, help, unit, kind)?;
+        if let [(l, v)] = rows
+            && l.is_empty()
+        {
+            return make(*v).encode(m);
+        }
+        for (l, v) in rows {
+            let l: Vec<(&str, Esc<'_>)> = l.iter().map(|(k, v)| (*k, Esc(v))).collect();
+            make(*v).encode(m.encode_family(&l)?)?;
+        }
+        Ok(())
+    }
+
     fn counter(
         &mut self,
         name: &str,
@@ -139,18 +148,12 @@ impl Fam<'_, '_> {
         unit: Option<&Unit>,
         rows: &[(Labels<'_>, u64)],
     ) -> Result<(), FmtError> {
-        let mut m = self
-            .enc
-            .encode_descriptor(name, help, unit, MetricType::Counter)?;
-        if let [(l, v)] = rows
-            && l.is_empty()
-        {
-            return ConstCounter::new(*v).encode(m);
-        }
-        for (l, v) in rows {
-            ConstCounter::new(*v).encode(m.encode_family(l)?)?;
-        }
-        Ok(())
+        self.rows(
+            (name, help, unit),
+            MetricType::Counter,
+            rows,
+            ConstCounter::new,
+        )
     }
 
     fn counter_f(
@@ -160,18 +163,12 @@ impl Fam<'_, '_> {
         unit: Option<&Unit>,
         rows: &[(Labels<'_>, f64)],
     ) -> Result<(), FmtError> {
-        let mut m = self
-            .enc
-            .encode_descriptor(name, help, unit, MetricType::Counter)?;
-        if let [(l, v)] = rows
-            && l.is_empty()
-        {
-            return ConstCounter::new(*v).encode(m);
-        }
-        for (l, v) in rows {
-            ConstCounter::new(*v).encode(m.encode_family(l)?)?;
-        }
-        Ok(())
+        self.rows(
+            (name, help, unit),
+            MetricType::Counter,
+            rows,
+            ConstCounter::new,
+        )
     }
 
     fn gauge(
@@ -181,16 +178,24 @@ impl Fam<'_, '_> {
         unit: Option<&Unit>,
         rows: &[(Labels<'_>, i64)],
     ) -> Result<(), FmtError> {
-        let mut m = self
-            .enc
-            .encode_descriptor(name, help, unit, MetricType::Gauge)?;
-        if let [(l, v)] = rows
-            && l.is_empty()
-        {
-            return ConstGauge::new(*v).encode(m);
-        }
-        for (l, v) in rows {
-            ConstGauge::new(*v).encode(m.encode_family(l)?)?;
+        self.rows((name, help, unit), MetricType::Gauge, rows, ConstGauge::new)
+    }
+}
+
+/// A label value escaped as the text format requires (`\\`, `\"`, `\n`): prometheus-client
+/// 0.23 writes `&str` label values as they are, so a principal named in a policy file with a
+/// quote in it would break the page.
+struct Esc<'a>(&'a str);
+
+impl EncodeLabelValue for Esc<'_> {
+    fn encode(&self, w: &mut LabelValueEncoder<'_>) -> Result<(), FmtError> {
+        for c in self.0.chars() {
+            match c {
+                '\\' => w.write_str("\\\\")?,
+                '"' => w.write_str("\\\"")?,
+                '\n' => w.write_str("\\n")?,
+                c => w.write_char(c)?,
+            }
         }
         Ok(())
     }
@@ -574,5 +579,63 @@ fn answer(
             "text/html; charset=utf-8",
         ),
         other => text(404, format!("no page {other}; metrics are at /metrics\n")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_nodeos::{Credentials, DomainId, NodeOs, NodeOsConfig, Policy};
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    #[test]
+    fn domains_are_rendered_escaped_and_served_over_http() {
+        let mut cfg = NodeOsConfig::default();
+        cfg.policies.insert("p\"q", Policy::default());
+        let mut os = NodeOs::new(cfg);
+        let d = os
+            .create_domain(DomainId::ROOT, &Credentials::new("p\"q"), None)
+            .unwrap();
+        os.count_packet(d, 100);
+        os.count_drop(d, "bandwidth");
+        let snap = Snapshot {
+            domains: vec![os.report("capsule")],
+            ..Snapshot::default()
+        };
+        let text = snap.clone().render();
+        assert!(
+            text.contains(
+                "anode_domain_packets_total{ee=\"capsule\",domain=\"1\",principal=\"p\\\"q\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("anode_domain_terminations_total{ee=\"capsule\"} 0"),
+            "{text}"
+        );
+        assert!(text.contains("reason=\"bandwidth\"} 1"), "{text}");
+        let addr = serve(
+            "127.0.0.1:0".parse().unwrap(),
+            Arc::new(move || Some(snap.clone())),
+        )
+        .unwrap();
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut resp = String::new();
+            s.read_to_string(&mut resp).unwrap();
+            resp
+        };
+        let resp = get("/metrics");
+        assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
+        assert!(resp.ends_with(text.as_str()), "{resp}");
+        assert!(get("/other").starts_with("HTTP/1.1 404"));
     }
 }

@@ -10,11 +10,12 @@
 //! **channels** (input channels with protocol/address specs and demux keys compiled into a
 //! fast [`Classifier`]; output channels with token-bucket bandwidth; cut-through channels
 //! the node core consults before EE dispatch, [`CutTable`]), **files** ([`RootedDir`]), and
-//! **observability** (per-domain counters, Prometheus text, a loopback-only endpoint).
+//! **observability** (per-domain counters in [`DomainReport`](anode_core::DomainReport)s; the
+//! `[metrics]` settings).
 //! [`guard::DomainGuard`] puts an EE under all of this: its packets are queued per domain and
 //! served by DRR with a CPU budget per poll and a maximum run time per call.
 //!
-//! Everything but [`metrics::serve`] is sans-IO: time comes in as `now`, nothing reads a clock,
+//! Everything is sans-IO: time comes in as `now`, nothing reads a clock,
 //! opens a socket or draws random numbers.
 //!
 //! Layout: `policy.rs` (credentials, policies), `signed.rs` (ed25519-signed policies), `domain.rs` (ids, reasons, events, handler

@@ -8,7 +8,7 @@ use anode_ctl::{
 };
 
 /// The links.
-pub(super) fn links(node: &Node) -> Vec<LinkEntry> {
+pub(crate) fn links(node: &Node) -> Vec<LinkEntry> {
     let up: Vec<u32> = node.neighbors().iter().map(|n| n.link.0).collect();
     // The node runs on real time; its load windows are in the same clock.
     let now = std::time::Instant::now();
@@ -54,7 +54,7 @@ pub(super) fn neighbors(node: &Node) -> Vec<NeighborEntry> {
 }
 
 /// The routing table.
-pub(super) fn routes(node: &Node) -> Vec<RouteInfo> {
+pub(crate) fn routes(node: &Node) -> Vec<RouteInfo> {
     let inf = node.config().routing.infinity;
     node.routes().iter().map(|r| route(r, inf)).collect()
 }

@@ -24,7 +24,7 @@
 
 mod app;
 mod conn;
-mod convert;
+pub(crate) mod convert;
 mod handlers;
 mod modules;
 mod pump;
