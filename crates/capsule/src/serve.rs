@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anode_core::LinkId;
+use anode_core::bucket::TokenBucket;
 
 use crate::CodeHash;
 
@@ -48,13 +49,12 @@ impl Default for ServeConfig {
 }
 
 /// One neighbor's budgets.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Budget {
-    /// Owed-code tokens (bytes).
-    tokens: f64,
+    /// Owed code (bytes at [`ServeConfig::rate`] up to [`ServeConfig::burst`]).
+    owed: TokenBucket,
     /// Answer credit for code not owed (bytes).
     credit: u64,
-    last: Instant,
 }
 
 /// Serving state of one node; see the module docs.
@@ -97,18 +97,12 @@ impl ServeBudget {
         if self.links.len() >= 4096 && !self.links.contains_key(&link) {
             self.links.clear();
         }
-        let b = self.links.entry(link).or_insert(Budget {
-            tokens: cfg.burst as f64,
+        let b = self.links.entry(link).or_insert_with(|| Budget {
+            owed: TokenBucket::new(cfg.rate, cfg.burst),
             credit: 0,
-            last: now,
         });
-        let dt = now.saturating_duration_since(b.last).as_secs_f64();
-        b.last = now;
-        b.tokens = (b.tokens + dt * cfg.rate as f64).min(cfg.burst as f64);
         if owed {
-            let g = want.min(b.tokens as u64);
-            b.tokens -= g as f64;
-            g
+            b.owed.take_upto(now, want)
         } else {
             b.credit = (b.credit + REQUEST_BYTES * cfg.amplification).min(cfg.credit_max);
             let g = want.min(b.credit);
@@ -140,6 +134,28 @@ mod tests {
     }
 
     #[test]
+    fn log_lines_pass_a_burst_then_the_rate_with_one_notice_a_second() {
+        let t0 = Instant::now();
+        let mut l = LogLimit::default();
+        let code = [1; 32];
+        let passed = (0..100).filter(|_| l.allow(t0, &code).is_ok()).count();
+        assert_eq!(passed as u64, LogLimit::BURST);
+        // The first refusal carries a notice of one line dropped; the rest wait a second.
+        let mut l2 = LogLimit::default();
+        for _ in 0..LogLimit::BURST {
+            assert!(l2.allow(t0, &code).is_ok());
+        }
+        assert_eq!(l2.allow(t0, &code), Err(Some(1)));
+        assert_eq!(l2.allow(t0, &code), Err(None));
+        // A second later: RATE more lines, then a notice of what was dropped meanwhile.
+        let t1 = t0 + Duration::from_secs(1);
+        let passed = (0..100).filter(|_| l2.allow(t1, &code).is_ok()).count();
+        assert_eq!(passed as u64, LogLimit::RATE);
+        // Another code object has its own bucket.
+        assert!(l2.allow(t1, &[2; 32]).is_ok());
+    }
+
+    #[test]
     fn owed_code_is_served_within_the_rate() {
         let t0 = Instant::now();
         let cfg = ServeConfig::default();
@@ -167,14 +183,15 @@ mod tests {
 /// saying how many.
 #[derive(Debug, Default)]
 pub(crate) struct LogLimit {
-    codes: HashMap<CodeHash, (f64, Instant, u64, Option<Instant>)>,
+    /// Per code object: its line bucket, lines dropped since the last notice, the notice.
+    codes: HashMap<CodeHash, (TokenBucket, u64, Option<Instant>)>,
 }
 
 impl LogLimit {
     /// Lines per second one code object may log.
-    pub const RATE: f64 = 20.0;
+    pub const RATE: u64 = 20;
     /// Lines one code object may log at once.
-    pub const BURST: f64 = 50.0;
+    pub const BURST: u64 = 50;
 
     /// Whether `code` may log a line at `now`; `Err(Some(n))` when not, with `n` lines
     /// dropped since the last notice if a notice is due now, `Err(None)` otherwise.
@@ -182,23 +199,18 @@ impl LogLimit {
         if self.codes.len() >= 4096 && !self.codes.contains_key(code) {
             self.codes.clear();
         }
-        let e = self
+        let (bucket, dropped, notice) = self
             .codes
             .entry(*code)
-            .or_insert((Self::BURST, now, 0, None));
-        let dt = now.saturating_duration_since(e.1).as_secs_f64();
-        e.1 = now;
-        e.0 = (e.0 + dt * Self::RATE).min(Self::BURST);
-        if e.0 >= 1.0 {
-            e.0 -= 1.0;
+            .or_insert_with(|| (TokenBucket::new(Self::RATE, Self::BURST), 0, None));
+        if bucket.take(now, 1) {
             return Ok(());
         }
-        e.2 += 1;
-        let due =
-            e.3.is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1));
+        *dropped += 1;
+        let due = notice.is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1));
         if due {
-            e.3 = Some(now);
-            Err(Some(std::mem::take(&mut e.2)))
+            *notice = Some(now);
+            Err(Some(std::mem::take(dropped)))
         } else {
             Err(None)
         }

@@ -33,6 +33,7 @@
 )]
 #![forbid(unsafe_code)]
 
+pub mod bucket;
 mod config;
 mod control;
 mod counters;

@@ -13,7 +13,7 @@
 //! builds routed packets; a sender that adds options shifts the transit header and its
 //! packets do not match).
 
-pub mod bucket;
+pub use anode_core::bucket;
 pub mod cut;
 pub mod demux;
 pub mod spec;

@@ -1,4 +1,5 @@
-//! A token bucket in exact integer arithmetic, driven by the caller's `now`.
+//! A token bucket in exact integer arithmetic, driven by the caller's `now`: the NodeOS's
+//! channel bandwidth, the capsule EE's code-serving rate and guest log-line rate.
 //!
 //! Invariant: over any interval of length `t` the bucket passes at most
 //! `burst + rate * t` bytes (tested below). Time going backwards adds nothing.
@@ -70,6 +71,20 @@ impl TokenBucket {
         }
     }
 
+    /// Takes as many of `want` as are available at `now` (none while something is owed);
+    /// returns how many.
+    pub fn take_upto(&mut self, now: Instant, want: u64) -> u64 {
+        self.refill(now);
+        if self.debt > 0 {
+            return 0;
+        }
+        let got = u64::try_from(self.tokens / NS)
+            .unwrap_or(u64::MAX)
+            .min(want);
+        self.tokens -= u128::from(got) * NS;
+        got
+    }
+
     /// Takes `bytes` already sent at `now`, owing what the tokens do not cover.
     pub fn charge(&mut self, now: Instant, bytes: u64) {
         self.refill(now);
@@ -112,6 +127,20 @@ mod tests {
         let mut c = TokenBucket::new(1000, 100);
         assert!(c.take(t0 + Duration::from_secs(5), 100));
         assert!(!c.take(t0, 1));
+    }
+
+    #[test]
+    fn take_upto_takes_what_there_is() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(1000, 500);
+        assert_eq!(b.take_upto(t0, 300), 300);
+        assert_eq!(b.take_upto(t0, 300), 200);
+        assert_eq!(b.take_upto(t0, 300), 0);
+        // 100 ms later: 100 bytes.
+        assert_eq!(b.take_upto(t0 + Duration::from_millis(100), 300), 100);
+        // Nothing while a charge is owed.
+        b.charge(t0 + Duration::from_millis(100), 50);
+        assert_eq!(b.take_upto(t0 + Duration::from_millis(110), 300), 0);
     }
 
     #[test]
