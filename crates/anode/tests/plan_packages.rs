@@ -11,40 +11,9 @@ use std::time::Duration;
 
 use node_util::*;
 
-/// `anode plan inject` that may fail: its JSON report.
-fn inject_failing(n: &NodeProc, file: &str, entry: &str) -> serde_json::Value {
-    let socket = n.socket.to_string_lossy();
-    let out = anode().run(
-        &[
-            "plan",
-            "inject",
-            file,
-            "--entry",
-            entry,
-            "--rb",
-            "8",
-            "--expect",
-            "1",
-            "--timeout",
-            "5",
-            "--json",
-            "--socket",
-            &socket,
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(!out.status.success(), "it worked");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {:?} stderr {:?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn inject(n: &NodeProc, file: &str, entry: &str) -> serde_json::Value {
-    n.json(&[
+/// `anode plan inject FILE --entry ENTRY` expecting one answer within 5 s, RB 8.
+fn inject_args<'a>(file: &'a str, entry: &'a str) -> Vec<&'a str> {
+    vec![
         "plan",
         "inject",
         file,
@@ -56,7 +25,27 @@ fn inject(n: &NodeProc, file: &str, entry: &str) -> serde_json::Value {
         "1",
         "--timeout",
         "5",
-    ])
+    ]
+}
+
+/// `anode plan inject` that may fail: its JSON report.
+fn inject_failing(n: &NodeProc, file: &str, entry: &str) -> serde_json::Value {
+    let socket = n.socket.to_string_lossy();
+    let mut args = inject_args(file, entry);
+    args.extend(["--json", "--socket", &socket]);
+    let out = anode().run(&args, Duration::from_secs(10));
+    assert!(!out.status.success(), "it worked");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn inject(n: &NodeProc, file: &str, entry: &str) -> serde_json::Value {
+    n.json(&inject_args(file, entry))
 }
 
 #[test]
