@@ -997,12 +997,9 @@ impl CapsuleEe {
                 (_, None) => {}
                 (verdict::FORWARD, Some(mut k)) => {
                     k.fix_up();
-                    if let Some(env) = &self.call_env
-                        && let Ok(hop) = env.view.check_forward(&k.buf, k.anep_len, None)
-                    {
-                        self.serve.sent(ctx_now, hop.link, hash);
+                    if let Ok(link) = ctx.forward(k.buf, k.anep_len) {
+                        self.serve.sent(ctx_now, link, hash);
                     }
-                    let _ = ctx.forward(k.buf, k.anep_len);
                 }
                 (verdict::DONE, Some(_)) => self.stats.consumed += 1,
                 (verdict::DROP, Some(_)) => ctx.count_drop("capsule", "guest_drop"),
@@ -1075,19 +1072,14 @@ fn apply_effects(
 ) {
     for e in effects.drain(..) {
         match e {
-            Effect::Send {
-                buf,
-                anep_len,
-                via,
-                to,
-            } => {
-                if let Some(l) = to {
-                    sent(l);
-                }
-                let _ = match via {
+            Effect::Send { buf, anep_len, via } => {
+                let r = match via {
                     None => ctx.forward(buf, anep_len),
                     Some(hop) => ctx.forward_via(hop, buf, anep_len),
                 };
+                if let Ok(link) = r {
+                    sent(link);
+                }
             }
             Effect::Deliver(d) => ctx.deliver(d),
             Effect::Log(m) => {

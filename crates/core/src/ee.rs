@@ -226,8 +226,9 @@ impl NodeContext<'_> {
 
     /// Forwards a whole ANEP packet toward its transit destination by the default route,
     /// spending one unit of resource bound and rewriting the previous hop, exactly as the fast
-    /// path does. The error says why it was dropped (already counted).
-    pub fn forward(&mut self, buf: Vec<u8>, anep_len: usize) -> Result<(), DropReason> {
+    /// path does. Returns the link it was queued on; the error says why it was dropped
+    /// (already counted).
+    pub fn forward(&mut self, buf: Vec<u8>, anep_len: usize) -> Result<LinkId, DropReason> {
         self.core.forward(buf, anep_len, None)
     }
 
@@ -237,7 +238,7 @@ impl NodeContext<'_> {
         hop: NextHop,
         buf: Vec<u8>,
         anep_len: usize,
-    ) -> Result<(), DropReason> {
+    ) -> Result<LinkId, DropReason> {
         self.core.forward(buf, anep_len, Some(hop))
     }
 

@@ -5,7 +5,7 @@
 //! resource bound, writes the decremented bound and the previous hop, fixes the ANEP checksum
 //! incrementally if the packet carries one, and moves the same buffer to the transmit queue.
 
-use anode_routing::NextHop;
+use anode_routing::{LinkId, NextHop};
 use anode_wire::anep::{AnepPacket, BASIC_HEADER_LEN};
 use anode_wire::transit::{FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit};
 use anode_wire::{NodeAddr, checksum, datagram};
@@ -44,14 +44,15 @@ impl Core {
 
     /// Forwards a routed packet: spends one unit of resource bound, rewrites the previous hop,
     /// and queues the same buffer on the next hop's link (`via`, or the default route).
-    /// Works on the raw header bytes: nothing is decoded, nothing copied.
+    /// Works on the raw header bytes: nothing is decoded, nothing copied. Returns the link it
+    /// was queued on.
     #[inline]
     pub(crate) fn forward(
         &mut self,
         mut buf: Vec<u8>,
         anep_len: usize,
         via: Option<NextHop>,
-    ) -> Result<(), DropReason> {
+    ) -> Result<LinkId, DropReason> {
         let me = self.addr_raw;
         let Some(Ok(mut t)) = buf.get_mut(anep_len..).map(Transit::new_checked) else {
             self.drop(DropReason::MalformedTransit);
@@ -86,7 +87,7 @@ impl Core {
         if r.is_ok() {
             self.counters.fast_path += 1;
         }
-        r
+        r.map(|()| hop.link)
     }
 
     /// Verifies the ANEP integrity checksum if the packet carries one. A header without

@@ -119,8 +119,6 @@ pub(crate) enum Effect {
         buf: Vec<u8>,
         anep_len: usize,
         via: Option<NextHop>,
-        /// The link the node's checks say it goes out on (`None`: it will be dropped).
-        to: Option<anode_core::LinkId>,
     },
     /// Deliver to a local application.
     Deliver(Delivery),

@@ -28,13 +28,7 @@ fn drop_code(r: DropReason) -> i32 {
 /// applied even when they refuse it, so the node counts the drop as it always has.
 fn record_send(env: &mut CallEnv, buf: Vec<u8>, anep_len: usize, via: Option<NextHop>) -> i32 {
     let r = env.view.check_forward(&buf, anep_len, via);
-    let to = r.as_ref().ok().map(|h| h.link);
-    env.effects.push(Effect::Send {
-        buf,
-        anep_len,
-        via,
-        to,
-    });
+    env.effects.push(Effect::Send { buf, anep_len, via });
     match r {
         Ok(_) => 0,
         Err(r) => drop_code(r),

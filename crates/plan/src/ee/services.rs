@@ -305,7 +305,7 @@ impl Services for NodeServices<'_, '_, '_> {
             Some(hop) => self.ctx.forward_via(hop, buf, anep_len),
             None => self.ctx.forward(buf, anep_len),
         };
-        r.map_err(|e| drop_error(e, out.dest))
+        r.map(|_| ()).map_err(|e| drop_error(e, out.dest))
     }
 
     fn print(&mut self, text: &str) {
