@@ -13,12 +13,14 @@
 //! Sans-IO: times are the node's; nothing here sends anything.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::time::{Duration, Instant};
 
 use anode_core::LinkId;
 use anode_core::bucket::TokenBucket;
 
 use crate::CodeHash;
+use crate::cache::{CodeMap, PrefixHasher};
 
 /// Bounds on serving code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +63,9 @@ struct Budget {
 #[derive(Debug)]
 pub(crate) struct ServeBudget {
     cfg: ServeConfig,
-    owed: HashMap<(LinkId, CodeHash), Instant>,
+    /// Keyed by the code hash's prefix (`PrefixHasher`): this is written per forwarded
+    /// capsule.
+    owed: HashMap<(LinkId, CodeHash), Instant, BuildHasherDefault<PrefixHasher>>,
     links: HashMap<LinkId, Budget>,
 }
 
@@ -72,7 +76,7 @@ impl ServeBudget {
     pub fn new(cfg: ServeConfig) -> ServeBudget {
         ServeBudget {
             cfg,
-            owed: HashMap::new(),
+            owed: HashMap::default(),
             links: HashMap::new(),
         }
     }
@@ -184,7 +188,7 @@ mod tests {
 #[derive(Debug, Default)]
 pub(crate) struct LogLimit {
     /// Per code object: its line bucket, lines dropped since the last notice, the notice.
-    codes: HashMap<CodeHash, (TokenBucket, u64, Option<Instant>)>,
+    codes: CodeMap<(TokenBucket, u64, Option<Instant>)>,
 }
 
 impl LogLimit {
