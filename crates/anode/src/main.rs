@@ -52,6 +52,8 @@ enum Command {
     Traceroute(cmd::tools::TraceArgs),
     /// Flood a node with capsules counted at the receiver; report rate and loss.
     Flood(cmd::tools::FloodArgs),
+    /// Capture a running node's packets: pcap for Wireshark (-w FILE, -w -) or one line each.
+    Capture(cmd::capture::Args),
     /// The capsule code cache of a running node: list, show, put, evict.
     #[command(subcommand)]
     Code(cmd::code::CodeCommand),
@@ -79,6 +81,7 @@ fn main() {
         Command::Ping(a) => cmd::tools::ping(a),
         Command::Traceroute(a) => cmd::tools::traceroute(a),
         Command::Flood(a) => cmd::tools::flood(a),
+        Command::Capture(a) => cmd::capture::run(a),
         Command::Code(c) => cmd::code::run(c),
         Command::Client(c) => cmd::client::run(c),
     };

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use anode_wire::NodeAddr;
 
 use crate::{
-    CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry, NeighborEntry,
-    NodeEvent, PROTOCOL_VERSION, Payload, Request, RequestFrame, Response, RouteInfo,
-    ServerMessage, StatsInfo, StatusInfo,
+    CaptureEndInfo, CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry,
+    NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo, Payload, Request, RequestFrame,
+    Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
 };
 
 /// A client-side failure.
@@ -86,6 +86,10 @@ pub enum StreamItem {
     Delivery(DeliveryInfo),
     /// A node event (after [`Client::subscribe`]).
     Event(NodeEvent),
+    /// A captured datagram (after [`Client::capture`]).
+    Packet(PacketInfo),
+    /// The end of a capture.
+    CaptureEnd(CaptureEndInfo),
 }
 
 /// Options of [`Client::send`].
@@ -182,6 +186,8 @@ impl Client {
                 }
                 ServerMessage::Delivery(d) => self.queued.push_back(StreamItem::Delivery(d)),
                 ServerMessage::Event(e) => self.queued.push_back(StreamItem::Event(e)),
+                ServerMessage::Packet(p) => self.queued.push_back(StreamItem::Packet(p)),
+                ServerMessage::CaptureEnd(e) => self.queued.push_back(StreamItem::CaptureEnd(e)),
                 // A reply to an id we are not waiting for: an older request's, skip it.
                 ServerMessage::Reply { .. } | ServerMessage::Error { .. } => {}
             }
@@ -273,6 +279,25 @@ impl Client {
         self.expect_kind("subscribe", Request::Subscribe, |r| {
             matches!(r, Response::Subscribed)
         })
+    }
+
+    /// Starts a capture (see [`Request::Capture`]); packets then come as
+    /// [`StreamItem::Packet`], and a [`StreamItem::CaptureEnd`] closes it. Returns the node's
+    /// address and the peer the capture is limited to.
+    pub fn capture(
+        &mut self,
+        link: Option<String>,
+        count: Option<u64>,
+        millis: Option<u64>,
+    ) -> Result<(NodeAddr, Option<NodeAddr>), ClientError> {
+        match self.request(Request::Capture {
+            link,
+            count,
+            millis,
+        })? {
+            Response::Capturing { node, peer } => Ok((node, peer)),
+            r => Err(unexpected("capture", &r)),
+        }
     }
 
     /// Adds a static route.
@@ -405,6 +430,8 @@ impl Client {
             match self.read_message(deadline)? {
                 ServerMessage::Delivery(d) => return Ok(StreamItem::Delivery(d)),
                 ServerMessage::Event(e) => return Ok(StreamItem::Event(e)),
+                ServerMessage::Packet(p) => return Ok(StreamItem::Packet(p)),
+                ServerMessage::CaptureEnd(e) => return Ok(StreamItem::CaptureEnd(e)),
                 ServerMessage::Reply { .. } | ServerMessage::Error { .. } => {}
             }
         }
@@ -447,7 +474,9 @@ impl Client {
                     // A stream message of a newer kind: skip. Anything else is an error.
                     let v: Option<serde_json::Value> = serde_json::from_str(&line).ok();
                     let t = v.as_ref().and_then(|v| v.get("type")?.as_str());
-                    if matches!(t, Some("delivery" | "event")) || t.is_some_and(is_unknown_type) {
+                    if matches!(t, Some("delivery" | "event" | "packet" | "capture_end"))
+                        || t.is_some_and(is_unknown_type)
+                    {
                         continue;
                     }
                     return Err(ClientError::BadMessage { line, source });

@@ -70,6 +70,7 @@
 
 pub mod app;
 pub mod capsule;
+pub mod capture;
 mod client;
 mod dupkeys;
 pub mod module;
@@ -84,10 +85,10 @@ pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry};
 pub use payload::{Payload, PayloadError};
 pub use proto::{
-    ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode, ErrorInfo,
-    HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, Request, RequestFrame,
-    Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry,
-    parse_request,
+    CaptureEndInfo, ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode,
+    ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo,
+    Request, RequestFrame, Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo,
+    TerminationEntry, parse_request,
 };
 
 #[cfg(test)]

@@ -111,6 +111,20 @@ pub enum Request {
         #[serde(default = "default_metric")]
         metric: u16,
     },
+    /// Streams copies of the datagrams the node's socket receives and sends
+    /// ([`ServerMessage::Packet`]) until `count` packets or `millis` passed (either ends
+    /// it; neither: until the connection closes), then one [`ServerMessage::CaptureEnd`].
+    Capture {
+        /// Only this link's datagrams: its name, index or peer address (`None`: all).
+        #[serde(default)]
+        link: Option<String>,
+        /// Stop after this many packets.
+        #[serde(default)]
+        count: Option<u64>,
+        /// Stop after this many milliseconds.
+        #[serde(default)]
+        millis: Option<u64>,
+    },
     /// Takes a link administratively up or down.
     SetLink {
         /// The link's name, or its index (`"0"`).
@@ -253,6 +267,10 @@ pub enum ServerMessage {
     Delivery(DeliveryInfo),
     /// A node event, for connections that subscribed.
     Event(NodeEvent),
+    /// A captured datagram (after [`Request::Capture`]).
+    Packet(PacketInfo),
+    /// The capture ended (after [`Request::Capture`]); nothing more is captured.
+    CaptureEnd(CaptureEndInfo),
 }
 
 /// A successful answer.
@@ -299,6 +317,13 @@ pub enum Response {
     },
     /// Events will stream to this connection.
     Subscribed,
+    /// Answer to [`Request::Capture`]: packets will stream to this connection.
+    Capturing {
+        /// The node's own address (the local end of every captured datagram).
+        node: NodeAddr,
+        /// The peer the capture is limited to (`None`: every link).
+        peer: Option<NodeAddr>,
+    },
     /// The packet was handed to the node.
     Injected,
     /// Answer to a `partial` [`Request::Inject`] whose copy `injected + 1` the node dropped.
@@ -604,6 +629,30 @@ pub struct DeliveryInfo {
     pub payload: Payload,
 }
 
+/// A datagram captured on the node's socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketInfo {
+    /// When the data path saw it: nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// True if the node sent it, false if it received it.
+    pub out: bool,
+    /// The other end (source of a received datagram, destination of a sent one).
+    pub peer: NodeAddr,
+    /// The UDP payload: the ANEP packet.
+    pub data: Payload,
+}
+
+/// How a capture ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureEndInfo {
+    /// Packets streamed to the connection.
+    pub packets: u64,
+    /// Packets not captured because the capture fell behind (the node forwarded them).
+    pub dropped: u64,
+    /// Why it ended: "count", "time" or "node stopped".
+    pub reason: String,
+}
+
 /// A node event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -685,6 +734,10 @@ pub enum ErrorCode {
     /// The service module was refused: unsigned, tampered, untrusted, bad package or
     /// configuration, or the operation does not fit its state (the message says which).
     ModuleRefused,
+    /// The node is at a limit for this kind of request (e.g. captures running); retry later.
+    Busy,
+    /// This node cannot do that (e.g. capture on a driver without a socket).
+    Unsupported,
     /// A code this client does not know.
     #[serde(other)]
     Other,
@@ -707,6 +760,8 @@ impl ErrorCode {
             ErrorCode::BadCode => "bad_code",
             ErrorCode::NoModule => "no_module",
             ErrorCode::ModuleRefused => "module_refused",
+            ErrorCode::Busy => "busy",
+            ErrorCode::Unsupported => "unsupported",
             ErrorCode::Other => "other",
         }
     }

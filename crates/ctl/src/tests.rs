@@ -366,7 +366,7 @@ fn client_queues_stream_messages_that_arrive_before_a_reply() {
         .take(2)
         .map(|i| match i.unwrap() {
             StreamItem::Delivery(d) => d.payload.as_text().unwrap().to_string(),
-            StreamItem::Event(e) => panic!("{e:?}"),
+            other => panic!("{other:?}"),
         })
         .collect();
     assert_eq!(got, ["early", "late"]);

@@ -38,6 +38,7 @@ use crate::DriverConfig;
 use crate::impair::{Impairments, Offer};
 use crate::stats::{DriverStats, SharedStats};
 use crate::sys::{self, EventFd, MsgBatch, UdpSocket};
+use crate::tap::{Direction, Tap, Taps};
 
 /// Capacity of every receive buffer: the largest UDP payload, so nothing is truncated.
 pub(crate) const BUF_LEN: usize = 65536;
@@ -59,6 +60,8 @@ pub(crate) struct Shared {
     pub(crate) wake_flag: AtomicBool,
     pub(crate) wake: EventFd,
     pub(crate) stats: SharedStats,
+    /// Captures opened by `NodeHandle::capture`, waiting for the data path to take them.
+    pub(crate) new_taps: std::sync::Mutex<Vec<Tap>>,
 }
 
 impl Shared {
@@ -89,6 +92,7 @@ pub(crate) struct DataPath {
     peers: HashMap<NodeAddr, Option<LinkId>>,
     last_peer: Option<(SocketAddr, Option<LinkId>)>,
     st: DriverStats,
+    taps: Taps,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -132,6 +136,7 @@ impl DataPath {
             peers: HashMap::new(),
             last_peer: None,
             st: DriverStats::default(),
+            taps: Taps::default(),
         }
     }
 
@@ -211,6 +216,16 @@ impl DataPath {
         // A call may have added or changed links.
         self.peers.clear();
         self.last_peer = None;
+        let new = std::mem::take(
+            &mut *self
+                .shared
+                .new_taps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for t in new {
+            self.taps.add(t);
+        }
     }
 
     fn take_buf(&mut self) -> Vec<u8> {
@@ -279,6 +294,11 @@ impl DataPath {
                 self.st.truncated_drops += 1;
                 self.recycle(buf);
                 continue;
+            }
+            if !self.taps.is_empty()
+                && let Some(s) = src
+            {
+                self.taps.show(Direction::In, s, &buf);
             }
             match src.and_then(|s| self.link_of(s)) {
                 Some(link) => self.node.handle_packet(now, link, buf),
@@ -352,6 +372,11 @@ impl DataPath {
                         .get(off..off + k)
                         .map_or(0, |s| s.iter().map(|t| t.buf.len()).sum());
                     self.st.tx_bytes += bytes as u64;
+                    if !self.taps.is_empty() {
+                        for t in sending.get(off..off + k).unwrap_or_default() {
+                            self.taps.show(Direction::Out, t.dst.socket_addr(), &t.buf);
+                        }
+                    }
                     off += k;
                 }
                 Err(e) => match self.count_errno(&e) {

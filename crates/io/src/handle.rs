@@ -23,6 +23,7 @@ use crate::DriverConfig;
 use crate::driver::{DataPath, Job, Shared};
 use crate::stats::{DriverStats, SharedStats};
 use crate::sys::{EventFd, UdpSocket};
+use crate::tap::{Capture, CaptureSpec};
 
 /// The data-path thread is gone (shut down, or it panicked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +52,7 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
         wake_flag: AtomicBool::new(false),
         wake: EventFd::new()?,
         stats: SharedStats::default(),
+        new_taps: Mutex::new(Vec::new()),
     });
     let (call_tx, call_rx) = mpsc::channel::<Job>();
     let (ev_tx, ev_rx) = mpsc::sync_channel(cfg.event_capacity);
@@ -101,6 +103,22 @@ impl NodeHandle {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
+    }
+
+    /// Starts capturing the datagrams the socket receives and sends (see [`crate::tap`]);
+    /// the capture ends when the returned [`Capture`] is dropped.
+    pub fn capture(&self, spec: CaptureSpec) -> Result<Capture, DriverGone> {
+        if !self.is_running() {
+            return Err(DriverGone);
+        }
+        let (cap, tap) = crate::tap::open(spec);
+        self.shared
+            .new_taps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(tap);
+        self.shared.wake();
+        Ok(cap)
     }
 
     /// A snapshot of the driver's counters. The data path publishes them once per loop

@@ -26,6 +26,10 @@
 //! `poll_transmit` into `sendmmsg` batches to many destinations, recycling the buffers; timers;
 //! events to a bounded channel; pending calls. Under load a full batch skips `ppoll`.
 //!
+//! ## Capture
+//! [`NodeHandle::capture`] copies received and sent datagrams to a bounded channel for
+//! another thread (`anode capture`); see [`tap`].
+//!
 //! ## Contracts
 //! - Datagrams from sources that are no link's peer are counted and dropped.
 //! - IPv4 and IPv6; an IPv6 socket is dual-stack, v4-mapped sources normalise through
@@ -49,7 +53,9 @@ mod handle;
 mod impair;
 mod stats;
 mod sys;
+pub mod tap;
 
 pub use config::{ConfigError, DriverConfig, Impairment, MAX_BATCH};
 pub use handle::{DriverGone, NodeHandle, spawn};
 pub use stats::DriverStats;
+pub use tap::{Capture, CaptureSpec, Captured, Direction};

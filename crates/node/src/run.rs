@@ -152,6 +152,10 @@ impl Driver for Udp {
     fn bound_addr(&self) -> String {
         self.0.local_addr().to_string()
     }
+
+    fn capture(&self, spec: anode_io::CaptureSpec) -> Result<anode_io::Capture, String> {
+        self.0.capture(spec).map_err(|e| e.to_string())
+    }
 }
 
 /// A node running over UDP; see the module docs.

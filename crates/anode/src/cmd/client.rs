@@ -264,7 +264,7 @@ fn listen(
                     return Ok(());
                 }
             }
-            Ok(StreamItem::Event(_)) => {}
+            Ok(_) => {}
             Err(ClientError::Timeout) => match count {
                 Some(want) => {
                     return Err(CliError::ListenTimeout {

@@ -1,5 +1,6 @@
 //! One module per subcommand (or family of subcommands).
 
+pub mod capture;
 pub mod client;
 pub mod code;
 pub mod demo;

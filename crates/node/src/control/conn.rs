@@ -129,6 +129,9 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
             Err((rid, msg)) => ServerMessage::error(rid, ErrorCode::BadRequest, msg),
         };
         shared.reply(id, &reply);
+        if let Some(after) = state.after_reply.take() {
+            after();
+        }
         if done.send(Done { id, state }).is_err() {
             return;
         }

@@ -16,12 +16,26 @@ use super::{NodeGone, call, convert};
 /// The software name and version reported in hellos and status.
 pub(super) const SOFTWARE: &str = concat!("anode ", env!("CARGO_PKG_VERSION"));
 
+/// Work a request leaves for after its reply is queued (e.g. starting a capture's stream).
+pub(super) type AfterReply = Box<dyn FnOnce() + Send>;
+
 /// Per-connection state.
-#[derive(Debug)]
 pub(super) struct ConnState {
     pub id: ConnId,
     pub hello: bool,
     pub client: String,
+    /// Run by the worker right after it queued this request's reply.
+    pub after_reply: Option<AfterReply>,
+}
+
+impl std::fmt::Debug for ConnState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnState")
+            .field("id", &self.id)
+            .field("hello", &self.hello)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConnState {
@@ -30,6 +44,7 @@ impl ConnState {
             id,
             hello: false,
             client: String::new(),
+            after_reply: None,
         }
     }
 }
@@ -127,6 +142,11 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         }
         Request::AddRoute { dest, via, metric } => add_route(shared, dest, via, metric),
         Request::SetLink { link, up } => set_link(shared, link, up),
+        Request::Capture {
+            link,
+            count,
+            millis,
+        } => super::capture::start(shared, st, link, count, millis),
         Request::Inject {
             packet,
             logs,

@@ -23,6 +23,7 @@
 //!   tmp cleaner may have deleted), closes every connection and removes the socket file.
 
 mod app;
+mod capture;
 mod conn;
 pub(crate) mod convert;
 mod handlers;
@@ -63,6 +64,15 @@ pub trait Driver: Send + Sync + 'static {
     fn driver_stats(&self) -> BTreeMap<String, u64>;
     /// The address the node's socket is bound to.
     fn bound_addr(&self) -> String;
+    /// Starts capturing the node's datagrams (`anode capture`); drivers without a socket
+    /// of their own say why they cannot.
+    fn capture(&self, spec: anode_io::CaptureSpec) -> Result<anode_io::Capture, String> {
+        let _ = spec;
+        Err(
+            "this node's driver cannot capture packets; capture on its interface with tcpdump"
+                .into(),
+        )
+    }
 }
 
 /// Runs `f` on the node and returns its result.

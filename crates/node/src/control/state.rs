@@ -36,6 +36,8 @@ pub(super) struct ConnOut {
 
 /// Shared by all control threads.
 pub(super) struct Shared {
+    /// This value's own `Arc` (for threads a request starts, such as a capture's).
+    pub me: std::sync::Weak<Shared>,
     pub driver: Arc<dyn Driver>,
     pub path: PathBuf,
     pub started: Instant,
@@ -43,6 +45,8 @@ pub(super) struct Shared {
     pub ports: Mutex<HashMap<u16, ConnId>>,
     /// Connections that injected packets asking for EE log events.
     pub log_conns: Mutex<std::collections::HashSet<ConnId>>,
+    /// Connections with a capture running (`capture.rs`).
+    pub captures: Mutex<std::collections::HashSet<ConnId>>,
     /// Ports registered with the capsule EE (bound under `TYPE_CAPSULE`).
     pub capsule_ports: Mutex<std::collections::HashSet<u16>>,
     pub unbound_port_drops: AtomicU64,
@@ -73,7 +77,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub fn new(driver: Arc<dyn Driver>, path: PathBuf, waker: mio::Waker) -> Arc<Shared> {
-        Arc::new(Shared {
+        Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
+            captures: Mutex::new(Default::default()),
             refused_connections: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
             dirty: Mutex::new(Vec::new()),
@@ -138,6 +144,33 @@ impl Shared {
         lock(&self.log_conns).insert(id);
     }
 
+    /// Registers a capture for connection `id`; false if `max` are running.
+    pub fn begin_capture(&self, id: ConnId, max: usize) -> bool {
+        let mut c = lock(&self.captures);
+        if c.len() >= max {
+            return false;
+        }
+        c.insert(id);
+        true
+    }
+
+    /// Forgets connection `id`'s capture.
+    pub fn end_capture(&self, id: ConnId) {
+        lock(&self.captures).remove(&id);
+    }
+
+    /// True while connection `id` is open.
+    pub fn has_conn(&self, id: ConnId) -> bool {
+        lock(&self.conns).contains_key(&id)
+    }
+
+    /// Queues a stream message for connection `id`; false if it is gone or too far behind
+    /// (then the message is dropped and counted).
+    pub fn stream_to(&self, id: ConnId, msg: &ServerMessage) -> bool {
+        let out = lock(&self.conns).get(&id).map(|c| Arc::clone(&c.out));
+        out.is_some_and(|out| self.queue(id, &out, msg, true))
+    }
+
     /// Claims `port` for `id`; false if another connection owns it.
     pub fn bind_port(&self, id: ConnId, port: u16) -> bool {
         let mut ports = lock(&self.ports);
@@ -169,13 +202,13 @@ impl Shared {
 
     /// Queues `msg` for connection `id`: a stream message is dropped (and counted) if the
     /// client is [`CONN_QUEUE`] messages behind; a reply never is. Wakes the I/O thread when
-    /// the first connection becomes dirty.
-    pub fn queue(&self, id: ConnId, out: &OutQueue, msg: &ServerMessage, stream: bool) {
+    /// the first connection becomes dirty. False if the message was dropped.
+    pub fn queue(&self, id: ConnId, out: &OutQueue, msg: &ServerMessage, stream: bool) -> bool {
         {
             let mut q = lock(&out.lines);
             if stream && q.len() >= CONN_QUEUE {
                 self.slow_client_drops.fetch_add(1, Ordering::Relaxed);
-                return;
+                return false;
             }
             q.push_back(msg.to_line().into_bytes());
         }
@@ -187,6 +220,7 @@ impl Shared {
         if first {
             let _ = self.waker.wake();
         }
+        true
     }
 
     /// Queues a reply for connection `id` (dropped if the connection is gone).
@@ -203,11 +237,12 @@ impl Shared {
     }
 
     /// True if connection `id` waits for something by design: it owns a port, subscribed,
-    /// or asked for logs (an idle timeout does not apply to it).
+    /// asked for logs or captures (an idle timeout does not apply to it).
     pub fn is_listening(&self, id: ConnId) -> bool {
         lock(&self.conns).get(&id).is_some_and(|c| c.subscribed)
             || lock(&self.ports).values().any(|owner| *owner == id)
             || lock(&self.log_conns).contains(&id)
+            || lock(&self.captures).contains(&id)
     }
 
     /// Sends a delivery to the owner of `port`; false if no one owns it.

@@ -211,7 +211,7 @@ fn local_delivery_to_bound_port_and_unbound_drop() {
             assert_eq!(d.src, me);
             assert_eq!(d.payload.0, b"\x00hi\xff");
         }
-        StreamItem::Event(e) => panic!("{e:?}"),
+        other => panic!("{other:?}"),
     }
     let t0 = Instant::now();
     while tx.stats().unwrap().control.unbound_port_drops < 1 {
