@@ -27,6 +27,10 @@ command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 # /metrics is checked with the Prometheus client library's reference parser.
 /usr/bin/python3 -c "import prometheus_client" >/dev/null 2>&1 || need+=(python3-prometheus-client)
+# The live view (anode view, emulate --view) is checked in headless Chromium, driven by
+# Node.js (tools/browser/check-view.mjs).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
 # The eBPF fast path (crates/ether/bpf/fastpath.c) is compiled by clang against the kernel UAPI headers.
 command -v clang-14 >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || need+=(clang)
 [ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)

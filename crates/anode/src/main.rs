@@ -57,6 +57,8 @@ enum Command {
     /// The capsule code cache of a running node: list, show, put, evict.
     #[command(subcommand)]
     Code(cmd::code::CodeCommand),
+    /// A live web page of a running node: links and rates, routes, domains, code cache.
+    View(cmd::view::Args),
     #[command(flatten)]
     Client(cmd::client::ClientCommand),
 }
@@ -83,6 +85,7 @@ fn main() {
         Command::Flood(a) => cmd::tools::flood(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Code(c) => cmd::code::run(c),
+        Command::View(a) => cmd::view::run(a),
         Command::Client(c) => cmd::client::run(c),
     };
     if let Err(e) = r {

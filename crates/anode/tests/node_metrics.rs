@@ -113,6 +113,7 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         "{body}"
     );
     assert!(get(mport, "/nope").starts_with("HTTP/1.1 404"));
+    dashboard_names_exist(&names);
     drop(b);
     // Both EEs run under the NodeOS by default: each reports its own domain.
     let ees = n.json(&["domains"]);
@@ -123,6 +124,38 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         .map(|e| e["ee"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["plan+nodeos", "capsule+nodeos"], "{ees}");
+}
+
+/// Every metric docs/grafana/anode.json queries is a family the node serves.
+fn dashboard_names_exist(families: &[&str]) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/grafana/anode.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            for (i, _) in expr.match_indices("anode_") {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let family = ["_total", "_bucket"]
+                    .iter()
+                    .fold(name.clone(), |n, suffix| {
+                        n.strip_suffix(suffix).map_or(n.clone(), str::to_string)
+                    });
+                used.insert(family);
+            }
+        }
+    }
+    assert!(used.len() >= 15, "{used:?}");
+    for f in &used {
+        assert!(
+            families.contains(&f.as_str()),
+            "the dashboard queries {f}, which the node does not serve"
+        );
+    }
 }
 
 #[test]

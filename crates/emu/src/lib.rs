@@ -66,6 +66,7 @@ mod scenario;
 mod sim;
 pub mod topology;
 mod track;
+pub mod watch;
 
 pub use error::{EmuError, SpanError, line_col};
 pub use link::DirStats;
@@ -77,9 +78,10 @@ pub use scenario::{
     Action, Check, EeEvent, MAX_EE_EVENTS, Net, Next, NodeFn, NodeHook, Registry, ReportCtx, Step,
     StepArgs, StepCtx, StepOutcome, StepParser, Target,
 };
-pub use sim::{Sim, Tap};
+pub use sim::Sim;
 pub use topology::{LinkSpec, NodeSpec, Topology};
 pub use track::{Arrival, FlowRec, Tracker};
+pub use watch::{LinkSnap, NetSnapshot, NodeSnap, Tap};
 
 /// Runs a topology in virtual time with the built-in actions.
 pub fn run(topo: Topology) -> Result<Report, EmuError> {
@@ -92,11 +94,12 @@ pub fn run_with(topo: Topology, registry: &Registry) -> Result<Report, EmuError>
     sim::run(topo, registry)
 }
 
-/// [`run_with`], showing every packet a node hands to a link to `tap` (packet capture).
+/// [`run_with`], watched by `taps`: every packet a node hands to a link (packet capture)
+/// and snapshots of the network when a tap asks (the live view); see [`watch`].
 pub fn run_tapped(
     topo: Topology,
     registry: &Registry,
-    tap: Box<dyn Tap>,
+    taps: Vec<Box<dyn Tap>>,
 ) -> Result<Report, EmuError> {
-    sim::run_tapped(topo, registry, Some(tap))
+    sim::run_tapped(topo, registry, taps)
 }

@@ -37,6 +37,7 @@ use crate::report::{
 use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx, all_pairs_reachable};
 use crate::topology::{LinkSpec, NodeSpec, Topology};
 use crate::track::{FlowRec, Tracker, datagram_flow};
+use crate::watch::{LinkSnap, NetSnapshot, NodeSnap, Tap};
 
 #[derive(Debug)]
 enum Ev {
@@ -100,21 +101,7 @@ pub struct Sim {
     reach: Vec<ReachChange>,
     link_log: Vec<LinkChange>,
     events: u64,
-    tap: Option<Box<dyn Tap>>,
-}
-
-/// Sees every packet a node hands to a link, as a capture on the sending interface would
-/// (lost ones too): the link's index in the topology, virtual time, sender and receiver node
-/// addresses and the bytes. `anode emulate --pcap` writes them to one pcap per link.
-pub trait Tap {
-    /// One packet offered to link `link` at `at`.
-    fn packet(&mut self, link: usize, at: Duration, src: NodeAddr, dst: NodeAddr, buf: &[u8]);
-}
-
-impl std::fmt::Debug for dyn Tap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tap")
-    }
+    taps: Vec<Box<dyn Tap>>,
 }
 
 impl Sim {
@@ -196,7 +183,7 @@ impl Sim {
             reach: Vec::new(),
             link_log: Vec::new(),
             events: 0,
-            tap: None,
+            taps: Vec::new(),
         };
         for i in 0..n {
             sim.service(i, false);
@@ -273,12 +260,14 @@ impl Sim {
             self.tracker.hop(flow, from);
         }
         let now = self.now;
-        if let Some(tap) = self.tap.as_mut()
+        if !self.taps.is_empty()
             && let (Some(me), Some(peer)) = (self.specs.get(from), self.link_specs.get(li))
         {
             let to = if dir == 0 { peer.b } else { peer.a };
             if let Some(to) = self.specs.get(to) {
-                tap.packet(li, now, me.address, to.address, &t.buf);
+                for tap in &mut self.taps {
+                    tap.packet(li, now, me.address, to.address, &t.buf);
+                }
             }
         }
         let Some(link) = self.links.get_mut(li) else {
@@ -464,17 +453,17 @@ impl Net for Sim {
 /// Runs `topo` in virtual time with the built-in actions' node hooks from `registry` and
 /// returns the report.
 pub fn run(topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
-    run_tapped(topo, registry, None)
+    run_tapped(topo, registry, Vec::new())
 }
 
-/// [`run`], with every packet offered to a link shown to `tap`.
+/// [`run`], watched by `taps` (see [`crate::watch`]).
 pub fn run_tapped(
     mut topo: Topology,
     registry: &Registry,
-    tap: Option<Box<dyn Tap>>,
+    taps: Vec<Box<dyn Tap>>,
 ) -> Result<Report, EmuError> {
     let mut sim = Sim::new(&topo, registry)?;
-    sim.tap = tap;
+    sim.taps = taps;
     let end = topo.duration;
     let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
     for k in 0..steps.len() {
@@ -506,9 +495,88 @@ pub fn run_tapped(
             ev => sim.handle(ev, e.at),
         }
         sim.update_reachability();
+        sim.watch(false);
     }
     sim.now = end;
+    sim.watch(true);
     Ok(build_report(&sim, &topo, &steps))
+}
+
+impl Sim {
+    /// Lets the taps look: a snapshot for every tap that asks (all of them when `done`).
+    fn watch(&mut self, done: bool) {
+        if self.taps.is_empty() {
+            return;
+        }
+        let (now, events) = (self.now, self.events);
+        let mut taps = std::mem::take(&mut self.taps);
+        let mut snap: Option<NetSnapshot> = None;
+        for tap in &mut taps {
+            if tap.step(now, events) || done {
+                let s = snap.get_or_insert_with(|| self.snapshot(done));
+                tap.snapshot(s);
+            }
+        }
+        self.taps = taps;
+    }
+
+    /// The network now (see [`NetSnapshot`]).
+    pub fn snapshot(&self, done: bool) -> NetSnapshot {
+        let tables = self.nodes.len() <= crate::watch::ROUTE_TABLES_MAX_NODES;
+        let name = |a: &NodeAddr| addr_name(&self.by_addr, &self.specs, a);
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(&self.specs)
+            .map(|(n, s)| {
+                let c = n.counters();
+                let inf = n.config().routing.infinity;
+                let routes: Vec<_> = n
+                    .routes()
+                    .into_iter()
+                    .filter(|r| r.metric < inf && r.next_hop.is_some())
+                    .collect();
+                let route_table = if tables {
+                    routes
+                        .iter()
+                        .filter_map(|r| Some((name(&r.dest), name(&r.next_hop?.addr), r.metric)))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                NodeSnap {
+                    name: s.name.clone(),
+                    address: s.address,
+                    neighbors: n.neighbors().len(),
+                    routes: routes.len(),
+                    route_table,
+                    rx_packets: c.rx_packets,
+                    tx_packets: c.tx_packets,
+                    to_ee: c.to_ee,
+                    delivered: c.delivered,
+                    drops: c.total_drops(),
+                }
+            })
+            .collect();
+        let links = self
+            .links
+            .iter()
+            .map(|l| LinkSnap {
+                a: l.spec.a,
+                b: l.spec.b,
+                up: l.is_up(),
+                a_to_b: l.stats(0),
+                b_to_a: l.stats(1),
+            })
+            .collect();
+        NetSnapshot {
+            now: self.now,
+            events: self.events,
+            done,
+            nodes,
+            links,
+        }
+    }
 }
 
 /// Node name of an address, or the address.

@@ -33,6 +33,21 @@ pub struct Args {
     /// with tools/wireshark/anode.lua to see every ANEP field). Virtual time only.
     #[arg(long, value_name = "DIR", conflicts_with = "realtime")]
     pub pcap: Option<PathBuf>,
+    /// Serve a live view of the run (graph, link rates, routes) at http://ADDR/ (loopback;
+    /// default 127.0.0.1:8470); the page stays up after the run until Ctrl-C. Virtual time
+    /// only.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:8470",
+        conflicts_with = "realtime"
+    )]
+    pub view: Option<std::net::SocketAddr>,
+    /// Run virtual time at most FACTOR times as fast as the wall clock (1 = real time), to
+    /// watch it with --view.
+    #[arg(long, value_name = "FACTOR", requires = "view")]
+    pub speed: Option<f64>,
 }
 
 const HELP: &str = "\
@@ -71,18 +86,51 @@ counters and routes. Exit status: 0 if every check held, 1 otherwise.";
 pub fn run(args: Args) -> super::CmdResult {
     let registry = anode_node::steps::registry()?;
     let topo = Topology::load_with(&args.topology, &registry).map_err(|e| e.to_string())?;
+    if args.speed.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+        return Err("--speed must be a positive number (1 = real time)".into());
+    }
+    let view = match args.view {
+        Some(a) => {
+            let v = anode_view::ViewServer::start(a).map_err(|e| e.to_string())?;
+            eprintln!("view: {} (stays up after the run until Ctrl-C)", v.url());
+            Some(v)
+        }
+        None => None,
+    };
     let report = if args.realtime {
         anode_node::realtime::run(topo, &registry).map_err(|e| e.to_string())?
-    } else if let Some(dir) = &args.pcap {
-        let files = LinkCaptures::create(dir, &topo)?;
-        let report = anode_emu::run_tapped(topo, &registry, Box::new(files.clone()))
-            .map_err(|e| e.to_string())?;
-        files.finish(args.json)?;
-        report
     } else {
-        anode_emu::run_with(topo, &registry).map_err(|e| e.to_string())?
+        let mut taps: Vec<Box<dyn Tap>> = Vec::new();
+        let files = match &args.pcap {
+            Some(dir) => Some(LinkCaptures::create(dir, &topo)?),
+            None => None,
+        };
+        if let Some(f) = &files {
+            taps.push(Box::new(f.clone()));
+        }
+        if let Some(v) = &view {
+            let title = args.topology.display().to_string();
+            // Ctrl-C during a paced run: finish at full speed, print the report, quit.
+            anode_ether::signals::install()
+                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let tap = anode_view::EmuView::new(v.hub(), &title, args.speed)
+                .hurry_when(anode_ether::signals::stop_requested);
+            taps.push(Box::new(tap));
+        }
+        let report = anode_emu::run_tapped(topo, &registry, taps).map_err(|e| e.to_string())?;
+        if let Some(f) = files {
+            f.finish(args.json)?;
+        }
+        report
     };
     print_report(&report, args.json);
+    if let Some(v) = view {
+        eprintln!(
+            "view: the run is over; {} shows its last state. Ctrl-C to quit.",
+            v.url()
+        );
+        super::view::wait_for_signal()?;
+    }
     verdict(&report)
 }
 

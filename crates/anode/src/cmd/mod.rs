@@ -13,6 +13,7 @@ pub mod plan_inject;
 pub mod policy;
 pub mod router;
 pub mod tools;
+pub mod view;
 
 /// The error every command returns: a message for a person, already saying what to do.
 pub type CmdResult = Result<(), String>;
