@@ -16,6 +16,8 @@
 #           module's packet count is in the JSON report
 #   anode-node  the same node run by the real command, `anode node --config r.toml` (opt-in:
 #           FORWARDERS="kernel cfwd anode anode-node"; builds the `anode` binary)
+#   anode-node-scraped  anode-node with `[metrics] listen` on r's loopback, scraped once a
+#           second for the whole point (what Prometheus does; opt-in, compare with anode-node)
 # for each packet size at full offered load and at fixed rates; prints a markdown table and writes
 # JSON to bench-out/. Must be run as root. Every run is bounded in time; only namespace addresses.
 #
@@ -70,7 +72,7 @@ make -s -C "$shared" O="$tmp" >&2
 echo "== building anode release binaries (target $target)" >&2
 pkgs=(-p anode-netbench)
 need=(anode-blast anode-sink anode-fwd-node)
-if [[ " $FORWARDERS " == *" anode-node "* ]]; then pkgs+=(-p anode); need+=(anode); fi
+if [[ " $FORWARDERS " == *" anode-node "* || " $FORWARDERS " == *" anode-node-scraped "* ]]; then pkgs+=(-p anode); need+=(anode); fi
 if [[ -z ${NO_BUILD:-} ]]; then
   CARGO_TARGET_DIR=$target cargo build -q --release "${pkgs[@]}" --manifest-path "$repo/Cargo.toml" >&2
 fi
@@ -115,12 +117,24 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node)
+    anode-node | anode-node-scraped)
       dst=$R:$PORT
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
+      if [[ $fwd == anode-node-scraped ]]; then
+        printf '[metrics]\nlisten = "127.0.0.1:9464"\n' >>"$tmp/r.toml"
+      fi
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode" node --config "$tmp/r.toml" >"$tmp/fwd.out" 2>&1 &
-      fpid=$!; pids+=("$fpid") ;;
+      fpid=$!; pids+=("$fpid")
+      if [[ $fwd == anode-node-scraped ]]; then
+        # One scrape a second for the point's duration (bash's /dev/tcp: no client needed).
+        ip netns exec "${P}r" timeout $((SECS + 6)) bash -c 'sleep 0.5; : >"$1"
+          while true; do
+            exec 3<>/dev/tcp/127.0.0.1/9464 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 &&
+              cat <&3 >/dev/null && echo scrape >>"$1"; exec 3<&-; sleep 1
+          done' _ "$tmp/scrapes" 2>/dev/null &
+        pids+=("$!")
+      fi ;;
   esac
   # Wait (bounded) until the sink and the forwarder say they are ready.
   for _ in $(seq 50); do
@@ -131,6 +145,14 @@ point() {
   nsx s timeout $((SECS + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
     --size "$size" --secs "$SECS" --rate "$rate" --batch "$BATCH" "${kind[@]}" >"$tmp/blast.out" 2>&1 || true
   wait "$spid" || true
+  # CPU seconds the anode node process used during the point (user + system, 10 ms ticks).
+  local cpu=null apid
+  if [[ $fwd == anode-node* ]]; then
+    apid=$(pgrep -f "anode node --config $tmp/r.toml" | tail -n1 || true)
+    if [[ -n $apid && -r /proc/$apid/stat ]]; then
+      cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$apid/stat")
+    fi
+  fi
   if [[ -n $fpid ]]; then
     kill -TERM "$fpid" 2>/dev/null || true
     wait "$fpid" || true
@@ -143,15 +165,15 @@ point() {
   local fwdinfo=null
   if [[ $fwd == anode || $fwd == anode-capsule || $fwd == anode-module ]]; then
     fwdinfo=$(grep '^{' "$tmp/fwd.out" | tail -n1 || true); fwdinfo=${fwdinfo:-null}
-  elif [[ $fwd == anode-node ]]; then
+  elif [[ $fwd == anode-node || $fwd == anode-node-scraped ]]; then
     fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded.*/{"rx":\1,"tx":\2,"forwarded":\3}/p' "$tmp/fwd.out")
     fwdinfo=${fwdinfo:-null}
   elif [[ $fwd == cfwd ]]; then
     fwdinfo=$(sed -n 's/^fwd rx=\([0-9]*\) tx=\([0-9]*\) drop=\([0-9]*\) txerr=\([0-9]*\).*/{"rx":\1,"tx":\2,"drop":\3,"txerr":\4}/p' "$tmp/fwd.out")
     fwdinfo=${fwdinfo:-null}
   fi
-  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_report":%s}\n' \
-    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$fwdinfo" >>"$tmp/points"
+  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s}\n' \
+    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
   if [[ $fwd == anode-capsule ]]; then
@@ -162,7 +184,12 @@ point() {
       "$(printf '%s' "$cap" | sed -n 's/.*"capsules":\([0-9]*\).*/\1/p') / $(printf '%s' "$cap" | sed -n 's/.*"ran":\([0-9]*\).*/\1/p') / $(printf '%s' "$cap" | sed -n 's/.*"traps":\([0-9]*\).*/\1/p')" \
       "$(d=$(printf '%s' "$cap" | sed -n 's/.*"drops":{\([^}]*\)}.*/\1/p' | tr -d '"'); echo "${d:-none}")" >>"$tmp/caprows"
   fi
-  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss%" >&2
+  local scrapes=""
+  if [[ $fwd == anode-node-scraped ]]; then
+    scrapes=" scrapes=$(wc -l <"$tmp/scrapes" 2>/dev/null || echo 0)"
+    : >"$tmp/scrapes"
+  fi
+  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes" >&2
 }
 
 : >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"
