@@ -52,6 +52,9 @@ enum Command {
     Traceroute(cmd::tools::TraceArgs),
     /// Flood a node with capsules counted at the receiver; report rate and loss.
     Flood(cmd::tools::FloodArgs),
+    /// Capsules of your own code: send them from a running node (the code loads hop by hop).
+    #[command(subcommand)]
+    Capsule(cmd::capsule::CapsuleCommand),
     /// Capture a running node's packets: pcap for Wireshark (-w FILE, -w -) or one line each.
     Capture(cmd::capture::Args),
     /// The capsule code cache of a running node: list, show, put, evict.
@@ -83,6 +86,7 @@ fn main() {
         Command::Ping(a) => cmd::tools::ping(a),
         Command::Traceroute(a) => cmd::tools::traceroute(a),
         Command::Flood(a) => cmd::tools::flood(a),
+        Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Code(c) => cmd::code::run(c),
         Command::View(a) => cmd::view::run(a),

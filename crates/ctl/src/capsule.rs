@@ -31,17 +31,50 @@ pub struct CapsuleSession {
 
 pub use anode_wire::capsule::capsule_packet;
 
+/// The code a session's capsules name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionCode<'a> {
+    /// A WebAssembly module, put into the node's code cache when the session opens.
+    Wasm(&'a [u8]),
+    /// A code object the node already has (by its SHA-256).
+    Cached([u8; 32]),
+}
+
 impl CapsuleSession {
     /// Puts `wasm` into the node's code cache and binds a free capsule application port.
-    pub fn open(mut client: Client, wasm: &[u8]) -> Result<CapsuleSession, String> {
+    pub fn open(client: Client, wasm: &[u8]) -> Result<CapsuleSession, String> {
+        Self::open_with(client, SessionCode::Wasm(wasm), None)
+    }
+
+    /// A session for `code`, on application port `port` (`None`: a free one).
+    pub fn open_with(
+        mut client: Client,
+        code: SessionCode<'_>,
+        port: Option<u16>,
+    ) -> Result<CapsuleSession, String> {
         let node = client.node_info().node;
-        let name = crate::app::code_name(&Sha256::digest(wasm).into());
-        let code_was_cached = client.code_show(&name).is_ok();
-        let e = client.code_put(wasm.to_vec()).map_err(|e| e.to_string())?;
-        let code = parse_code_name(&e.hash).map_err(|e| e.to_string())?;
+        let (code, code_was_cached) = match code {
+            SessionCode::Wasm(wasm) => {
+                let name = crate::app::code_name(&Sha256::digest(wasm).into());
+                let cached = client.code_show(&name).is_ok();
+                let e = client.code_put(wasm.to_vec()).map_err(|e| e.to_string())?;
+                (parse_code_name(&e.hash).map_err(|e| e.to_string())?, cached)
+            }
+            SessionCode::Cached(hash) => {
+                let name = crate::app::code_name(&hash);
+                client.code_show(&name).map_err(|e| match e {
+                    ClientError::Refused { .. } => format!(
+                        "node {node} does not have code {name}; give the .wasm file instead, or put it there with `anode code put FILE.wasm`"
+                    ),
+                    e => e.to_string(),
+                })?;
+                (hash, true)
+            }
+        };
         let base = 40_000 + (std::process::id() % 20_000) as u16;
-        for i in 0..PORT_TRIES {
-            let p = base.wrapping_add(i).max(1024);
+        let tries = if port.is_some() { 1 } else { PORT_TRIES };
+        for i in 0..tries {
+            let p = port.unwrap_or_else(|| base.wrapping_add(i).max(1024));
             match client.bind_app(TYPE_CAPSULE, p) {
                 Ok(()) => {
                     return Ok(CapsuleSession {
@@ -55,7 +88,7 @@ impl CapsuleSession {
                 Err(ClientError::Refused {
                     code: ErrorCode::PortInUse,
                     ..
-                }) => continue,
+                }) if port.is_none() => continue,
                 Err(e) => return Err(e.to_string()),
             }
         }

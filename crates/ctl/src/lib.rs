@@ -77,10 +77,11 @@ pub mod module;
 pub mod path;
 mod payload;
 mod proto;
+pub mod send;
 pub mod tools;
 
 pub use app::CodeEntry;
-pub use capsule::CapsuleSession;
+pub use capsule::{CapsuleSession, SessionCode};
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry};
 pub use payload::{Payload, PayloadError};

@@ -1,5 +1,6 @@
 //! One module per subcommand (or family of subcommands).
 
+pub mod capsule;
 pub mod capture;
 pub mod client;
 pub mod code;

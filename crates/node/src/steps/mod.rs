@@ -1,6 +1,7 @@
 //! The emulator registry `anode emulate` and `anode demo` use: the built-in steps, both
 //! execution environments on every node (`crate::ees`), and the EE steps: `ping` and `flood`
-//! (capsules, `capsule.rs`) and `inject-plan` (PLAN, `plan.rs`).
+//! (capsules, `capsule.rs`), `capsule` (capsules of any code file, `code.rs`) and
+//! `inject-plan` (PLAN, `plan.rs`).
 //!
 //! Contract: [`registry`] is the one registry for parsing a topology and running it, so a file
 //! that parses also runs with the same actions.
@@ -8,6 +9,7 @@
 use anode_emu::Registry;
 
 mod capsule;
+mod code;
 mod plan;
 
 /// The built-in steps plus the EEs on every node and their steps.
@@ -23,6 +25,11 @@ pub fn registry() -> Result<Registry, String> {
         "flood",
         "from, to, size, count | duration_ms, rate_pps, status_ms, rb, port, timeout_ms, expect_delivered",
         capsule::parse_flood,
+    );
+    r.register(
+        "capsule",
+        "from, to, code (a .wasm file), payload | payload_hex, count, interval_ms, rb, flow, port, wait_ms, expect_delivered",
+        code::parse,
     );
     r.register(
         "inject-plan",
