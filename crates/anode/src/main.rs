@@ -52,6 +52,9 @@ enum Command {
     Traceroute(cmd::tools::TraceArgs),
     /// Flood a node with capsules counted at the receiver; report rate and loss.
     Flood(cmd::tools::FloodArgs),
+    /// Start your own protocol: `anode new protocol NAME` writes a crate to build and emulate.
+    #[command(subcommand)]
+    New(cmd::new::NewCommand),
     /// Capsules of your own code: send them from a running node (the code loads hop by hop).
     #[command(subcommand)]
     Capsule(cmd::capsule::CapsuleCommand),
@@ -86,6 +89,7 @@ fn main() {
         Command::Ping(a) => cmd::tools::ping(a),
         Command::Traceroute(a) => cmd::tools::traceroute(a),
         Command::Flood(a) => cmd::tools::flood(a),
+        Command::New(c) => cmd::new::run(c),
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Code(c) => cmd::code::run(c),

@@ -38,8 +38,8 @@ fn capsules_of_a_code_file_and_of_a_cached_hash() {
     let w = wasm.to_string_lossy().into_owned();
     let run = |code: &str, json: bool| {
         let mut args = vec![
-            "capsule", "send", &b_addr, "--code", code, "--hex", &request, "-c", "3",
-            "--rate", "20", "--port", "47001", "--wait", "2", "--socket", &sock,
+            "capsule", "send", &b_addr, "--code", code, "--hex", &request, "-c", "3", "--rate",
+            "20", "--port", "47001", "--wait", "2", "--socket", &sock,
         ];
         if json {
             args.push("--json");
@@ -48,17 +48,31 @@ fn capsules_of_a_code_file_and_of_a_cached_hash() {
     };
     let out = run(&w, false);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text.matches("delivery at").count(), 3, "{text}");
-    assert!(text.contains("3 sent, 0 dropped, 3 delivered back"), "{text}");
+    assert!(
+        text.contains("3 sent, 0 dropped, 3 delivered back"),
+        "{text}"
+    );
     // b loaded the code from a (its previous hop) on demand.
     let code = b.json(&["code", "list"]);
-    let hash: String = code_hash(protocols::PING).iter().map(|x| format!("{x:02x}")).collect();
+    let hash: String = code_hash(protocols::PING)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
     assert!(code.to_string().contains(&hash), "{code}");
 
     // The same code by its hash, now that a has it; JSON lines.
     let out = run(&hash, true);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -72,8 +86,14 @@ fn capsules_of_a_code_file_and_of_a_cached_hash() {
     // Code the node does not have, and a --code that is neither file nor hash.
     let out = run(&"ab".repeat(32), false);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("anode code put"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("anode code put"),
+        "{err}"
+    );
     let out = run("no-such-file.wasm", false);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("neither a file"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("neither a file"),
+        "{err}"
+    );
 }

@@ -237,13 +237,26 @@ fn capsule_step_runs_any_code_file() {
     std::fs::write(&t, file(&wasm.to_string_lossy())).unwrap();
     let out = anode().arg("emulate").arg(&t).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("3 sent, 3 delivered to port 9"), "{text}");
-    assert!(text.contains("at a: "), "the replies arrive at the source: {text}");
+    assert!(
+        text.contains("at a: "),
+        "the replies arrive at the source: {text}"
+    );
     std::fs::write(&t, file("no/such.wasm")).unwrap();
     let out = anode().arg("emulate").arg(&t).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("cannot read no/such.wasm"), "{err}");
-    assert!(err.contains("t.toml:"), "the error names the file and line: {err}");
+    assert!(
+        !out.status.success() && err.contains("cannot read no/such.wasm"),
+        "{err}"
+    );
+    assert!(
+        err.contains("t.toml:"),
+        "the error names the file and line: {err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

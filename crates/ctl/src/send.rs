@@ -123,7 +123,9 @@ pub fn send_capsules(
             deliver(&mut sum, on, p);
         }
         if !o.interval.is_zero() && seq < o.count {
-            let until = t0 + o.interval.saturating_mul(u32::try_from(seq).unwrap_or(u32::MAX));
+            let until = t0
+                + o.interval
+                    .saturating_mul(u32::try_from(seq).unwrap_or(u32::MAX));
             while let Some(left) = until.checked_duration_since(Instant::now()) {
                 if stop() {
                     break;

@@ -14,7 +14,9 @@
 //!   `rust-toolchain.toml` installs; a failure says so.
 //!
 //! What to build, which folders to watch and where the results go stay with each build
-//! script.
+//! script. [`scaffold`] writes a new protocol crate for `anode new protocol`.
+
+pub mod scaffold;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -361,7 +361,10 @@ mod tests {
     fn rates_come_from_the_previous_update_and_stay_at_the_end() {
         let mut r = RateTracker::new();
         let first = r.from_emulation("t", &snap(1000, 10, false));
-        assert_eq!(first.links[0].ab_pps, None, "no rate before a second update");
+        assert_eq!(
+            first.links[0].ab_pps, None,
+            "no rate before a second update"
+        );
         let second = r.from_emulation("t", &snap(1500, 60, false));
         assert_eq!(second.links[0].ab_pps, Some(100.0));
         assert_eq!(second.links[0].ab_bps, Some(80_000.0));

@@ -88,7 +88,10 @@ fn send(a: SendArgs) -> super::CmdResult {
         SessionCode::Wasm(&wasm)
     } else {
         let hash = anode_ctl::app::parse_code_name(&a.code).map_err(|_| {
-            format!("--code {}: neither a file nor a 64-hex-digit code hash", a.code)
+            format!(
+                "--code {}: neither a file nor a 64-hex-digit code hash",
+                a.code
+            )
         })?;
         SessionCode::Cached(hash)
     };
@@ -96,7 +99,12 @@ fn send(a: SendArgs) -> super::CmdResult {
     let mut s = CapsuleSession::open_with(connect_to(&a.conn)?, code, a.port)?;
     let json = a.conn.json();
     if !json {
-        let hash: String = s.code().iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let hash: String = s
+            .code()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
         println!(
             "capsules of code {hash}... from {} to {}; deliveries to port {}",
             s.node(),
@@ -121,10 +129,12 @@ fn send(a: SendArgs) -> super::CmdResult {
             return;
         }
         match e {
-            SendEvent::Dropped { seq, drop } => println!("capsule {seq} dropped by the node: {drop}"),
+            SendEvent::Dropped { seq, drop } => {
+                println!("capsule {seq} dropped by the node: {drop}")
+            }
             SendEvent::Delivery { at_ms, payload } => {
                 let p = Payload(payload.clone());
-                match p.as_text() {
+                match p.as_text().filter(|t| !t.chars().any(char::is_control)) {
                     Some(t) => println!("delivery at {at_ms} ms: {t:?}"),
                     None => println!("delivery at {at_ms} ms: {} (hex)", p.to_hex()),
                 }
@@ -132,14 +142,21 @@ fn send(a: SendArgs) -> super::CmdResult {
         }
     })?;
     if json {
-        println!("{}", serde_json::to_string(&sum).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string(&sum).map_err(|e| e.to_string())?
+        );
     } else {
         println!(
             "{} sent, {} dropped, {} delivered back{}{}",
             sum.sent,
             sum.dropped,
             sum.deliveries,
-            if sum.code_was_cached { "" } else { " (the code was new to the node)" },
+            if sum.code_was_cached {
+                ""
+            } else {
+                " (the code was new to the node)"
+            },
             if sum.interrupted { "; interrupted" } else { "" }
         );
     }

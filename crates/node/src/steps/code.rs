@@ -72,9 +72,11 @@ pub fn parse(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, anode_emu::SpanErr
             ));
         }
         (Some(t), None) => t.into_bytes(),
-        (None, Some(h)) => anode_ctl::Payload::from_hex(&h)
-            .map_err(|e| a.err("payload_hex", e, "e.g. payload_hex = \"00ff\""))?
-            .0,
+        (None, Some(h)) => {
+            anode_ctl::Payload::from_hex(&h)
+                .map_err(|e| a.err("payload_hex", e, "e.g. payload_hex = \"00ff\""))?
+                .0
+        }
         (None, None) => Vec::new(),
     };
     Ok(Box::new(SendCode {
@@ -134,14 +136,16 @@ impl SendCode {
         let payload = self.payload.clone();
         ctx.with_node(
             self.from,
-            Box::new(move |n, now| match capsule_packet(code, src, dst, rb, flow, &payload) {
-                Ok(p) => {
-                    if let Err(e) = n.inject(now, p) {
-                        tracing::debug!("capsule step: inject refused: {e}");
+            Box::new(
+                move |n, now| match capsule_packet(code, src, dst, rb, flow, &payload) {
+                    Ok(p) => {
+                        if let Err(e) = n.inject(now, p) {
+                            tracing::debug!("capsule step: inject refused: {e}");
+                        }
                     }
-                }
-                Err(e) => tracing::error!("capsule step: {e}"),
-            }),
+                    Err(e) => tracing::error!("capsule step: {e}"),
+                },
+            ),
         );
         self.sent += 1;
         self.last_sent = ctx.now();
@@ -208,7 +212,10 @@ impl Action for SendCode {
             .collect();
         let check = self.expect.map(|want| Check {
             passed: n >= want,
-            message: format!("expected at least {want} deliveries to port {}, got {n}", self.port),
+            message: format!(
+                "expected at least {want} deliveries to port {}, got {n}",
+                self.port
+            ),
         });
         StepOutcome {
             summary,
