@@ -23,6 +23,8 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v traceroute >/dev/null 2>&1 || need+=(traceroute)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
+# The README's tour (scripts/tour.sh) reads /metrics with curl.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # Packet captures are checked with tshark and the dissector in tools/wireshark/.
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 # /metrics is checked with the Prometheus client library's reference parser.

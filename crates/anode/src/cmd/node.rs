@@ -30,11 +30,22 @@ pub struct Args {
     /// Check the config file, print what it sets up, and exit.
     #[arg(long)]
     pub check: bool,
+    /// Also trust this module publisher key (64 hex digits, `anode keygen`'s BASE.pub), as
+    /// if it were in [modules] trusted_keys. Repeatable.
+    #[arg(long, value_name = "HEX")]
+    pub trust_key: Vec<String>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> super::CmdResult {
-    let file = config::load(&args.config).map_err(|e| e.to_string())?;
+    let mut file = config::load(&args.config).map_err(|e| e.to_string())?;
+    for k in &args.trust_key {
+        let k = k.trim();
+        anode_modules::parse_public(k).map_err(|e| {
+            format!("--trust-key '{k}' is not an ed25519 public key ({e}); give the 64 hex digits of BASE.pub")
+        })?;
+        file.modules.trusted_keys.push(k.to_string());
+    }
     if args.check {
         print_summary(&file);
         return config::check_dirs(&file);
