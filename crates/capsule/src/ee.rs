@@ -212,6 +212,8 @@ pub struct CapsuleStats {
 pub struct CodeInfo {
     /// Its name.
     pub hash: CodeHash,
+    /// The protocol's name from the module's `anode.name` section, if it has one.
+    pub name: Option<String>,
     /// Module size, bytes.
     pub wasm_len: usize,
     /// Bytes it holds in the memory cache (0 if only on disk).
@@ -442,6 +444,7 @@ impl CapsuleEe {
             .values()
             .map(|c| CodeInfo {
                 hash: c.obj.hash,
+                name: crate::runtime::protocol_name(&c.obj.wasm),
                 wasm_len: c.obj.wasm.len(),
                 cost: c.obj.cost,
                 in_memory: true,
@@ -452,13 +455,11 @@ impl CapsuleEe {
             .collect();
         for h in &on_disk {
             if !self.mem.map.contains_key(h) {
+                let wasm = self.disk.as_ref().and_then(|d| d.wasm(h));
                 v.push(CodeInfo {
                     hash: *h,
-                    wasm_len: self
-                        .disk
-                        .as_ref()
-                        .and_then(|d| d.wasm(h))
-                        .map_or(0, |w| w.len()),
+                    name: wasm.as_deref().and_then(crate::runtime::protocol_name),
+                    wasm_len: wasm.as_ref().map_or(0, |w| w.len()),
                     cost: 0,
                     in_memory: false,
                     live: false,

@@ -54,7 +54,9 @@ pub use loader::LoaderConfig;
 pub use packet::capsule_packet;
 pub use report::{RunOutcome, RunReport};
 pub use route::CapsuleRouteFn;
-pub use runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash};
+pub use runtime::{
+    CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash, protocol_name,
+};
 pub use serve::ServeConfig;
 pub use softstate::{PutError, SoftState};
 

@@ -491,3 +491,44 @@ fn check_abi(module: &Module) -> Result<(bool, bool, Vec<CodeHash>), CapsuleErro
     }
     Ok((has_init, has_finalize, deps))
 }
+
+/// The protocol's name a module declares in its `anode.name` custom section
+/// (`anode_sdk::protocol_name!`), if it has one that is printable UTF-8 of at most 64
+/// bytes. Never fails: a module without one, or bytes that are not a module, have no name.
+pub fn protocol_name(wasm: &[u8]) -> Option<String> {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        match payload {
+            Ok(wasmparser::Payload::CustomSection(c)) if c.name() == "anode.name" => {
+                let name = std::str::from_utf8(c.data()).ok()?;
+                let ok = !name.is_empty()
+                    && name.len() <= 64
+                    && name.chars().all(|ch| ch.is_ascii_graphic() || ch == ' ');
+                return ok.then(|| name.to_string());
+            }
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::protocol_name;
+    use crate::protocols;
+
+    #[test]
+    fn shipped_protocols_carry_their_names() {
+        for (wasm, name) in [
+            (protocols::PING, "ping"),
+            (protocols::TRACEROUTE, "traceroute"),
+            (protocols::FLOOD, "flood"),
+            (protocols::FORWARD, "forward"),
+        ] {
+            assert_eq!(protocol_name(wasm).as_deref(), Some(name));
+        }
+        assert_eq!(protocol_name(b"not wasm"), None);
+        let unnamed = wat::parse_str("(module)").unwrap();
+        assert_eq!(protocol_name(&unnamed), None);
+    }
+}

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct CodeEntry {
     /// SHA-256 of the module, lowercase hex.
     pub hash: String,
+    /// The protocol's name, from the module's `anode.name` section ("" if it has none).
+    #[serde(default)]
+    pub name: String,
     /// Module size, bytes.
     pub wasm_len: u64,
     /// Bytes it holds in the memory cache (0 if only on disk).

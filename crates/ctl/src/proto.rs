@@ -548,6 +548,10 @@ pub struct ControlStats {
 pub struct DomainEntry {
     /// Its id within its EE.
     pub id: u32,
+    /// For a capsule protocol's domain: the protocol's name, from its code's `anode.name`
+    /// section ("" if unknown).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// Its parent (`None` for the root).
     pub parent: Option<u32>,
     /// Its principal.

@@ -182,6 +182,21 @@ fn guarded<E: MeteredEe + 'static>(
     Ok(Box::new(g))
 }
 
+/// Capsule principals ("capsule/<sha256 hex>") -> the protocol names their code declares.
+pub fn code_names(node: &mut Node) -> std::collections::HashMap<String, String> {
+    capsule_ee(node)
+        .map(|ee| {
+            ee.code_list()
+                .into_iter()
+                .filter_map(|c| {
+                    let hex: String = c.hash.iter().map(|b| format!("{b:02x}")).collect();
+                    Some((format!("capsule/{hex}"), c.name?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The capsule EE of `node`, if it has one (bare or under the NodeOS).
 pub fn capsule_ee(node: &mut Node) -> Option<&mut CapsuleEe> {
     let any = node.ee_mut(anode_wire::anep::TYPE_CAPSULE)?.as_any_mut();

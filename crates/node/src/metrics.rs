@@ -66,6 +66,8 @@ pub struct Snapshot {
     pub links: Vec<LinkEntry>,
     /// Modules.
     pub modules: Vec<ModuleSnap>,
+    /// Capsule principals -> the protocol names their code declares (a `protocol` label).
+    pub code_names: std::collections::HashMap<String, String>,
 }
 
 impl Snapshot {
@@ -88,7 +90,9 @@ impl Snapshot {
                     .collect()
             })
             .unwrap_or_default();
+        let code_names = crate::ees::code_names(n);
         Snapshot {
+            code_names,
             counters: n.counters().clone(),
             domains: n.domain_reports(),
             capsule: crate::ees::capsule_ee(n).map(|c| c.stats().clone()),
@@ -323,11 +327,14 @@ impl Snapshot {
             .collect();
         for (r, ids) in self.domains.iter().zip(&ids) {
             for (d, id) in r.domains.iter().zip(ids) {
-                let l = vec![
+                let mut l = vec![
                     ("ee", r.ee.as_str()),
                     ("domain", id.as_str()),
                     ("principal", d.principal.as_str()),
                 ];
+                if let Some(name) = self.code_names.get(&d.principal) {
+                    l.push(("protocol", name.as_str()));
+                }
                 pk.push((l.clone(), d.packets));
                 by.push((l.clone(), d.bytes));
                 cpu.push((l.clone(), d.cpu_ns as f64 / 1e9));

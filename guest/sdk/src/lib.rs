@@ -401,6 +401,22 @@ pub fn be64(b: &[u8], at: usize) -> u64 {
     }
 }
 
+/// Names the protocol: a custom section `anode.name` in the module, which nodes show in
+/// `anode code list`, `anode domains` and metrics instead of only the code's hash. The name
+/// is part of the module, so it is part of the code's SHA-256.
+///
+/// ```ignore
+/// anode_sdk::protocol_name!(b"ping");
+/// ```
+#[macro_export]
+macro_rules! protocol_name {
+    ($name:literal) => {
+        #[unsafe(link_section = "anode.name")]
+        #[used]
+        static __ANODE_NAME: [u8; $name.len()] = *$name;
+    };
+}
+
 /// Exports `accept` (calling `$f(&mut Capsule, Why) -> Verdict`) and the ABI-version marker.
 #[macro_export]
 macro_rules! export_accept {

@@ -50,8 +50,9 @@ fn line(e: &CodeEntry) -> String {
     if e.on_disk {
         at.push("disk");
     }
+    let name = if e.name.is_empty() { "-" } else { &e.name };
     format!(
-        "{}  {:>8} B wasm  {:>9} B cached  {}\n",
+        "{}  {name:<12} {:>10}  {:>12}  {}\n",
         e.hash,
         e.wasm_len,
         e.mem_bytes,
@@ -78,7 +79,11 @@ pub fn run(cmd: CodeCommand) -> super::CmdResult {
             let text = if list.is_empty() {
                 "no code objects cached\n".to_string()
             } else {
-                list.iter().map(line).collect()
+                let head = format!(
+                    "{:<64}  {:<12} {:>10}  {:>12}  WHERE\n",
+                    "CODE (SHA-256)", "NAME", "WASM_BYTES", "CACHED_BYTES"
+                );
+                std::iter::once(head).chain(list.iter().map(line)).collect()
             };
             out(c.json(), &list, text)
         }

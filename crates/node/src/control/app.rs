@@ -22,6 +22,7 @@ const MAX_INJECT: u32 = 10_000;
 fn entry(c: &anode_capsule::CodeInfo) -> CodeEntry {
     CodeEntry {
         hash: code_name(&c.hash),
+        name: c.name.clone().unwrap_or_default(),
         wasm_len: c.wasm_len as u64,
         mem_bytes: c.cost as u64,
         in_memory: c.in_memory,

@@ -105,8 +105,10 @@ pub(super) fn delivery(d: &Delivery) -> DeliveryInfo {
     }
 }
 
-/// The NodeOS domain reports of the node's EEs.
-pub(super) fn domains(node: &Node) -> Vec<DomainsInfo> {
+/// The NodeOS domain reports of the node's EEs, capsule protocols' domains named after
+/// their code where it names itself.
+pub(super) fn domains(node: &mut Node) -> Vec<DomainsInfo> {
+    let names = crate::ees::code_names(node);
     node.domain_reports()
         .into_iter()
         .map(|r| DomainsInfo {
@@ -128,6 +130,7 @@ pub(super) fn domains(node: &Node) -> Vec<DomainsInfo> {
                 .into_iter()
                 .map(|d| DomainEntry {
                     id: d.id,
+                    name: names.get(&d.principal).cloned().unwrap_or_default(),
                     parent: d.parent,
                     principal: d.principal,
                     packets: d.packets,

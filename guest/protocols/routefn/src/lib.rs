@@ -51,3 +51,5 @@ fn accept(cap: &mut Capsule, why: Why) -> Verdict {
 }
 
 anode_sdk::export_accept!(accept);
+
+anode_sdk::protocol_name!(b"routefn");

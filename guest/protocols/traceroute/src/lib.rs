@@ -131,3 +131,5 @@ fn hop_reply(cap: &mut Capsule, h: &[u8; HDR], reached: bool) -> Verdict {
 }
 
 anode_sdk::export_accept!(accept);
+
+anode_sdk::protocol_name!(b"traceroute");

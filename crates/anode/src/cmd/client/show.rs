@@ -188,7 +188,12 @@ pub fn domains(ees: &[DomainsInfo]) -> String {
             t.row(vec![
                 d.id.to_string(),
                 d.parent.map_or_else(|| "-".into(), |p| p.to_string()),
-                d.principal.clone(),
+                if d.name.is_empty() {
+                    d.principal.clone()
+                } else {
+                    let short = d.principal.get(..16).unwrap_or(&d.principal);
+                    format!("{} ({short}...)", d.name)
+                },
                 d.packets.to_string(),
                 d.bytes.to_string(),
                 d.cpu_ns.to_string(),
