@@ -623,7 +623,7 @@ impl NodeLine {
         ]);
         assert!(out.contains("3 capsules transmitted, 3 received"), "{out}");
         let code = anode_ok(&["code", "list", "--socket", &self.sock("r")]);
-        assert!(code.lines().any(|l| l.contains("wasm")), "{code}");
+        assert!(code.lines().any(|l| l.contains(" ping ")), "{code}");
     }
 
     /// A PLAN ping program from s to d (`ping/FILE`), through the router's node.
@@ -649,12 +649,18 @@ impl NodeLine {
 
     /// Runs of the router's NodeOS domain `principal` (from `anode domains`).
     fn domain_runs(&self, principal: &str) -> u64 {
-        let domains = anode_ok(&["domains", "--socket", &self.sock("r")]);
-        domains
-            .lines()
-            .find(|l| l.contains(principal))
-            .and_then(|l| l.split_whitespace().nth(3))
-            .and_then(|n| n.parse::<u64>().ok())
+        let text = anode_ok(&["domains", "--json", "--socket", &self.sock("r")]);
+        let ees: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        ees.as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|e| e["domains"].as_array().cloned().unwrap_or_default())
+            .find(|d| {
+                d["principal"]
+                    .as_str()
+                    .is_some_and(|p| p.contains(principal))
+            })
+            .and_then(|d| d["packets"].as_u64())
             .unwrap_or(0)
     }
 
