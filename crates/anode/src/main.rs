@@ -3,7 +3,7 @@
 //! Each subcommand lives in its own module under `cmd/`; `main` only parses arguments and
 //! maps errors to a message and exit status 1 (2 for usage errors, from clap).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -65,8 +65,47 @@ enum Command {
     Code(cmd::code::CodeCommand),
     /// A live web page of a running node: links and rates, routes, domains, code cache.
     View(cmd::view::Args),
+    /// Print a shell completion script (e.g. `anode completions bash > ~/.local/share/bash-completion/completions/anode`).
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages for anode and every subcommand into DIR (then `man -l DIR/anode.1`).
+    Man {
+        /// The directory (made if missing).
+        #[arg(long, default_value = "man")]
+        dir: std::path::PathBuf,
+    },
     #[command(flatten)]
     Client(cmd::client::ClientCommand),
+}
+
+/// `anode completions` and `anode man`: generated from the command line definition.
+fn docs(c: Command) -> cmd::CmdResult {
+    match c {
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "anode", &mut script);
+            use std::io::Write;
+            match std::io::stdout().write_all(&script) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+                _ => Ok(()),
+            }
+        }
+        Command::Man { dir } => {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &dir)
+                .map_err(|e| format!("cannot write man pages into {}: {e}", dir.display()))?;
+            println!(
+                "man pages written into {} (man -l {}/anode.1)",
+                dir.display(),
+                dir.display()
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn main() {
@@ -95,6 +134,7 @@ fn main() {
         Command::Code(c) => cmd::code::run(c),
         Command::View(a) => cmd::view::run(a),
         Command::Client(c) => cmd::client::run(c),
+        c @ (Command::Completions { .. } | Command::Man { .. }) => docs(c),
     };
     if let Err(e) = r {
         eprintln!("anode: {e}");
