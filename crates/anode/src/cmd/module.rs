@@ -24,6 +24,9 @@ pub struct KeygenArgs {
     /// Where to write the key: BASE.key (secret) and BASE.pub (public).
     #[arg(long, default_value = "publisher")]
     pub out: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `anode module ...`.
@@ -61,11 +64,17 @@ pub enum ModuleCommand {
         /// A trusted publisher key (hex); repeat for more.
         #[arg(long = "trust", required = true)]
         trust: Vec<String>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a package's manifest, code hash and signer.
     Show {
         /// The package.
         file: PathBuf,
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Fetch NAME VERSION from a module repository and verify it before saving it.
     Fetch {
@@ -102,6 +111,11 @@ pub enum RepoCommand {
 pub fn keygen(a: KeygenArgs) -> super::CmdResult {
     let key = anode_modules::generate_key();
     let (secret, public) = anode_modules::write_key(&key, &a.out).map_err(|e| e.to_string())?;
+    if a.json {
+        let v = serde_json::json!({"secret_key_file": secret, "public_key": public});
+        println!("{v}");
+        return Ok(());
+    }
     println!("secret key: {secret} (keep it private)");
     println!("public key: {public}");
     println!("give the public key to the nodes that should trust the modules you sign");
@@ -136,15 +150,32 @@ pub fn run(c: ModuleCommand) -> super::CmdResult {
             );
             Ok(())
         }
-        ModuleCommand::Verify { file, trust } => {
+        ModuleCommand::Verify { file, trust, json } => {
             let p = Package::read(&file).map_err(|e| e.to_string())?;
             let t = Trust::from_hex(&trust).map_err(|e| e.to_string())?;
             t.verify(&p).map_err(|e| e.to_string())?;
-            println!("{}: signed, intact, trusted", p.id());
+            if json {
+                let signer = p.signature.as_ref().map(|(k, _)| hex::encode(k));
+                let v = serde_json::json!({"module": p.id(), "ok": true, "signed_by": signer});
+                println!("{v}");
+            } else {
+                println!("{}: signed, intact, trusted", p.id());
+            }
             Ok(())
         }
-        ModuleCommand::Show { file } => {
+        ModuleCommand::Show { file, json } => {
             let p = Package::read(&file).map_err(|e| e.to_string())?;
+            if json {
+                let v = serde_json::json!({
+                    "module": p.id(),
+                    "manifest": p.manifest_text,
+                    "code_bytes": p.code.len(),
+                    "code_sha256": p.code_hash().to_string(),
+                    "signed_by": p.signature.as_ref().map(|(k, _)| hex::encode(k)),
+                });
+                println!("{v}");
+                return Ok(());
+            }
             println!("{}", p.manifest_text.trim_end());
             println!("# code: {} bytes, sha256 {}", p.code.len(), p.code_hash());
             match &p.signature {

@@ -30,6 +30,9 @@ pub struct Args {
     /// Check the config file, print what it sets up, and exit.
     #[arg(long)]
     pub check: bool,
+    /// With --check: print what the config sets up as JSON.
+    #[arg(long, requires = "check")]
+    pub json: bool,
     /// Also trust this module publisher key (64 hex digits, `anode keygen`'s BASE.pub), as
     /// if it were in [modules] trusted_keys. Repeatable.
     #[arg(long, value_name = "HEX")]
@@ -45,6 +48,10 @@ pub fn run(args: Args) -> super::CmdResult {
             format!("--trust-key '{k}' is not an ed25519 public key ({e}); give the 64 hex digits of BASE.pub")
         })?;
         file.modules.trusted_keys.push(k.to_string());
+    }
+    if args.check && args.json {
+        println!("{}", summary_json(&file));
+        return config::check_dirs(&file);
     }
     if args.check {
         print_summary(&file);
@@ -85,6 +92,57 @@ pub fn run(args: Args) -> super::CmdResult {
         None => eprintln!("anode: node stopped ({why})"),
     }
     Ok(())
+}
+
+/// What `--check --json` prints: the settings the node would run with.
+fn summary_json(f: &NodeFile) -> serde_json::Value {
+    let r = &f.node.routing;
+    let n = &f.nodeos;
+    serde_json::json!({
+        "config": f.path.display().to_string(),
+        "ok": true,
+        "address": f.node.address.to_string(),
+        "bind": f.bind.to_string(),
+        "routing": {
+            "hello_interval_ms": r.hello_interval.as_millis() as u64,
+            "dead_interval_ms": r.dead_interval.as_millis() as u64,
+            "update_interval_ms": r.update_interval.as_millis() as u64,
+            "route_timeout_ms": r.route_timeout.as_millis() as u64,
+        },
+        "links": f.links.iter().map(|l| serde_json::json!({
+            "name": l.name, "peer": l.peer.to_string(), "mtu": l.mtu, "cost": l.cost,
+            "static": l.static_neighbor,
+        })).collect::<Vec<_>>(),
+        "routes": f.routes.iter().map(|r| serde_json::json!({
+            "dest": r.dest.to_string(), "via": r.via.to_string(), "metric": r.metric,
+        })).collect::<Vec<_>>(),
+        "control": {
+            "socket": f.socket.display().to_string(),
+            "max_connections": f.control.max_connections,
+            "idle_timeout_s": f.control.idle.as_secs(),
+        },
+        "capsule": {
+            "cache_dir": f.code_cache.display().to_string(),
+            "cache_max_bytes": f.code_cache_max_bytes,
+        },
+        "nodeos": {
+            "enabled": n.enabled,
+            "memory_bytes": n.memory_bytes,
+            "cpu_percent": n.cpu_ns_per_sec / 10_000_000,
+            "terminate": n.terminate,
+            "policy": n.policy_file.as_ref().map(|p| p.display().to_string()),
+        },
+        "plan": {
+            "trusted_keys": f.plan.trusted_keys.len(),
+            "hosts": f.plan.hosts.iter().map(|(k, v)| (k.clone(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        },
+        "modules": {
+            "trusted_keys": f.modules.trusted_keys,
+            "startup": f.modules.startup.iter().map(|m| m.source.to_string()).collect::<Vec<_>>(),
+        },
+        "metrics": f.metrics.map(|a| a.to_string()),
+    })
 }
 
 fn print_summary(f: &NodeFile) {

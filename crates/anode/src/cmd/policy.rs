@@ -37,6 +37,9 @@ pub enum PolicyCommand {
         /// A trusted key (hex, BASE.pub of `anode keygen`); repeat for more.
         #[arg(long = "trust", required = true)]
         trust: Vec<String>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -58,11 +61,7 @@ pub fn run(c: PolicyCommand) -> super::CmdResult {
                     e.message().trim()
                 )
             })?;
-            if principal.trim().is_empty() {
-                return Err(
-                    "--principal is empty; name whose policy this is, e.g. \"capsule/*\"".into(),
-                );
-            }
+            check_principal(&principal)?;
             let key = anode_modules::read_key(&key).map_err(|e| {
                 format!("{e}; make a key with `anode keygen --out BASE` and pass BASE.key")
             })?;
@@ -74,7 +73,7 @@ pub fn run(c: PolicyCommand) -> super::CmdResult {
             }
             Ok(())
         }
-        PolicyCommand::Verify { file, trust } => {
+        PolicyCommand::Verify { file, trust, json } => {
             let keys = trust
                 .iter()
                 .map(|k| anode_modules::parse_public(k))
@@ -86,8 +85,33 @@ pub fn run(c: PolicyCommand) -> super::CmdResult {
                 SignedPolicy::from_toml(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             sp.verify(&keys)
                 .map_err(|e| format!("{}: refused: {e}", file.display()))?;
-            println!("{}: ok, policy of {:?}", file.display(), sp.principal);
+            if json {
+                let v = serde_json::json!({
+                    "file": file.display().to_string(), "ok": true, "principal": sp.principal,
+                });
+                println!("{v}");
+            } else {
+                println!("{}: ok, policy of {:?}", file.display(), sp.principal);
+            }
             Ok(())
         }
+    }
+}
+
+/// A principal a node's NodeOS knows: the EEs, their protocols, their PLAN sources.
+fn check_principal(p: &str) -> super::CmdResult {
+    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let ok = match p.split_once('/') {
+        None => p == "capsule" || p == "plan",
+        Some(("capsule", rest)) => rest == "*" || hex64(rest),
+        Some(("plan", rest)) => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
+        Some(_) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "--principal {p:?} names no principal a node knows; use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (PLAN sources)"
+        ))
     }
 }
