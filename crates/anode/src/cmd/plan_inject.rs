@@ -25,7 +25,9 @@ use super::client::{Conn, connect_to};
 Example (three nodes running, this one on UDP port 4001):
   anode plan inject crates/plan/programs/ping/noeval.plan --node-port 4001 \\
       --entry 'ping(127.0.0.1:4001, 127.0.0.1:4003)' --rb 16
-prints `print` output at the node (\"Success\"), deliveries and errors until --timeout.")]
+prints `print` output at the node (\"Success\"), deliveries and errors as they come, and
+returns once nothing more came for --settle seconds (or after --expect answers, or at
+--timeout).")]
 pub struct InjectArgs {
     /// The PLAN source file.
     pub file: String,
@@ -47,6 +49,10 @@ pub struct InjectArgs {
     /// Seconds to wait for what comes back.
     #[arg(long, default_value_t = 3.0)]
     pub timeout: f64,
+    /// Once something came back, stop after this many seconds with nothing more (0: wait
+    /// for the whole --timeout). Ignored with --expect.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.5)]
+    pub settle: f64,
     /// Stop as soon as this many prints and deliveries came back.
     #[arg(long)]
     pub expect: Option<usize>,
@@ -74,6 +80,9 @@ pub struct InjectReport {
 
 /// Runs `anode plan inject`.
 pub fn run(a: InjectArgs) -> super::CmdResult {
+    if !(0.0..=3600.0).contains(&a.settle) {
+        return Err("--settle must be between 0 and 3600 seconds".into());
+    }
     if !(0.001..=3600.0).contains(&a.timeout) {
         return Err("--timeout must be between 0.001 and 3600 seconds".into());
     }
@@ -137,7 +146,13 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
         {
             break;
         }
-        let item = match client.next_item(Some(deadline)) {
+        // Answers are in when none came for --settle seconds after the last one.
+        let until = match (r.last_ms, a.expect) {
+            (Some(ms), None) if a.settle > 0.0 => deadline
+                .min(t0 + Duration::from_secs_f64(ms / 1e3) + Duration::from_secs_f64(a.settle)),
+            _ => deadline,
+        };
+        let item = match client.next_item(Some(until)) {
             Ok(i) => i,
             Err(ClientError::Timeout) => break,
             Err(e) => return Err(e.to_string()),
