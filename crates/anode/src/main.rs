@@ -58,6 +58,9 @@ enum Command {
     /// Capsules of your own code: send them from a running node (the code loads hop by hop).
     #[command(subcommand)]
     Capsule(cmd::capsule::CapsuleCommand),
+    /// Multicast groups over capsules: join a group toward its root, send from the root.
+    #[command(subcommand)]
+    Multicast(cmd::multicast::MulticastCommand),
     /// Capture a running node's packets: pcap for Wireshark (-w FILE, -w -) or one line each.
     Capture(cmd::capture::Args),
     /// The capsule code cache of a running node: list, show, put, evict.
@@ -131,6 +134,7 @@ fn main() {
         Command::New(c) => cmd::new::run(c),
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Multicast(c) => cmd::multicast::run(c),
         Command::Code(c) => cmd::code::run(c),
         Command::View(a) => cmd::view::run(a),
         Command::Client(c) => cmd::client::run(c),

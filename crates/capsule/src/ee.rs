@@ -388,7 +388,9 @@ impl CapsuleEe {
     }
 
     /// Installs a code object locally (compiled, cached in memory and on disk, served to
-    /// neighbors); returns its name.
+    /// neighbors); returns its name. Installing code that is already in memory changes
+    /// nothing: its instance and its soft state stay (a multicast tree built by joins is not
+    /// wiped because the root's application put the same code again).
     pub fn install(&mut self, wasm: &[u8]) -> Result<CodeHash, CapsuleError> {
         let max = self.cfg.loader.max_code_bytes as usize;
         if wasm.len() > max {
@@ -397,9 +399,12 @@ impl CapsuleEe {
                 max,
             });
         }
+        let h = crate::runtime::code_hash(wasm);
+        if self.mem.map.contains_key(&h) {
+            return Ok(h);
+        }
         let obj = self.rt.compile(wasm)?;
         self.stats.compiled += 1;
-        let h = obj.hash;
         let baseline = obj.tier == CodeTier::Baseline;
         self.admit(obj)?;
         if baseline {

@@ -112,6 +112,9 @@ fn multicast_delivers_to_every_member_over_the_join_tree() {
         net.nodes[m].inject(now, pkt).unwrap();
     }
     net.run_for(Duration::from_millis(50));
+    // The root's application puts the same code again (as `anode multicast send` does):
+    // that must not wipe the tree the joins built in its soft state.
+    assert_eq!(net.ee(0).install(protocols::MULTICAST).unwrap(), h);
     let mut p = vec![1u8, 0, 0, 0];
     p.extend_from_slice(&group.to_be_bytes());
     p.extend_from_slice(b"hello group");

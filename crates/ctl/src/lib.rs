@@ -74,6 +74,7 @@ pub mod capture;
 mod client;
 mod dupkeys;
 pub mod module;
+pub mod multicast;
 pub mod path;
 mod payload;
 mod proto;

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod emulate;
 pub mod module;
 pub mod module_ops;
+pub mod multicast;
 pub mod new;
 pub mod node;
 pub mod plan;

@@ -1,0 +1,131 @@
+//! `anode multicast join|send`: the multicast capsule protocol from the command line (the
+//! work is in `anode_ctl::multicast`).
+
+use std::time::{Duration, Instant};
+
+use anode_capsule::protocols;
+use anode_ctl::{CapsuleSession, Payload, multicast};
+use anode_ether::signals;
+use anode_wire::NodeAddr;
+
+use super::client::{Conn, connect_to};
+
+/// `anode multicast` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum MulticastCommand {
+    /// Join GROUP toward its root and print what is sent to the group (until Ctrl-C,
+    /// --count or --timeout); the join is refreshed every minute.
+    #[command(
+        after_help = "Example: anode multicast join 7 --root 127.0.0.1:4001 --node-port 4002"
+    )]
+    Join {
+        /// The group number.
+        group: u32,
+        /// The group's root node (where data is sent).
+        #[arg(long)]
+        root: NodeAddr,
+        /// Exit after this many messages.
+        #[arg(long, short = 'c')]
+        count: Option<u64>,
+        /// Exit after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<f64>,
+        /// Resource bound of the join.
+        #[arg(long, default_value_t = 32)]
+        rb: u16,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Send MESSAGE to GROUP from its root (the node this command talks to).
+    #[command(after_help = "Example: anode multicast send 7 \"hello, group\" --node-port 4001")]
+    Send {
+        /// The group number.
+        group: u32,
+        /// The message (text; --hex for bytes).
+        message: String,
+        /// MESSAGE is hex.
+        #[arg(long)]
+        hex: bool,
+        /// Resource bound of the data capsules.
+        #[arg(long, default_value_t = 32)]
+        rb: u16,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// Runs `anode multicast ...`.
+pub fn run(c: MulticastCommand) -> super::CmdResult {
+    match c {
+        MulticastCommand::Join {
+            group,
+            root,
+            count,
+            timeout,
+            rb,
+            conn,
+        } => {
+            let deadline = match timeout {
+                Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
+                    return Err("--timeout must be between 0.001 and 31536000 seconds".into());
+                }
+                t => t.map(|t| Instant::now() + Duration::from_secs_f64(t)),
+            };
+            signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::MULTICAST)?;
+            multicast::join(&mut s, root, group, rb)?;
+            eprintln!(
+                "joined group {group} at {} toward root {root} (port {}); waiting for data",
+                s.node(),
+                s.port()
+            );
+            let json = conn.json();
+            let got = multicast::listen(
+                &mut s,
+                (root, group, rb),
+                count,
+                deadline,
+                &signals::stop_requested,
+                &mut |data| {
+                    let p = Payload(data.to_vec());
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"group": group, "data": p.to_hex()})
+                        );
+                    } else {
+                        match p.as_text() {
+                            Some(t) => println!("group {group}: {t}"),
+                            None => println!("group {group}: {} (hex)", p.to_hex()),
+                        }
+                    }
+                },
+            )?;
+            match count {
+                Some(c) if got < c => Err(format!("{got} of {c} messages came")),
+                _ => Ok(()),
+            }
+        }
+        MulticastCommand::Send {
+            group,
+            message,
+            hex,
+            rb,
+            conn,
+        } => {
+            let data = if hex {
+                Payload::from_hex(&message).map_err(|e| e.to_string())?.0
+            } else {
+                message.into_bytes()
+            };
+            let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::MULTICAST)?;
+            multicast::send(&mut s, group, rb, &data)?;
+            println!(
+                "sent {} bytes to group {group} from its root {}",
+                data.len(),
+                s.node()
+            );
+            Ok(())
+        }
+    }
+}
