@@ -63,11 +63,12 @@ pub fn listen(
         if let Some(d) = deadline {
             until = until.min(d);
         }
-        if let Some(p) = s.next(until)? {
-            if p.len() >= HDR && p.get(4..8) == Some(&group.to_be_bytes()[..]) {
-                got += 1;
-                on(p.get(HDR..).unwrap_or_default());
-            }
+        if let Some(p) = s.next(until)?
+            && p.len() >= HDR
+            && p.get(4..8) == Some(&group.to_be_bytes()[..])
+        {
+            got += 1;
+            on(p.get(HDR..).unwrap_or_default());
         }
     }
     Ok(got)
