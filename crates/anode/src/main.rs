@@ -61,6 +61,9 @@ enum Command {
     /// Multicast groups over capsules: join a group toward its root, send from the root.
     #[command(subcommand)]
     Multicast(cmd::multicast::MulticastCommand),
+    /// The portmapper over capsules: hold a service number at a node, send to it.
+    #[command(subcommand)]
+    Ports(cmd::ports::PortsCommand),
     /// Capture a running node's packets: pcap for Wireshark (-w FILE, -w -) or one line each.
     Capture(cmd::capture::Args),
     /// The capsule code cache of a running node: list, show, put, evict.
@@ -135,6 +138,7 @@ fn main() {
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Multicast(c) => cmd::multicast::run(c),
+        Command::Ports(c) => cmd::ports::run(c),
         Command::Code(c) => cmd::code::run(c),
         Command::View(a) => cmd::view::run(a),
         Command::Client(c) => cmd::client::run(c),

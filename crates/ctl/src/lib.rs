@@ -77,6 +77,7 @@ pub mod module;
 pub mod multicast;
 pub mod path;
 mod payload;
+pub mod ports;
 mod proto;
 pub mod send;
 pub mod tools;

@@ -14,6 +14,7 @@ pub mod node;
 pub mod plan;
 pub mod plan_inject;
 pub mod policy;
+pub mod ports;
 pub mod router;
 pub mod tools;
 pub mod view;

@@ -1,0 +1,120 @@
+//! `anode ports register|send`: the portmapper capsule protocol from the command line (the
+//! work is in `anode_ctl::ports`).
+
+use std::time::{Duration, Instant};
+
+use anode_capsule::protocols;
+use anode_ctl::{CapsuleSession, Payload, ports};
+use anode_ether::signals;
+use anode_wire::NodeAddr;
+
+use super::client::{Conn, connect_to};
+
+/// `anode ports` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum PortsCommand {
+    /// Hold SERVICE at this node and print what is sent to it (until Ctrl-C, --count or
+    /// --timeout; then the service is given up).
+    #[command(after_help = "Example: anode ports register 80 --node-port 4002")]
+    Register {
+        /// The service number.
+        service: u16,
+        /// Exit after this many messages.
+        #[arg(long, short = 'c')]
+        count: Option<u64>,
+        /// Exit after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<f64>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Send MESSAGE to SERVICE at DEST.
+    #[command(after_help = "Example: anode ports send 127.0.0.1:4002 80 hello --node-port 4001")]
+    Send {
+        /// The node holding the service.
+        dest: NodeAddr,
+        /// The service number.
+        service: u16,
+        /// The message (text; --hex for bytes).
+        message: String,
+        /// MESSAGE is hex.
+        #[arg(long)]
+        hex: bool,
+        /// Resource bound of the capsule.
+        #[arg(long, default_value_t = 32)]
+        rb: u16,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// Runs `anode ports ...`.
+pub fn run(c: PortsCommand) -> super::CmdResult {
+    match c {
+        PortsCommand::Register {
+            service,
+            count,
+            timeout,
+            conn,
+        } => {
+            let deadline = match timeout {
+                Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
+                    return Err("--timeout must be between 0.001 and 31536000 seconds".into());
+                }
+                t => t.map(|t| Instant::now() + Duration::from_secs_f64(t)),
+            };
+            signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::PORTMAP)?;
+            ports::register(&mut s, service, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+            eprintln!(
+                "service {service} at {} is held by port {}; waiting",
+                s.node(),
+                s.port()
+            );
+            let json = conn.json();
+            let got = ports::listen(
+                &mut s,
+                service,
+                (count, deadline),
+                &signals::stop_requested,
+                &mut |data| {
+                    let p = Payload(data.to_vec());
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"service": service, "data": p.to_hex()})
+                        );
+                    } else {
+                        match p.as_text() {
+                            Some(t) => println!("service {service}: {t}"),
+                            None => println!("service {service}: {} (hex)", p.to_hex()),
+                        }
+                    }
+                },
+            )?;
+            let _ = ports::unregister(&mut s, service);
+            match count {
+                Some(c) if got < c => Err(format!("{got} of {c} messages came")),
+                _ => Ok(()),
+            }
+        }
+        PortsCommand::Send {
+            dest,
+            service,
+            message,
+            hex,
+            rb,
+            conn,
+        } => {
+            let data = if hex {
+                Payload::from_hex(&message).map_err(|e| e.to_string())?.0
+            } else {
+                message.into_bytes()
+            };
+            let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::PORTMAP)?;
+            ports::send(&mut s, dest, service, rb, &data)?;
+            println!("sent {} bytes to service {service} at {dest}", data.len());
+            Ok(())
+        }
+    }
+}
