@@ -260,3 +260,84 @@ fn capsule_step_runs_any_code_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `emulate --realtime`: every node gets a control socket for the run, tools reach a node by
+/// its name (`--node NAME`), progress goes to stderr, and the sockets are gone afterwards.
+#[test]
+fn realtime_nodes_are_reachable_by_name() {
+    let dir = std::env::temp_dir().join(format!("anode-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = dir.join("rt.toml");
+    // Unusual names, so no other run's nodes are found by them.
+    let (x, y) = (
+        format!("rtx{}", std::process::id()),
+        format!("rty{}", std::process::id()),
+    );
+    std::fs::write(
+        &t,
+        format!(
+            "[network]\nduration_ms = 4000\n\n[[node]]\nname = \"{x}\"\n[[node]]\nname = \"{y}\"\n\n\
+             [[link]]\na = \"{x}\"\nb = \"{y}\"\ndelay_ms = 1\n"
+        ),
+    )
+    .unwrap();
+    let mut run = anode()
+        .args(["emulate", "--realtime"])
+        .arg(&t)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = anode()
+        .args(["status", "--json", "--node", &y])
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let y_addr = st["address"].as_str().unwrap().to_string();
+    let ping = anode()
+        .args([
+            "ping", "--json", "--node", &x, &y_addr, "-c", "2", "-i", "0.1",
+        ])
+        .output()
+        .unwrap();
+    let p: serde_json::Value = serde_json::from_slice(&ping.stdout).unwrap();
+    assert_eq!(p["received"], 2, "{p}");
+    let out = run.wait_with_output_bounded();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("control sockets in") && err.contains("of 4 s"),
+        "{err}"
+    );
+    let gone = anode().args(["status", "--node", &x]).output().unwrap();
+    assert!(
+        !gone.status.success(),
+        "the sockets are removed after the run"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+trait Bounded {
+    fn wait_with_output_bounded(self) -> std::process::Output;
+}
+
+impl Bounded for std::process::Child {
+    /// Waits at most 30 s (then kills the child and fails).
+    fn wait_with_output_bounded(mut self) -> std::process::Output {
+        let t0 = std::time::Instant::now();
+        while self.try_wait().unwrap().is_none() {
+            if t0.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = self.kill();
+                panic!("emulate --realtime did not end within 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        self.wait_with_output().unwrap()
+    }
+}

@@ -20,6 +20,52 @@ pub fn default_socket_dir() -> PathBuf {
     }
 }
 
+/// Where `anode emulate --realtime` runs put their nodes' control sockets: one directory per
+/// run (`emu/<pid>/NAME.sock`), so two runs with the same node names do not meet.
+pub fn emulation_socket_dir() -> PathBuf {
+    default_socket_dir().join("emu")
+}
+
+/// The socket file name of node `name` (characters other than letters, digits, `-` and `_`
+/// become `_`).
+pub fn emulation_socket_name(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.sock")
+}
+
+/// The control socket of node `name` of the running `anode emulate --realtime`: the one
+/// run directory that has it. Error if no run or several runs have a node of that name.
+pub fn emulation_socket_path(name: &str) -> Result<PathBuf, FindSocketError> {
+    let base = emulation_socket_dir();
+    let file = emulation_socket_name(name);
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&base)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path().join(&file))
+                .filter(|p| p.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(FindSocketError::NoEmulationNode {
+            name: name.to_string(),
+            dir: base,
+        }),
+        _ => Err(FindSocketError::Several { found }),
+    }
+}
+
 /// The default socket of the node whose UDP port is `port`.
 pub fn default_socket_path(port: u16) -> PathBuf {
     default_socket_dir().join(format!("{port}.sock"))
@@ -44,6 +90,16 @@ pub enum FindSocketError {
     Several {
         /// The sockets found.
         found: Vec<PathBuf>,
+    },
+    /// No running real-time emulation has a node of that name.
+    #[error(
+        "no running emulation has a node '{name}' (no {name}.sock under {dir}); start one with `anode emulate FILE --realtime`"
+    )]
+    NoEmulationNode {
+        /// The node name asked for.
+        name: String,
+        /// The directory looked in.
+        dir: PathBuf,
     },
 }
 

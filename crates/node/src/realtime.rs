@@ -257,16 +257,53 @@ impl Net for RtNet {
 }
 
 /// Runs `topo` in real time over loopback UDP, for `[network] duration_ms` of wall-clock time.
-pub fn run(mut topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
-    let mut net = start(&topo, registry)?;
+pub fn run(topo: Topology, registry: &Registry) -> Result<Report, EmuError> {
+    run_with(topo, registry, RealtimeOptions::default())
+}
+
+/// What a real-time run offers besides its report.
+#[derive(Default)]
+pub struct RealtimeOptions {
+    /// Give every node a control socket `DIR/NAME.sock`, so tools attach to it while the
+    /// emulation runs (`anode status --node NAME`); `None`: no sockets.
+    pub sockets: Option<std::path::PathBuf>,
+    /// Called about once a second with the time run so far and the whole duration.
+    pub progress: Option<Box<dyn FnMut(Duration, Duration)>>,
+}
+
+impl std::fmt::Debug for RealtimeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealtimeOptions")
+            .field("sockets", &self.sockets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The control socket of node `name` in a real-time run's socket directory (the file name
+/// `anode_ctl::path::emulation_socket_path` gives).
+pub fn socket_of(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    dir.join(anode_ctl::path::emulation_socket_name(name))
+}
+
+/// [`run`] with control sockets for the nodes and progress reports.
+pub fn run_with(
+    mut topo: Topology,
+    registry: &Registry,
+    mut opts: RealtimeOptions,
+) -> Result<Report, EmuError> {
+    let mut net = start(&topo, registry, opts.sockets.as_deref())?;
     let mut steps: Vec<Step> = std::mem::take(&mut topo.steps);
-    drive(&mut net, &mut steps, topo.duration);
+    drive(&mut net, &mut steps, topo.duration, &mut opts.progress);
     Ok(finish(net, &topo, &steps))
 }
 
 /// Wires the topology's nodes (free loopback ports, links with their impairments) and
 /// starts each as a [`RunningNode`].
-fn start(topo: &Topology, registry: &Registry) -> Result<RtNet, EmuError> {
+fn start(
+    topo: &Topology,
+    registry: &Registry,
+    sockets: Option<&std::path::Path>,
+) -> Result<RtNet, EmuError> {
     let ip = if topo.ipv6 {
         IpAddr::V6(Ipv6Addr::LOCALHOST)
     } else {
@@ -340,6 +377,10 @@ fn start(topo: &Topology, registry: &Registry) -> Result<RtNet, EmuError> {
         let mut opts = RunOptions::new(s.address.socket_addr());
         opts.driver.impairments = imp;
         opts.driver.seed = topo.seed ^ fnv(&s.name);
+        if let Some(dir) = sockets {
+            opts.socket = Some(socket_of(dir, &s.name));
+            opts.tee_events = true;
+        }
         let h = RunningNode::start(node, opts)
             .map_err(|e| fail(format!("could not start on {}: {e}", s.address)))?;
         events.push(
@@ -376,7 +417,13 @@ fn start(topo: &Topology, registry: &Registry) -> Result<RtNet, EmuError> {
 
 /// Runs the steps at their wall-clock times until `end`, collecting deliveries every
 /// millisecond and sampling reachability every 10 ms.
-fn drive(net: &mut RtNet, steps: &mut [Step], end: Duration) {
+fn drive(
+    net: &mut RtNet,
+    steps: &mut [Step],
+    end: Duration,
+    progress: &mut Option<Box<dyn FnMut(Duration, Duration)>>,
+) {
+    let mut next_progress = Duration::from_secs(1);
     let mut due: BinaryHeap<Reverse<(Duration, usize)>> = steps
         .iter()
         .enumerate()
@@ -387,6 +434,12 @@ fn drive(net: &mut RtNet, steps: &mut [Step], end: Duration) {
         let now = net.start.elapsed();
         if now >= end {
             break;
+        }
+        if now >= next_progress {
+            if let Some(p) = progress.as_mut() {
+                p(now, end);
+            }
+            next_progress = now + Duration::from_secs(1);
         }
         net.collect();
         if now >= next_sample {

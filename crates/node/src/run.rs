@@ -41,6 +41,10 @@ pub struct RunOptions {
     pub modules_state: Option<PathBuf>,
     /// The config file, named in error messages.
     pub origin: String,
+    /// With a control socket: also hand the caller a copy of every node event
+    /// ([`RunningNode::take_events`]), as the real-time emulator needs to follow deliveries
+    /// while tools attach to the node.
+    pub tee_events: bool,
 }
 
 impl RunOptions {
@@ -53,6 +57,7 @@ impl RunOptions {
             control: control::Limits::default(),
             modules_state: None,
             origin: format!("node on {bind}"),
+            tee_events: false,
         }
     }
 
@@ -66,6 +71,7 @@ impl RunOptions {
             modules_state: (!file.modules.trusted_keys.is_empty())
                 .then(|| file.modules.state_dir.clone()),
             origin: file.path.display().to_string(),
+            tee_events: false,
         }
     }
 }
@@ -165,6 +171,8 @@ pub struct RunningNode {
     server: Option<ControlServer>,
     socket: Option<PathBuf>,
     metrics: Option<SocketAddr>,
+    /// The caller's copy of the node's events (`RunOptions::tee_events`).
+    teed: std::sync::Mutex<Option<Receiver<Event>>>,
 }
 
 impl RunningNode {
@@ -189,12 +197,21 @@ impl RunningNode {
             }
         })?;
         let udp = Arc::new(Udp(handle));
+        let mut teed = None;
         let server = match (listener, &opts.socket) {
             (Some(l), Some(path)) => {
-                let Some(events) = udp.0.take_events() else {
+                let Some(mut events) = udp.0.take_events() else {
                     cleanup(&opts);
                     return Err(RunError::Events);
                 };
+                if opts.tee_events {
+                    let (server_rx, caller_rx) = tee(events).map_err(|source| {
+                        cleanup(&opts);
+                        RunError::Socket(control::SocketError::Thread { source })
+                    })?;
+                    events = server_rx;
+                    teed = Some(caller_rx);
+                }
                 let driver: Arc<dyn Driver> = udp.clone();
                 Some(
                     ControlServer::serve_with(l, path, driver, events, opts.control).inspect_err(
@@ -214,6 +231,7 @@ impl RunningNode {
             server,
             socket: opts.socket.clone(),
             metrics: None,
+            teed: std::sync::Mutex::new(teed),
         };
         if let Some(addr) = opts.metrics {
             match running.serve_metrics(addr) {
@@ -273,7 +291,11 @@ impl RunningNode {
     /// taken already).
     pub fn take_events(&self) -> Option<Receiver<Event>> {
         if self.server.is_some() {
-            return None;
+            return self
+                .teed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
         }
         self.udp.0.take_events()
     }
@@ -343,4 +365,23 @@ impl Drop for RunningNode {
             s.stop();
         }
     }
+}
+
+/// Events a tee holds for a slow reader before it drops (and the reader misses) more.
+const TEE_QUEUE: usize = 65_536;
+
+/// Splits the node's events in two: one channel for the control server, one for the caller.
+/// The tee thread never blocks the data path: a full channel loses the event for that side.
+fn tee(events: Receiver<Event>) -> std::io::Result<(Receiver<Event>, Receiver<Event>)> {
+    let (to_server, server_rx) = std::sync::mpsc::sync_channel(TEE_QUEUE);
+    let (to_caller, caller_rx) = std::sync::mpsc::sync_channel(TEE_QUEUE);
+    std::thread::Builder::new()
+        .name("anode-event-tee".into())
+        .spawn(move || {
+            for e in events {
+                let _ = to_caller.try_send(e.clone());
+                let _ = to_server.try_send(e);
+            }
+        })?;
+    Ok((server_rx, caller_rx))
 }

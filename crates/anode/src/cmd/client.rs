@@ -24,6 +24,9 @@ pub struct Conn {
     /// Pick the node by its UDP port (its default control socket).
     #[arg(long, value_name = "PORT", conflicts_with = "socket")]
     node_port: Option<u16>,
+    /// Pick a node of a running `anode emulate --realtime` by its name in the topology.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["socket", "node_port"])]
+    node: Option<String>,
     /// Print JSON (one object per line) instead of tables.
     #[arg(long)]
     json: bool,
@@ -147,7 +150,11 @@ impl Conn {
 }
 
 fn connect(c: &Conn) -> Result<Client, CliError> {
-    let p = path::find_socket(c.socket.as_deref(), c.node_port)?;
+    let named = match c.node.as_deref() {
+        Some(n) => Some(path::emulation_socket_path(n)?),
+        None => None,
+    };
+    let p = path::find_socket(named.as_deref().or(c.socket.as_deref()), c.node_port)?;
     Ok(Client::connect(
         p,
         concat!("anode-cli ", env!("CARGO_PKG_VERSION")),

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> super::CmdResult {
         None => None,
     };
     let report = if args.realtime {
-        anode_node::realtime::run(topo, &registry).map_err(|e| e.to_string())?
+        realtime(topo, &registry)?
     } else {
         let mut taps: Vec<Box<dyn Tap>> = Vec::new();
         let files = match &args.pcap {
@@ -132,6 +132,35 @@ pub fn run(args: Args) -> super::CmdResult {
         super::view::wait_for_signal()?;
     }
     verdict(&report)
+}
+
+/// `--realtime`: every node gets a control socket in the emulation socket directory (tools
+/// reach it with `--node NAME`), and progress goes to stderr once a second.
+fn realtime(topo: Topology, registry: &anode_emu::Registry) -> Result<Report, String> {
+    let dir = anode_ctl::path::emulation_socket_dir().join(std::process::id().to_string());
+    let names: Vec<String> = topo.nodes.iter().map(|n| n.name.clone()).collect();
+    eprintln!(
+        "realtime: {} nodes; control sockets in {} (e.g. anode status --node {})",
+        names.len(),
+        dir.display(),
+        names.first().map_or("NAME", String::as_str)
+    );
+    let opts = anode_node::realtime::RealtimeOptions {
+        sockets: Some(dir),
+        progress: Some(Box::new(|now: Duration, end: Duration| {
+            eprintln!(
+                "realtime: {:.0} of {:.0} s",
+                now.as_secs_f64(),
+                end.as_secs_f64()
+            );
+        })),
+    };
+    let report = anode_node::realtime::run_with(topo, registry, opts).map_err(|e| e.to_string());
+    // The nodes removed their sockets; the run's directory goes too.
+    let _ = std::fs::remove_dir(
+        anode_ctl::path::emulation_socket_dir().join(std::process::id().to_string()),
+    );
+    report
 }
 
 type LinkFile = Capture<BufWriter<File>>;
