@@ -281,7 +281,7 @@ fn realtime_nodes_are_reachable_by_name() {
         ),
     )
     .unwrap();
-    let mut run = anode()
+    let run = anode()
         .args(["emulate", "--realtime"])
         .arg(&t)
         .stdout(std::process::Stdio::piped())
