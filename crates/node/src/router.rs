@@ -483,3 +483,16 @@ fn add_interface(
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::FileConfig;
+
+    #[test]
+    fn the_example_router_config_parses() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/router.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let cfg: FileConfig = toml::from_str(&text).unwrap();
+        assert_eq!(cfg.interfaces.len(), 2);
+    }
+}

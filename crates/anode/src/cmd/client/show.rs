@@ -170,8 +170,11 @@ pub fn domains(ees: &[DomainsInfo]) -> String {
     let mut out = String::new();
     for e in ees {
         out.push_str(&format!(
-            "{}: memory {} of {} bytes, {} terminations\n",
-            e.ee, e.memory_used, e.memory_limit, e.terminations
+            "{}: memory {} of {}, {} terminations\n",
+            e.ee,
+            super::table::bytes(e.memory_used),
+            super::table::bytes(e.memory_limit),
+            e.terminations
         ));
         let mut t = Table::new(&[
             "DOMAIN",
@@ -197,7 +200,11 @@ pub fn domains(ees: &[DomainsInfo]) -> String {
                 d.packets.to_string(),
                 d.bytes.to_string(),
                 d.cpu_ns.to_string(),
-                format!("{}/{}", d.memory_bytes, d.memory_limit),
+                format!(
+                    "{} / {}",
+                    super::table::bytes(d.memory_bytes),
+                    super::table::bytes(d.memory_limit)
+                ),
                 drops.to_string(),
             ]);
         }

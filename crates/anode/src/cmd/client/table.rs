@@ -42,3 +42,32 @@ mod tests {
         assert_eq!(t.render(), "DEST            METRIC\n127.0.0.1:4002  1\n");
     }
 }
+
+/// `n` bytes for a person: `512 B`, `20.6 KiB`, `1.0 MiB`, `2.3 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(super::bytes(512), "512 B");
+        assert_eq!(super::bytes(21_048), "20.6 KiB");
+        assert_eq!(super::bytes(1 << 20), "1.0 MiB");
+        assert_eq!(super::bytes(201_326_592), "192.0 MiB");
+    }
+}
