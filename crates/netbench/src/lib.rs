@@ -21,7 +21,6 @@
 pub mod mmsg;
 pub mod pace;
 pub mod packet;
-pub mod signals;
 
 /// True if `x` is a number in `(0, max]` (false for NaN).
 pub fn positive_at_most(x: f64, max: f64) -> bool {

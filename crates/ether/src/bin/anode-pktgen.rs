@@ -16,64 +16,54 @@ use std::time::{Duration, Instant};
 use anode_ether::pktgen::{FrameSpec, Sender, TxMode, build_frame};
 use anode_ip::wire::MacAddr;
 
-const USAGE: &str = "usage: anode-pktgen --iface IF --dst-mac MAC --src IPV4 --dst IPV4 [--dport 9000] [--size 64] [--secs 3] [--rate PPS] [--threads 1] [--batch 64] [--mode sendmmsg|txring]";
-
+/// Raw Ethernet IPv4/UDP traffic for the router benchmarks.
+#[derive(Debug, clap::Parser)]
+#[command(name = "anode-pktgen", version)]
 struct Args {
+    /// The interface to send on.
+    #[arg(long)]
     iface: String,
+    /// Destination MAC address.
+    #[arg(long)]
     dst_mac: MacAddr,
+    /// Source IPv4 address.
+    #[arg(long)]
     src: std::net::Ipv4Addr,
+    /// Destination IPv4 address.
+    #[arg(long)]
     dst: std::net::Ipv4Addr,
+    /// Destination UDP port.
+    #[arg(long, default_value_t = 9000)]
     dport: u16,
+    /// Frame size in bytes.
+    #[arg(long, default_value_t = 64)]
     size: usize,
+    /// Seconds to send (0..60).
+    #[arg(long, default_value_t = 3.0)]
     secs: f64,
+    /// Packets per second over all threads (0: full speed).
+    #[arg(long, default_value_t = 0)]
     rate: u64,
+    /// Sender threads (1..16), each with its own socket.
+    #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Frames per system call (1..1024).
+    #[arg(long, default_value_t = 64)]
     batch: usize,
+    /// How frames leave: sendmmsg or txring.
+    #[arg(long, default_value = "sendmmsg")]
     mode: TxMode,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = std::env::args().skip(1);
-    let (mut iface, mut dst_mac, mut src, mut dst) = (None, None, None, None);
-    let (mut dport, mut size, mut secs, mut rate) = (9000u16, 64usize, 3.0f64, 0u64);
-    let (mut threads, mut batch, mut mode) = (1usize, 64usize, TxMode::Sendmmsg);
-    while let Some(k) = a.next() {
-        let v = a.next().ok_or(format!("{k} needs a value; {USAGE}"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{k} {v}: {e}; {USAGE}");
-        match k.as_str() {
-            "--iface" => iface = Some(v),
-            "--dst-mac" => dst_mac = Some(v.parse::<MacAddr>().map_err(|e| bad(&e))?),
-            "--src" => src = Some(v.parse().map_err(|e| bad(&e))?),
-            "--dst" => dst = Some(v.parse().map_err(|e| bad(&e))?),
-            "--dport" => dport = v.parse().map_err(|e| bad(&e))?,
-            "--size" => size = v.parse().map_err(|e| bad(&e))?,
-            "--secs" => secs = v.parse().map_err(|e| bad(&e))?,
-            "--rate" => rate = v.parse().map_err(|e| bad(&e))?,
-            "--threads" => threads = v.parse().map_err(|e| bad(&e))?,
-            "--batch" => batch = v.parse().map_err(|e| bad(&e))?,
-            "--mode" => mode = v.parse().map_err(|e| bad(&e))?,
-            _ => return Err(format!("unknown option {k}; {USAGE}")),
-        }
+    let a = <Args as clap::Parser>::parse();
+    if !(0.0..=60.0).contains(&a.secs) {
+        return Err(format!("--secs {}: give 0..60 seconds", a.secs));
     }
-    if !(0.0..=60.0).contains(&secs) {
-        return Err(format!("--secs {secs}: give 0..60 seconds"));
-    }
-    if !(1..=16).contains(&threads) || !(1..=1024).contains(&batch) {
+    if !(1..=16).contains(&a.threads) || !(1..=1024).contains(&a.batch) {
         return Err("--threads must be 1..16 and --batch 1..1024".into());
     }
-    Ok(Args {
-        iface: iface.ok_or(format!("--iface missing; {USAGE}"))?,
-        dst_mac: dst_mac.ok_or(format!("--dst-mac missing; {USAGE}"))?,
-        src: src.ok_or(format!("--src missing; {USAGE}"))?,
-        dst: dst.ok_or(format!("--dst missing; {USAGE}"))?,
-        dport,
-        size,
-        secs,
-        rate,
-        threads,
-        batch,
-        mode,
-    })
+    Ok(a)
 }
 
 fn main() -> ExitCode {

@@ -20,39 +20,26 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const BATCH: usize = 64;
-const USAGE: &str = "usage: anode-pollsink BIND_IP:PORT MAX_SECONDS [IDLE_SECONDS]";
+/// A UDP counting receiver that polls (benchmarks only: it spins a CPU).
+#[derive(Debug, clap::Parser)]
+#[command(name = "anode-pollsink", version)]
+struct Args {
+    /// The address to receive on.
+    bind: SocketAddr,
+    /// Stop after this many seconds (0..120).
+    max_seconds: f64,
+    /// Stop this many seconds after the last packet (0..60).
+    #[arg(default_value_t = 1.0)]
+    idle_seconds: f64,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let parsed = (|| -> Result<(SocketAddr, f64, f64), String> {
-        let addr = args
-            .first()
-            .ok_or(USAGE)?
-            .parse()
-            .map_err(|e| format!("address: {e}; {USAGE}"))?;
-        let max: f64 = args
-            .get(1)
-            .ok_or(USAGE)?
-            .parse()
-            .map_err(|e| format!("MAX_SECONDS: {e}; {USAGE}"))?;
-        let idle: f64 = match args.get(2) {
-            Some(v) => v
-                .parse()
-                .map_err(|e| format!("IDLE_SECONDS: {e}; {USAGE}"))?,
-            None => 1.0,
-        };
-        if !(0.0..=120.0).contains(&max) || !(0.0..=60.0).contains(&idle) {
-            return Err(format!("MAX_SECONDS 0..120, IDLE_SECONDS 0..60; {USAGE}"));
-        }
-        Ok((addr, max, idle))
-    })();
-    let (addr, max, idle) = match parsed {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("anode-pollsink: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let a = <Args as clap::Parser>::parse();
+    let (addr, max, idle) = (a.bind, a.max_seconds, a.idle_seconds);
+    if !(0.0..=120.0).contains(&max) || !(0.0..=60.0).contains(&idle) {
+        eprintln!("anode-pollsink: MAX_SECONDS must be 0..120 and IDLE_SECONDS 0..60");
+        return ExitCode::from(2);
+    }
     let sock = match UdpSocket::bind(addr) {
         Ok(s) => s,
         Err(e) => {

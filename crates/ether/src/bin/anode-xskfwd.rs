@@ -21,7 +21,66 @@ use anode_ether::signals;
 use anode_ether::xsk::{UmemPref, XskConfig, XskForwarder, router_for};
 use anode_ip::{IpCidr, RouteOrigin};
 
-const USAGE: &str = "usage: anode-xskfwd --iface NAME=ADDR/LEN[,ADDR/LEN...] (one per interface, in order) [--route PREFIX=GATEWAY]... [--umem auto|shared|separate] [--bind auto|copy|zerocopy] [--xdp auto|driver|skb] [--batch 64] [--ring 4096] [--chunks 16384] [--chunk-size 2048] [--tx-budget 64] [--queue 0] [--secs 0]";
+/// The IP router over AF_XDP sockets (`anode_ether::xsk`).
+#[derive(Debug, clap::Parser)]
+#[command(name = "anode-xskfwd", version)]
+struct Cli {
+    /// An interface and its addresses, NAME=ADDR/LEN[,ADDR/LEN...]; one per interface, in
+    /// order.
+    #[arg(long = "iface", required = true, value_parser = parse_iface)]
+    ifaces: Vec<(String, Vec<IpCidr>)>,
+    /// A static route, PREFIX=GATEWAY; repeatable.
+    #[arg(long = "route", value_parser = parse_route)]
+    routes: Vec<(IpCidr, std::net::IpAddr)>,
+    /// UMEM: auto, shared or separate.
+    #[arg(long)]
+    umem: Option<String>,
+    /// Socket bind mode: auto, copy or zerocopy.
+    #[arg(long)]
+    bind: Option<String>,
+    /// XDP attach mode: auto, driver or skb.
+    #[arg(long)]
+    xdp: Option<String>,
+    /// Frames per batch.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Ring size.
+    #[arg(long)]
+    ring: Option<u32>,
+    /// UMEM chunks.
+    #[arg(long)]
+    chunks: Option<u32>,
+    /// UMEM chunk size.
+    #[arg(long)]
+    chunk_size: Option<u32>,
+    /// Frames sent per socket per round.
+    #[arg(long)]
+    tx_budget: Option<u32>,
+    /// The queue to bind.
+    #[arg(long)]
+    queue: Option<u32>,
+    /// Seconds to run (0: until SIGINT/SIGTERM).
+    #[arg(long, default_value_t = 0.0)]
+    secs: f64,
+}
+
+fn parse_iface(v: &str) -> Result<(String, Vec<IpCidr>), String> {
+    let (name, addrs) = v.split_once('=').ok_or("expected NAME=ADDR/LEN[,...]")?;
+    let addrs = addrs
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<IpCidr>().map_err(|e| format!("{s}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((name.to_string(), addrs))
+}
+
+fn parse_route(v: &str) -> Result<(IpCidr, std::net::IpAddr), String> {
+    let (p, g) = v.split_once('=').ok_or("expected PREFIX=GATEWAY")?;
+    Ok((
+        p.parse().map_err(|e| format!("{p}: {e}"))?,
+        g.parse().map_err(|e| format!("{g}: {e}"))?,
+    ))
+}
 
 struct Args {
     ifaces: Vec<(String, Vec<IpCidr>)>,
@@ -31,58 +90,45 @@ struct Args {
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = std::env::args().skip(1);
+    let c = <Cli as clap::Parser>::parse();
     let mut cfg = XskConfig::default();
-    let (mut ifaces, mut routes, mut secs) = (Vec::new(), Vec::new(), 0.0f64);
-    while let Some(k) = a.next() {
-        let v = a.next().ok_or(format!("{k} needs a value; {USAGE}"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{k} {v}: {e}; {USAGE}");
-        match k.as_str() {
-            "--iface" => {
-                let (name, addrs) = v
-                    .split_once('=')
-                    .ok_or_else(|| bad(&"expected NAME=ADDRS"))?;
-                let addrs = addrs
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(|s| s.parse::<IpCidr>().map_err(|e| bad(&e)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                ifaces.push((name.to_string(), addrs));
-            }
-            "--route" => {
-                let (p, g) = v
-                    .split_once('=')
-                    .ok_or_else(|| bad(&"expected PREFIX=GATEWAY"))?;
-                routes.push((
-                    p.parse().map_err(|e| bad(&e))?,
-                    g.parse().map_err(|e| bad(&e))?,
-                ));
-            }
-            "--umem" => cfg.umem = v.parse::<UmemPref>().map_err(|e| bad(&e))?,
-            "--bind" => cfg.socket.bind = v.parse().map_err(|e| bad(&e))?,
-            "--xdp" => cfg.xdp = v.parse().map_err(|e| bad(&e))?,
-            "--batch" => cfg.batch = v.parse().map_err(|e| bad(&e))?,
-            "--ring" => cfg.socket.ring_size = v.parse().map_err(|e| bad(&e))?,
-            "--chunks" => cfg.chunks = v.parse().map_err(|e| bad(&e))?,
-            "--chunk-size" => cfg.chunk_size = v.parse().map_err(|e| bad(&e))?,
-            "--tx-budget" => cfg.socket.tx_budget = v.parse().map_err(|e| bad(&e))?,
-            "--queue" => cfg.queue = v.parse().map_err(|e| bad(&e))?,
-            "--secs" => secs = v.parse().map_err(|e| bad(&e))?,
-            _ => return Err(format!("unknown option {k}; {USAGE}")),
-        }
+    let bad = |k: &str, e: &dyn std::fmt::Display| format!("--{k}: {e}");
+    if let Some(v) = &c.umem {
+        cfg.umem = v.parse::<UmemPref>().map_err(|e| bad("umem", &e))?;
     }
-    if ifaces.is_empty() {
-        return Err(format!("no --iface; {USAGE}"));
+    if let Some(v) = &c.bind {
+        cfg.socket.bind = v.parse().map_err(|e| bad("bind", &e))?;
     }
-    if !(0.0..=86400.0).contains(&secs) {
-        return Err(format!("--secs {secs}: give 0..86400 (0: no limit)"));
+    if let Some(v) = &c.xdp {
+        cfg.xdp = v.parse().map_err(|e| bad("xdp", &e))?;
     }
-    cfg.ifaces = ifaces.iter().map(|(n, _)| n.clone()).collect();
+    if let Some(v) = c.batch {
+        cfg.batch = v;
+    }
+    if let Some(v) = c.ring {
+        cfg.socket.ring_size = v;
+    }
+    if let Some(v) = c.chunks {
+        cfg.chunks = v;
+    }
+    if let Some(v) = c.chunk_size {
+        cfg.chunk_size = v;
+    }
+    if let Some(v) = c.tx_budget {
+        cfg.socket.tx_budget = v;
+    }
+    if let Some(v) = c.queue {
+        cfg.queue = v;
+    }
+    if !(0.0..=86400.0).contains(&c.secs) {
+        return Err(format!("--secs {}: give 0..86400 (0: no limit)", c.secs));
+    }
+    cfg.ifaces = c.ifaces.iter().map(|(n, _)| n.clone()).collect();
     Ok(Args {
-        ifaces,
-        routes,
+        ifaces: c.ifaces,
+        routes: c.routes,
         cfg,
-        secs,
+        secs: c.secs,
     })
 }
 

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use anode_capsule::{CapsuleEe, protocols};
 use anode_core::{LinkConfig, Node, NodeConfig};
-use anode_netbench::{BenchError, signals};
+use anode_ether::signals;
+use anode_netbench::BenchError;
 use anode_node::config::nodeos::NodeOsFile;
 use anode_node::{EeOptions, NodeBuilder, RunOptions, RunningNode};
 use anode_wire::NodeAddr;
@@ -64,7 +65,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
             "need 0 < --secs <= 600",
         )));
     }
-    signals::block_stop_signals().map_err(BenchError::io("block signals"))?;
+    signals::install().map_err(BenchError::io("signal handlers"))?;
     let mut b = NodeBuilder::new(NodeConfig::new(a.addr)).links(a.peers.iter().map(|p| {
         let mut l = LinkConfig::new(*p);
         l.static_neighbor = true;
