@@ -6,7 +6,7 @@
 //! of tables.
 
 mod show;
-mod table;
+pub(crate) mod table;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -39,6 +39,20 @@ pub enum CodeCommand {
     },
 }
 
+fn places(e: &CodeEntry) -> String {
+    let mut at = Vec::new();
+    if e.in_memory {
+        at.push("memory");
+    }
+    if e.live {
+        at.push("live");
+    }
+    if e.on_disk {
+        at.push("disk");
+    }
+    at.join(",")
+}
+
 fn line(e: &CodeEntry) -> String {
     let mut at = Vec::new();
     if e.in_memory {
@@ -79,11 +93,27 @@ pub fn run(cmd: CodeCommand) -> super::CmdResult {
             let text = if list.is_empty() {
                 "no code objects cached\n".to_string()
             } else {
-                let head = format!(
-                    "{:<64}  {:<12} {:>10}  {:>12}  WHERE\n",
-                    "CODE (SHA-256)", "NAME", "WASM_BYTES", "CACHED_BYTES"
-                );
-                std::iter::once(head).chain(list.iter().map(line)).collect()
+                let mut t = super::client::table::Table::new(&[
+                    "CODE (SHA-256)",
+                    "NAME",
+                    "WASM",
+                    "CACHED",
+                    "WHERE",
+                ]);
+                for e in &list {
+                    t.row(vec![
+                        e.hash.clone(),
+                        if e.name.is_empty() {
+                            "-".into()
+                        } else {
+                            e.name.clone()
+                        },
+                        super::client::table::bytes(e.wasm_len),
+                        super::client::table::bytes(e.mem_bytes),
+                        places(e),
+                    ]);
+                }
+                t.render()
             };
             out(c.json(), &list, text)
         }

@@ -151,6 +151,33 @@ fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
     anode_node::repo::package_bytes(&s.source, s.name.as_deref(), s.ver.as_deref())
 }
 
+/// `module list`: one row per module under a header, then what any of them misses.
+fn list_table(l: &[ModuleEntry]) -> String {
+    let mut t = super::client::table::Table::new(&[
+        "NAME", "VERSION", "KIND", "STATE", "ORIGIN", "HOOK", "PACKETS", "SUMMARY",
+    ]);
+    let mut notes = String::new();
+    for m in l {
+        t.row(vec![
+            m.name.clone(),
+            m.version.clone(),
+            m.kind.clone(),
+            m.state.clone(),
+            m.origin.clone().unwrap_or_else(|| "-".into()),
+            m.hook.clone().unwrap_or_else(|| "-".into()),
+            m.packets.to_string(),
+            m.summary.clone(),
+        ]);
+        for what in &m.missing {
+            notes.push_str(&format!("{}: missing {what}\n", m.name));
+        }
+        if let Some(e) = &m.last_error {
+            notes.push_str(&format!("{}: last error: {e}\n", m.name));
+        }
+    }
+    t.render() + &notes
+}
+
 fn line(m: &ModuleEntry) -> String {
     let mut s = format!(
         "{:<12} {:<8} {:<9} {:<10} {:<8} {:<13} {:>10} pkts  {}",
@@ -229,7 +256,7 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             let text = if l.is_empty() {
                 "no modules installed\n".to_string()
             } else {
-                l.iter().map(line).collect()
+                list_table(&l)
             };
             out(conn.json(), &l, text)
         }
