@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::BufWriter;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
@@ -138,6 +139,12 @@ pub fn run(args: Args) -> super::CmdResult {
 /// reach it with `--node NAME`), and progress goes to stderr once a second.
 fn realtime(topo: Topology, registry: &anode_emu::Registry) -> Result<Report, String> {
     let dir = anode_ctl::path::emulation_socket_dir().join(std::process::id().to_string());
+    // Made here (0700, as the node would), so no node warns that it had to make it.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let names: Vec<String> = topo.nodes.iter().map(|n| n.name.clone()).collect();
     eprintln!(
         "realtime: {} nodes; control sockets in {} (e.g. anode status --node {})",
