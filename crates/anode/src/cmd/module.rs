@@ -38,6 +38,9 @@ pub enum ModuleCommand {
     /// Pack DIR/manifest.toml and DIR/module.wasm (or a built-in module) into an unsigned
     /// NAME-VERSION.amod.
     Pack {
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
         /// The module directory.
         #[arg(required_unless_present = "builtin")]
         dir: Option<PathBuf>,
@@ -51,6 +54,9 @@ pub enum ModuleCommand {
     },
     /// Sign a package with a publisher key (in place).
     Sign {
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
         /// The package.
         file: PathBuf,
         /// The secret key file from `anode keygen`.
@@ -126,10 +132,23 @@ pub fn keygen(a: KeygenArgs) -> super::CmdResult {
 pub fn run(c: ModuleCommand) -> super::CmdResult {
     match c {
         ModuleCommand::Node(c) => super::module_ops::run(c),
-        ModuleCommand::Pack { dir, builtin, out } => {
+        ModuleCommand::Pack {
+            dir,
+            builtin,
+            out,
+            json,
+        } => {
             let p = anode_node::repo::pack_source(dir.as_deref(), builtin.as_deref())?;
             let out = out.unwrap_or_else(|| PathBuf::from(p.file_name()));
             p.write(&out).map_err(|e| e.to_string())?;
+            if json {
+                let v = serde_json::json!({
+                    "module": p.id(), "file": out.display().to_string(),
+                    "code_bytes": p.code.len(), "signed": false,
+                });
+                println!("{v}");
+                return Ok(());
+            }
             println!(
                 "packed {} ({} bytes of code) into {} (unsigned: sign it with `anode module sign`)",
                 p.id(),
@@ -138,11 +157,19 @@ pub fn run(c: ModuleCommand) -> super::CmdResult {
             );
             Ok(())
         }
-        ModuleCommand::Sign { file, key } => {
+        ModuleCommand::Sign { file, key, json } => {
             let mut p = Package::read(&file).map_err(|e| e.to_string())?;
             let k = anode_modules::read_key(&key).map_err(|e| e.to_string())?;
             p.sign(&k);
             p.write(&file).map_err(|e| e.to_string())?;
+            if json {
+                let v = serde_json::json!({
+                    "module": p.id(), "file": file.display().to_string(),
+                    "signed_by": hex::encode(k.verifying_key().to_bytes()),
+                });
+                println!("{v}");
+                return Ok(());
+            }
             println!(
                 "signed {} with {}",
                 p.id(),
