@@ -6,7 +6,6 @@
 
 mod node_util;
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use anode_capsule::{code_hash, protocols};
@@ -14,22 +13,9 @@ use node_util::*;
 
 #[test]
 fn capsules_of_a_code_file_and_of_a_cached_hash() {
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let dir = TestDir::new("capsule-send");
-    let (a_addr, b_addr) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
-    let a = anode().start_node(
-        &dir,
-        "a",
-        &a_addr,
-        &node_config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
-    );
-    let b = anode().start_node(
-        &dir,
-        "b",
-        &b_addr,
-        &node_config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
-    );
-    assert!(wait_until(Duration::from_secs(10), || a.has_route(&b_addr)));
+    let (a, b) = anode().start_pair(&dir);
+    let b_addr = b.addr.clone();
     let wasm = dir.path("my-proto.wasm");
     std::fs::write(&wasm, protocols::PING).unwrap();
     // The ping protocol's request: kind 0, pad, reply port 47001, t0, rtt.

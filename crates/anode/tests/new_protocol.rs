@@ -6,7 +6,6 @@
 
 mod node_util;
 
-use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -67,21 +66,8 @@ fn scaffold_builds_and_runs_in_the_emulator_and_on_real_nodes() {
     assert!(text.contains("3 sent, 3 delivered to port 9"), "{text}");
 
     // The same code on two real nodes.
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
-    let (a_addr, b_addr) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
-    let a = anode().start_node(
-        &dir,
-        "a",
-        &a_addr,
-        &node_config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
-    );
-    let _b = anode().start_node(
-        &dir,
-        "b",
-        &b_addr,
-        &node_config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
-    );
-    assert!(wait_until(Duration::from_secs(10), || a.has_route(&b_addr)));
+    let (a, b) = anode().start_pair(&dir);
+    let b_addr = b.addr.clone();
     let wasm = crate_dir.join("target/wasm32-unknown-unknown/release/hello.wasm");
     let sock = a.socket.to_string_lossy().into_owned();
     let out = anode().run(

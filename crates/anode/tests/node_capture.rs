@@ -8,7 +8,6 @@
 mod node_util;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::IpAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -89,22 +88,9 @@ fn ping(n: &NodeProc, dest: &str) {
 
 #[test]
 fn running_node_capture_decodes_in_tshark() {
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let dir = TestDir::new("capture");
-    let (a_addr, b_addr) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
-    let a = anode().start_node(
-        &dir,
-        "a",
-        &a_addr,
-        &node_config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
-    );
-    let b = anode().start_node(
-        &dir,
-        "b",
-        &b_addr,
-        &node_config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
-    );
-    assert!(wait_until(Duration::from_secs(10), || a.has_route(&b_addr)));
+    let (a, b) = anode().start_pair(&dir);
+    let (a_addr, b_addr) = (a.addr.clone(), b.addr.clone());
 
     // To a file, limited to the link, ended by SIGINT.
     let file = dir.path("live.pcap");

@@ -3,7 +3,6 @@
 
 mod node_util;
 
-use std::net::IpAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -11,22 +10,9 @@ use node_util::*;
 
 #[test]
 fn a_service_is_held_reached_and_not_taken_twice() {
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let dir = TestDir::new("ports");
-    let (a, b) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
-    let na = anode().start_node(
-        &dir,
-        "a",
-        &a,
-        &node_config(&a, &[("b", &b)], &dir.0.join("a.sock")),
-    );
-    let nb = anode().start_node(
-        &dir,
-        "b",
-        &b,
-        &node_config(&b, &[("a", &a)], &dir.0.join("b.sock")),
-    );
-    assert!(wait_until(Duration::from_secs(10), || na.has_route(&b)));
+    let (na, nb) = anode().start_pair(&dir);
+    let b = nb.addr.clone();
     let bs = nb.socket.to_string_lossy().into_owned();
     let mut c = anode().command(&["ports", "register", "80", "-c", "1", "--timeout", "15"]);
     c.args(["--socket", &bs])

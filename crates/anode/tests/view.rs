@@ -9,7 +9,7 @@
 mod node_util;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -99,22 +99,9 @@ fn emulation_view_shows_the_grid_and_updates() {
 
 #[test]
 fn node_view_shows_the_node_and_its_neighbor() {
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let dir = TestDir::new("view");
-    let (a_addr, b_addr) = (addr(ip, free_port(ip)), addr(ip, free_port(ip)));
-    let a = anode().start_node(
-        &dir,
-        "a",
-        &a_addr,
-        &node_config(&a_addr, &[("to-b", &b_addr)], &dir.0.join("a.sock")),
-    );
-    let _b = anode().start_node(
-        &dir,
-        "b",
-        &b_addr,
-        &node_config(&b_addr, &[("to-a", &a_addr)], &dir.0.join("b.sock")),
-    );
-    assert!(wait_until(Duration::from_secs(10), || a.has_route(&b_addr)));
+    let (a, _b) = anode().start_pair(&dir);
+    let (a_addr, b_addr) = (a.addr.clone(), _b.addr.clone());
     assert_eq!(
         a.json(&["ping", &b_addr, "-c", "2", "-i", "0.05"])["received"],
         2

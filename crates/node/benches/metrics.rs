@@ -10,12 +10,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use anode_core::LinkId;
-use anode_core::wire::control::{Control, Hello, Routes};
 use anode_core::wire::datagram::Datagram;
 use anode_core::wire::transit::TransitRepr;
 use anode_node::NodeBuilder;
 use anode_node::metrics::Snapshot;
-use anode_testkit::fixtures::{addr, far};
+use anode_testkit::fixtures::{addr, far, hear};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn node() -> (anode_core::Node, Instant) {
@@ -26,26 +25,7 @@ fn node() -> (anode_core::Node, Instant) {
     let file = anode_node::config::parse(Path::new("bench.toml"), &text).unwrap();
     let now = Instant::now();
     let mut n = NodeBuilder::from_file(&file).build(now).unwrap();
-    for (i, peer) in [a, c].into_iter().enumerate() {
-        let h = Control::Hello(Hello {
-            sender: peer,
-            hello_ms: 1000,
-            dead_ms: 1_000_000,
-            seq: 1,
-            seen: vec![me],
-        });
-        n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
-    }
-    let entries: Vec<_> = (0..1000).map(|i| (far(i), 1)).collect();
-    for ch in entries.chunks(64) {
-        let r = Control::Routes(Routes {
-            sender: c,
-            entries: ch.to_vec(),
-        });
-        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
-    }
-    while n.poll_transmit().is_some() {}
-    while n.poll_event().is_some() {}
+    hear(&mut n, now, &[a, c], 1000);
     (n, now)
 }
 

@@ -34,9 +34,19 @@ pub fn transit_node(mtu: Option<usize>, routes: u16) -> (Node, Instant) {
         }
         n.add_link(l, now);
     }
-    for (i, peer) in [a, c].into_iter().enumerate() {
+    hear(&mut n, now, &[a, c], routes);
+    (n, now)
+}
+
+/// Makes `n` hear a hello from each of `peers` (the peer of link i is `peers[i]`) and
+/// `routes` destinations ([`far`]) at metric 1 from the last of them; then empties its
+/// transmit and event queues. A node built from a config gets the state of
+/// [`transit_node`] this way.
+pub fn hear(n: &mut Node, now: Instant, peers: &[NodeAddr], routes: u16) {
+    let me = n.address();
+    for (i, peer) in peers.iter().enumerate() {
         let h = Control::Hello(Hello {
-            sender: peer,
+            sender: *peer,
             hello_ms: 1000,
             dead_ms: 1_000_000,
             seq: 1,
@@ -44,17 +54,17 @@ pub fn transit_node(mtu: Option<usize>, routes: u16) -> (Node, Instant) {
         });
         n.handle_packet(now, LinkId(i as u32), h.to_packet().unwrap());
     }
+    let Some(last) = peers.last() else { return };
     let entries: Vec<_> = (0..routes).map(|i| (far(i), 1)).collect();
     for ch in entries.chunks(64) {
         let r = Control::Routes(Routes {
-            sender: c,
+            sender: *last,
             entries: ch.to_vec(),
         });
-        n.handle_packet(now, LinkId(1), r.to_packet().unwrap());
+        n.handle_packet(now, LinkId(peers.len() as u32 - 1), r.to_packet().unwrap());
     }
     while n.poll_transmit().is_some() {}
     while n.poll_event().is_some() {}
-    (n, now)
 }
 
 /// A deterministic ed25519 signing key for tests (`seed` picks one of 256).

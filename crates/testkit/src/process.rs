@@ -203,6 +203,32 @@ impl Anode {
         Proc::spawn(&mut c).finish(limit)
     }
 
+    /// Two nodes "a" and "b" on 127.0.0.1, linked to each other (links "to-b" and "to-a",
+    /// fast timers, sockets DIR/a.sock and DIR/b.sock), once a has a route to b (10 s at
+    /// most).
+    pub fn start_pair(&self, dir: &TestDir) -> (NodeProc, NodeProc) {
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let (a, b) = (
+            std::net::SocketAddr::new(ip, free_port(ip)).to_string(),
+            std::net::SocketAddr::new(ip, free_port(ip)).to_string(),
+        );
+        let na = self.start_node(
+            dir,
+            "a",
+            &a,
+            &node_config(&a, &[("to-b", &b)], &dir.path("a.sock")),
+        );
+        let nb = self.start_node(
+            dir,
+            "b",
+            &b,
+            &node_config(&b, &[("to-a", &a)], &dir.path("b.sock")),
+        );
+        let up = wait_until(Duration::from_secs(10), || na.has_route(&b));
+        assert!(up, "no route a -> b:\n{}", na.log_text());
+        (na, nb)
+    }
+
     /// Starts `anode node` with `config` (written to DIR/NAME.toml) and waits (10 s at
     /// most) for its control socket.
     pub fn start_node(&self, dir: &TestDir, name: &str, addr: &str, config: &str) -> NodeProc {

@@ -54,23 +54,13 @@ fn places(e: &CodeEntry) -> String {
 }
 
 fn line(e: &CodeEntry) -> String {
-    let mut at = Vec::new();
-    if e.in_memory {
-        at.push("memory");
-    }
-    if e.live {
-        at.push("live");
-    }
-    if e.on_disk {
-        at.push("disk");
-    }
     let name = if e.name.is_empty() { "-" } else { &e.name };
     format!(
         "{}  {name:<12} {:>10}  {:>12}  {}\n",
         e.hash,
         e.wasm_len,
         e.mem_bytes,
-        at.join(",")
+        places(e)
     )
 }
 

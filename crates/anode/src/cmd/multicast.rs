@@ -65,12 +65,7 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             rb,
             conn,
         } => {
-            let deadline = match timeout {
-                Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
-                    return Err("--timeout must be between 0.001 and 31536000 seconds".into());
-                }
-                t => t.map(|t| Instant::now() + Duration::from_secs_f64(t)),
-            };
+            let deadline = deadline(timeout)?;
             signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::MULTICAST)?;
             multicast::join(&mut s, root, group, rb)?;
@@ -86,20 +81,7 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
                 count,
                 deadline,
                 &signals::stop_requested,
-                &mut |data| {
-                    let p = Payload(data.to_vec());
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::json!({"group": group, "data": p.to_hex()})
-                        );
-                    } else {
-                        match p.as_text() {
-                            Some(t) => println!("group {group}: {t}"),
-                            None => println!("group {group}: {} (hex)", p.to_hex()),
-                        }
-                    }
-                },
+                &mut |data| print_data(json, ("group", u64::from(group)), data),
             )?;
             match count {
                 Some(c) if got < c => Err(format!("{got} of {c} messages came")),
@@ -127,5 +109,31 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             );
             Ok(())
         }
+    }
+}
+
+/// When a `--timeout` in seconds ends (checked: 0.001 s to a year).
+pub(crate) fn deadline(timeout: Option<f64>) -> Result<Option<Instant>, String> {
+    match timeout {
+        Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
+            Err("--timeout must be between 0.001 and 31536000 seconds".into())
+        }
+        t => Ok(t.map(|t| Instant::now() + Duration::from_secs_f64(t))),
+    }
+}
+
+/// One message a group or a service got: `group 7: text` (hex if binary), or a JSON line.
+pub(crate) fn print_data(json: bool, (what, id): (&str, u64), data: &[u8]) {
+    let p = Payload(data.to_vec());
+    if json {
+        let mut v = serde_json::Map::new();
+        v.insert(what.into(), id.into());
+        v.insert("data".into(), p.to_hex().into());
+        println!("{}", serde_json::Value::Object(v));
+        return;
+    }
+    match p.as_text() {
+        Some(t) => println!("{what} {id}: {t}"),
+        None => println!("{what} {id}: {} (hex)", p.to_hex()),
     }
 }

@@ -1,7 +1,7 @@
 //! `anode ports register|send`: the portmapper capsule protocol from the command line (the
 //! work is in `anode_ctl::ports`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anode_capsule::protocols;
 use anode_ctl::{CapsuleSession, Payload, ports};
@@ -57,12 +57,7 @@ pub fn run(c: PortsCommand) -> super::CmdResult {
             timeout,
             conn,
         } => {
-            let deadline = match timeout {
-                Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
-                    return Err("--timeout must be between 0.001 and 31536000 seconds".into());
-                }
-                t => t.map(|t| Instant::now() + Duration::from_secs_f64(t)),
-            };
+            let deadline = super::multicast::deadline(timeout)?;
             signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::PORTMAP)?;
             ports::register(&mut s, service, Duration::from_secs(5)).map_err(|e| e.to_string())?;
@@ -78,18 +73,7 @@ pub fn run(c: PortsCommand) -> super::CmdResult {
                 (count, deadline),
                 &signals::stop_requested,
                 &mut |data| {
-                    let p = Payload(data.to_vec());
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::json!({"service": service, "data": p.to_hex()})
-                        );
-                    } else {
-                        match p.as_text() {
-                            Some(t) => println!("service {service}: {t}"),
-                            None => println!("service {service}: {} (hex)", p.to_hex()),
-                        }
-                    }
+                    super::multicast::print_data(json, ("service", u64::from(service)), data)
                 },
             )?;
             let _ = ports::unregister(&mut s, service);
