@@ -31,6 +31,16 @@ pub struct CapsuleSession {
 
 pub use anode_wire::capsule::capsule_packet;
 
+impl Drop for CapsuleSession {
+    /// Frees the session's port at once (closing the connection frees it too, but the node
+    /// notices a moment later, and a session opened right after on the same port would find
+    /// it taken). Bounded: at most a second.
+    fn drop(&mut self) {
+        let _ = self.client.set_timeout(Some(Duration::from_secs(1)));
+        let _ = self.client.unbind(self.port);
+    }
+}
+
 /// The code a session's capsules name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionCode<'a> {

@@ -189,6 +189,9 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
             r.last_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
         }
     }
+    // Free the port before exiting, so an inject right after this one finds it free (closing
+    // the connection frees it too, but the node notices that a moment later).
+    let _ = client.unbind(a.port);
     if json {
         let s = serde_json::to_string(&r).map_err(|e| format!("cannot encode JSON: {e}"))?;
         println!("{s}");
