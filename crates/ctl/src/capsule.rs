@@ -19,6 +19,11 @@ use crate::{Client, ClientError, ErrorCode, StreamItem};
 /// Application ports a session tries, from a base derived from the process id.
 const PORT_TRIES: u16 = 64;
 
+/// What [`CapsuleSession::listen`] calls to keep a registration alive.
+pub type Refresh<'a> = &'a mut dyn FnMut(&mut CapsuleSession) -> Result<(), String>;
+/// Which deliveries [`CapsuleSession::listen`] takes.
+pub type Accept<'a> = &'a dyn Fn(&[u8]) -> bool;
+
 /// A capsule protocol running from one node; see the module docs.
 #[derive(Debug)]
 pub struct CapsuleSession {
@@ -170,6 +175,41 @@ impl CapsuleSession {
         self.client
             .inject_upto(pkt, count)
             .map_err(|e| e.to_string())
+    }
+
+    /// A long-lived listener's loop (multicast members, portmapper services): until `count`
+    /// deliveries were taken, the `deadline` passed or `stop` says so, calls `refresh` every
+    /// `every` (to keep soft state alive) and hands `on` the bytes after the first `skip` of
+    /// each delivery `accept` takes. Returns how many were taken.
+    pub fn listen(
+        &mut self,
+        (count, deadline): (Option<u64>, Option<Instant>),
+        stop: &dyn Fn() -> bool,
+        (every, refresh): (Duration, Refresh<'_>),
+        (accept, skip): (Accept<'_>, usize),
+        on: &mut dyn FnMut(&[u8]),
+    ) -> Result<u64, String> {
+        let mut got = 0;
+        let mut next_refresh = Instant::now() + every;
+        while !stop() && count.is_none_or(|c| got < c) {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if now >= next_refresh {
+                refresh(self)?;
+                next_refresh = now + every;
+            }
+            let tick = now + Duration::from_millis(200);
+            let until = deadline.map_or(tick, |d| d.min(tick));
+            if let Some(p) = self.next(until)?
+                && accept(&p)
+            {
+                got += 1;
+                on(p.get(skip..).unwrap_or_default());
+            }
+        }
+        Ok(got)
     }
 
     /// A delivery that is already here, if any.

@@ -48,28 +48,12 @@ pub fn listen(
     stop: &dyn Fn() -> bool,
     on: &mut dyn FnMut(&[u8]),
 ) -> Result<u64, String> {
-    let mut got = 0;
-    let mut rejoin = Instant::now() + REJOIN;
-    while !stop() && count.is_none_or(|c| got < c) {
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        if now >= rejoin {
-            join(s, root, group, rb)?;
-            rejoin = now + REJOIN;
-        }
-        let mut until = now + Duration::from_millis(200);
-        if let Some(d) = deadline {
-            until = until.min(d);
-        }
-        if let Some(p) = s.next(until)?
-            && p.len() >= HDR
-            && p.get(4..8) == Some(&group.to_be_bytes()[..])
-        {
-            got += 1;
-            on(p.get(HDR..).unwrap_or_default());
-        }
-    }
-    Ok(got)
+    let accept = |p: &[u8]| p.len() >= HDR && p.get(4..8) == Some(&group.to_be_bytes()[..]);
+    s.listen(
+        (count, deadline),
+        stop,
+        (REJOIN, &mut |s| join(s, root, group, rb)),
+        (&accept, HDR),
+        on,
+    )
 }

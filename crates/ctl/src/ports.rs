@@ -90,27 +90,16 @@ pub fn listen(
     stop: &dyn Fn() -> bool,
     on: &mut dyn FnMut(&[u8]),
 ) -> Result<u64, String> {
-    let mut got = 0;
-    let mut refresh = Instant::now() + REFRESH;
-    while !stop() && count.is_none_or(|c| got < c) {
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            break;
-        }
-        if now >= refresh {
-            register(s, service, Duration::from_secs(5)).map_err(|e| e.to_string())?;
-            refresh = now + REFRESH;
-        }
-        let until = deadline.map_or(now + Duration::from_millis(200), |d| {
-            d.min(now + Duration::from_millis(200))
-        });
-        if let Some(p) = s.next(until)?
-            && p.first() == Some(&SEND)
-            && p.get(2..4) == Some(&service.to_be_bytes()[..])
-        {
-            got += 1;
-            on(p.get(HDR..).unwrap_or_default());
-        }
-    }
-    Ok(got)
+    let accept =
+        |p: &[u8]| p.first() == Some(&SEND) && p.get(2..4) == Some(&service.to_be_bytes()[..]);
+    let mut refresh = |s: &mut CapsuleSession| {
+        register(s, service, Duration::from_secs(5)).map_err(|e| e.to_string())
+    };
+    s.listen(
+        (count, deadline),
+        stop,
+        (REFRESH, &mut refresh),
+        (&accept, HDR),
+        on,
+    )
 }

@@ -95,7 +95,7 @@ fn send(a: SendArgs) -> super::CmdResult {
         })?;
         SessionCode::Cached(hash)
     };
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     let mut s = CapsuleSession::open_with(connect_to(&a.conn)?, code, a.port)?;
     let json = a.conn.json();
     if !json {

@@ -49,7 +49,7 @@ pub fn run(a: Args) -> super::CmdResult {
         count: a.count,
         duration,
     };
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     let mut c = connect_to(&a.conn)?;
     let json = a.conn.json();
     let (node, peer) = capture::begin(&mut c, &o).map_err(err)?;

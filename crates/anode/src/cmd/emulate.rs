@@ -112,8 +112,7 @@ pub fn run(args: Args) -> super::CmdResult {
         if let Some(v) = &view {
             let title = args.topology.display().to_string();
             // Ctrl-C during a paced run: finish at full speed, print the report, quit.
-            anode_ether::signals::install()
-                .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            super::install_signals()?;
             let tap = anode_view::EmuView::new(v.hub(), &title, args.speed)
                 .hurry_when(anode_ether::signals::stop_requested);
             taps.push(Box::new(tap));

@@ -1,10 +1,8 @@
 //! `anode multicast join|send`: the multicast capsule protocol from the command line (the
 //! work is in `anode_ctl::multicast`).
 
-use std::time::{Duration, Instant};
-
 use anode_capsule::protocols;
-use anode_ctl::{CapsuleSession, Payload, multicast};
+use anode_ctl::{CapsuleSession, multicast};
 use anode_ether::signals;
 use anode_wire::NodeAddr;
 
@@ -65,8 +63,8 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             rb,
             conn,
         } => {
-            let deadline = deadline(timeout)?;
-            signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let deadline = super::deadline(timeout)?;
+            super::install_signals()?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::MULTICAST)?;
             multicast::join(&mut s, root, group, rb)?;
             eprintln!(
@@ -81,12 +79,9 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
                 count,
                 deadline,
                 &signals::stop_requested,
-                &mut |data| print_data(json, ("group", u64::from(group)), data),
+                &mut |data| super::print_data(json, ("group", u64::from(group)), data),
             )?;
-            match count {
-                Some(c) if got < c => Err(format!("{got} of {c} messages came")),
-                _ => Ok(()),
-            }
+            super::all_came(got, count)
         }
         MulticastCommand::Send {
             group,
@@ -95,11 +90,7 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             rb,
             conn,
         } => {
-            let data = if hex {
-                Payload::from_hex(&message).map_err(|e| e.to_string())?.0
-            } else {
-                message.into_bytes()
-            };
+            let data = super::message_bytes(message, hex)?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::MULTICAST)?;
             multicast::send(&mut s, group, rb, &data)?;
             println!(
@@ -109,31 +100,5 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             );
             Ok(())
         }
-    }
-}
-
-/// When a `--timeout` in seconds ends (checked: 0.001 s to a year).
-pub(crate) fn deadline(timeout: Option<f64>) -> Result<Option<Instant>, String> {
-    match timeout {
-        Some(t) if !(0.001..=31_536_000.0).contains(&t) => {
-            Err("--timeout must be between 0.001 and 31536000 seconds".into())
-        }
-        t => Ok(t.map(|t| Instant::now() + Duration::from_secs_f64(t))),
-    }
-}
-
-/// One message a group or a service got: `group 7: text` (hex if binary), or a JSON line.
-pub(crate) fn print_data(json: bool, (what, id): (&str, u64), data: &[u8]) {
-    let p = Payload(data.to_vec());
-    if json {
-        let mut v = serde_json::Map::new();
-        v.insert(what.into(), id.into());
-        v.insert("data".into(), p.to_hex().into());
-        println!("{}", serde_json::Value::Object(v));
-        return;
-    }
-    match p.as_text() {
-        Some(t) => println!("{what} {id}: {t}"),
-        None => println!("{what} {id}: {} (hex)", p.to_hex()),
     }
 }

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> super::CmdResult {
     if let Some(a) = running.metrics_addr() {
         eprintln!("anode: metrics on http://{a}/metrics");
     }
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     eprintln!(
         "anode: node {} running on UDP {} with {} link(s); control socket {}\n\
          anode: try `anode status --socket {}`; Ctrl-C stops the node (--log info shows neighbors and routes)",

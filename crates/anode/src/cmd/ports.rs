@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anode_capsule::protocols;
-use anode_ctl::{CapsuleSession, Payload, ports};
+use anode_ctl::{CapsuleSession, ports};
 use anode_ether::signals;
 use anode_wire::NodeAddr;
 
@@ -57,8 +57,8 @@ pub fn run(c: PortsCommand) -> super::CmdResult {
             timeout,
             conn,
         } => {
-            let deadline = super::multicast::deadline(timeout)?;
-            signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+            let deadline = super::deadline(timeout)?;
+            super::install_signals()?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::PORTMAP)?;
             ports::register(&mut s, service, Duration::from_secs(5)).map_err(|e| e.to_string())?;
             eprintln!(
@@ -72,15 +72,10 @@ pub fn run(c: PortsCommand) -> super::CmdResult {
                 service,
                 (count, deadline),
                 &signals::stop_requested,
-                &mut |data| {
-                    super::multicast::print_data(json, ("service", u64::from(service)), data)
-                },
+                &mut |data| super::print_data(json, ("service", u64::from(service)), data),
             )?;
             let _ = ports::unregister(&mut s, service);
-            match count {
-                Some(c) if got < c => Err(format!("{got} of {c} messages came")),
-                _ => Ok(()),
-            }
+            super::all_came(got, count)
         }
         PortsCommand::Send {
             dest,
@@ -90,11 +85,7 @@ pub fn run(c: PortsCommand) -> super::CmdResult {
             rb,
             conn,
         } => {
-            let data = if hex {
-                Payload::from_hex(&message).map_err(|e| e.to_string())?.0
-            } else {
-                message.into_bytes()
-            };
+            let data = super::message_bytes(message, hex)?;
             let mut s = CapsuleSession::open(connect_to(&conn)?, protocols::PORTMAP)?;
             ports::send(&mut s, dest, service, rb, &data)?;
             println!("sent {} bytes to service {service} at {dest}", data.len());

@@ -65,7 +65,7 @@ pub fn run(a: Args) -> CmdResult {
         fast_path: a.fast_path,
         links: a.links,
     };
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     let r = RunningRouter::start(&opts)?;
     if let Some(path) = r.control_socket() {
         eprintln!(

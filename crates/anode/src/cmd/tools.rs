@@ -110,7 +110,7 @@ fn open(c: &Common, wasm: &[u8]) -> Result<(CapsuleSession, Duration), String> {
     if !(0.001..=3600.0).contains(&c.timeout) {
         return Err("--timeout must be between 0.001 and 3600 seconds".into());
     }
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     let s = CapsuleSession::open(connect_to(&c.conn)?, wasm)?;
     Ok((s, Duration::from_secs_f64(c.timeout)))
 }

@@ -30,7 +30,7 @@ pub fn run(a: Args) -> super::CmdResult {
         return Err("--interval must be between 0.05 and 3600 seconds".into());
     }
     let mut c = connect_to(&a.conn)?;
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     let v = anode_view::ViewServer::start(a.listen).map_err(|e| e.to_string())?;
     eprintln!("view: {} (Ctrl-C to quit)", v.url());
     let every = Duration::from_secs_f64(a.interval);
@@ -40,7 +40,7 @@ pub fn run(a: Args) -> super::CmdResult {
 
 /// Waits for SIGINT or SIGTERM (at once if one came already).
 pub fn wait_for_signal() -> super::CmdResult {
-    signals::install().map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    super::install_signals()?;
     while !signals::stop_requested() {
         std::thread::sleep(Duration::from_millis(100));
     }
