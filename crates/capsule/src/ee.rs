@@ -436,6 +436,16 @@ impl CapsuleEe {
             .map_or(0, |c| c.obj.wasm.len() + c.obj.cost)
     }
 
+    /// The protocol names of the code objects in memory that declare one (no disk access:
+    /// what runs is in memory, and the names were read when the code was built).
+    pub fn code_names(&self) -> Vec<(CodeHash, String)> {
+        self.mem
+            .map
+            .values()
+            .filter_map(|c| Some((c.obj.hash, c.obj.name.clone()?)))
+            .collect()
+    }
+
     /// Code objects in memory and on disk.
     pub fn code_list(&self) -> Vec<CodeInfo> {
         let on_disk: HashSet<CodeHash> = self
@@ -449,7 +459,7 @@ impl CapsuleEe {
             .values()
             .map(|c| CodeInfo {
                 hash: c.obj.hash,
-                name: crate::runtime::protocol_name(&c.obj.wasm),
+                name: c.obj.name.clone(),
                 wasm_len: c.obj.wasm.len(),
                 cost: c.obj.cost,
                 in_memory: true,

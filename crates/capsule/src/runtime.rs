@@ -129,6 +129,8 @@ pub struct CodeObject {
     pub deps: Vec<CodeHash>,
     /// Bytes it holds in memory (module bytes + compiled image), for the cache's budget.
     pub cost: usize,
+    /// The protocol's name from its `anode.name` section ([`protocol_name`]), read once here.
+    pub name: Option<String>,
 }
 
 impl fmt::Debug for CodeObject {
@@ -293,7 +295,9 @@ impl Runtime {
         })?;
         let image = module.image_range();
         let cost = wasm.len() + (image.end as usize).saturating_sub(image.start as usize);
+        let name = protocol_name(&wasm);
         Ok(CodeObject {
+            name,
             hash,
             wasm,
             module,

@@ -186,12 +186,9 @@ fn guarded<E: MeteredEe + 'static>(
 pub fn code_names(node: &mut Node) -> std::collections::HashMap<String, String> {
     capsule_ee(node)
         .map(|ee| {
-            ee.code_list()
+            ee.code_names()
                 .into_iter()
-                .filter_map(|c| {
-                    let hex: String = c.hash.iter().map(|b| format!("{b:02x}")).collect();
-                    Some((format!("capsule/{hex}"), c.name?))
-                })
+                .map(|(hash, name)| (format!("capsule/{}", hex::encode(hash)), name))
                 .collect()
         })
         .unwrap_or_default()
