@@ -88,29 +88,11 @@ pub(super) fn start(
 /// The peer of the link named `l` (its name, index or peer address).
 fn find_link(n: &anode_core::Node, l: &str) -> Result<NodeAddr, Failure> {
     let by_addr: Option<NodeAddr> = l.parse().ok();
-    let found = n
-        .links()
-        .find(|(id, cfg, _)| cfg.name == l || id.0.to_string() == l || by_addr == Some(cfg.peer));
-    match found {
-        Some((_, cfg, _)) => Ok(cfg.peer),
-        None => {
-            let names: Vec<String> = n
-                .links()
-                .map(|(id, c, _)| {
-                    let name = if c.name.is_empty() {
-                        id.0.to_string()
-                    } else {
-                        c.name.clone()
-                    };
-                    format!("{name} ({})", c.peer)
-                })
-                .collect();
-            Err((
-                ErrorCode::NoSuchLink,
-                format!("no link '{l}'; the links are: {}", names.join(", ")),
-            ))
-        }
-    }
+    let id = super::convert::link_named(n, l);
+    n.links()
+        .find(|(i, cfg, _)| Some(*i) == id || by_addr == Some(cfg.peer))
+        .map(|(_, cfg, _)| cfg.peer)
+        .ok_or_else(|| super::convert::no_such_link(n, l))
 }
 
 #[derive(Debug, Clone, Copy)]

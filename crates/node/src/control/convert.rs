@@ -145,3 +145,29 @@ pub(super) fn domains(node: &mut Node) -> Vec<DomainsInfo> {
         })
         .collect()
 }
+
+/// The link called `l`: its configured name or its index ("0").
+pub(super) fn link_named(n: &Node, l: &str) -> Option<anode_core::LinkId> {
+    n.links()
+        .find(|(id, cfg, _)| cfg.name == l || id.0.to_string() == l)
+        .map(|(id, _, _)| id)
+}
+
+/// The error for `l` naming no link: the links there are (name or index, and peer).
+pub(super) fn no_such_link(n: &Node, l: &str) -> (anode_ctl::ErrorCode, String) {
+    let names: Vec<String> = n
+        .links()
+        .map(|(id, c, _)| {
+            let name = if c.name.is_empty() {
+                id.0.to_string()
+            } else {
+                c.name.clone()
+            };
+            format!("{name} ({})", c.peer)
+        })
+        .collect();
+    (
+        anode_ctl::ErrorCode::NoSuchLink,
+        format!("no link '{l}'; the links are: {}", names.join(", ")),
+    )
+}

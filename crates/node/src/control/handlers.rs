@@ -270,31 +270,12 @@ fn add_route(
 
 fn set_link(shared: &Shared, link: String, up: bool) -> Result<Response, Failure> {
     let r = call(&*shared.driver, move |n, now| {
-        let found = n
-            .links()
-            .find(|(id, cfg, _)| cfg.name == link || id.0.to_string() == link)
-            .map(|(id, _, _)| id);
-        match found {
+        match convert::link_named(n, &link) {
             Some(id) => {
                 n.set_link_up(id, up, now);
                 Ok(id)
             }
-            None => {
-                let names: Vec<String> = n
-                    .links()
-                    .map(|(id, c, _)| {
-                        if c.name.is_empty() {
-                            id.0.to_string()
-                        } else {
-                            c.name.clone()
-                        }
-                    })
-                    .collect();
-                Err((
-                    ErrorCode::NoSuchLink,
-                    format!("no link '{link}'; the links are: {}", names.join(", ")),
-                ))
-            }
+            None => Err(convert::no_such_link(n, &link)),
         }
     })?;
     r.map(|id| {

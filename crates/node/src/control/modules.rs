@@ -245,11 +245,7 @@ pub(super) fn qdisc(
         ));
     }
     let r = call(&*shared.driver, move |n, now| {
-        let Some(id) = n
-            .links()
-            .find(|(id, cfg, _)| cfg.name == link || id.0.to_string() == link)
-            .map(|(id, _, _)| id)
-        else {
+        let Some(id) = super::convert::link_named(n, &link) else {
             return Err((
                 ErrorCode::NoSuchLink,
                 format!("no link '{link}'; see `anode links`"),
