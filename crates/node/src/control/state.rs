@@ -167,8 +167,14 @@ impl Shared {
     /// Queues a stream message for connection `id`; false if it is gone or too far behind
     /// (then the message is dropped and counted).
     pub fn stream_to(&self, id: ConnId, msg: &ServerMessage) -> bool {
+        self.send_to(id, msg, true)
+    }
+
+    /// Queues `msg` for connection `id` (see [`Shared::queue`]); false if it is gone or the
+    /// message was dropped.
+    fn send_to(&self, id: ConnId, msg: &ServerMessage, stream: bool) -> bool {
         let out = lock(&self.conns).get(&id).map(|c| Arc::clone(&c.out));
-        out.is_some_and(|out| self.queue(id, &out, msg, true))
+        out.is_some_and(|out| self.queue(id, &out, msg, stream))
     }
 
     /// Claims `port` for `id`; false if another connection owns it.
@@ -225,10 +231,7 @@ impl Shared {
 
     /// Queues a reply for connection `id` (dropped if the connection is gone).
     pub fn reply(&self, id: ConnId, msg: &ServerMessage) {
-        let out = lock(&self.conns).get(&id).map(|c| Arc::clone(&c.out));
-        if let Some(out) = out {
-            self.queue(id, &out, msg, false);
-        }
+        self.send_to(id, msg, false);
     }
 
     /// Takes the connections with new output.
