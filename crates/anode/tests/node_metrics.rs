@@ -6,23 +6,14 @@
 
 mod node_util;
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpStream};
+use std::io::Write;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use node_util::*;
 
 fn get(port: u16, path: &str) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    resp
+    anode_testkit::http::get(("127.0.0.1", port), path)
 }
 
 /// The families the reference parser finds in `text`, one `name type samples` per line.

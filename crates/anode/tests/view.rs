@@ -8,8 +8,7 @@
 
 mod node_util;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -38,12 +37,9 @@ fn browser(url: &str, updates: u32) -> serde_json::Value {
 
 fn get(url_base: &str, path: &str) -> (u16, String) {
     let hostport = url_base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(hostport).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     // HTTP/1.0: a plain body, never chunked.
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
+    let resp =
+        anode_testkit::http::exchange(hostport, &format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n"));
     let code = resp[9..12].parse().unwrap();
     let body = resp.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
     (code, body)

@@ -593,8 +593,6 @@ fn answer(
 mod tests {
     use super::*;
     use anode_nodeos::{Credentials, DomainId, NodeOs, NodeOsConfig, Policy};
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
 
     #[test]
     fn domains_are_rendered_escaped_and_served_over_http() {
@@ -627,19 +625,7 @@ mod tests {
             Arc::new(move || Some(snap.clone())),
         )
         .unwrap();
-        let get = |path: &str| {
-            let mut s = TcpStream::connect(addr).unwrap();
-            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-                .unwrap();
-            write!(
-                s,
-                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-            )
-            .unwrap();
-            let mut resp = String::new();
-            s.read_to_string(&mut resp).unwrap();
-            resp
-        };
+        let get = |path: &str| anode_testkit::http::get(addr, path);
         let resp = get("/metrics");
         assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
         assert!(resp.ends_with(text.as_str()), "{resp}");

@@ -28,6 +28,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 pub mod fixtures;
+pub mod http;
 pub mod net;
 pub mod netns;
 pub mod process;

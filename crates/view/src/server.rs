@@ -266,15 +266,9 @@ fn push_states<S: std::io::Read + std::io::Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
 
     fn get(addr: SocketAddr, req: &str) -> String {
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.write_all(req.as_bytes()).unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        out
+        anode_testkit::http::exchange(addr, req)
     }
 
     #[test]
