@@ -32,7 +32,7 @@ command -v tshark >/dev/null 2>&1 || need+=(tshark)
 # The live view (anode view, emulate --view) is checked in headless Chromium, driven by
 # Node.js (tools/browser/check-view.mjs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
-command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 # The eBPF fast path (crates/ether/bpf/fastpath.c) is compiled by clang against the kernel UAPI headers.
 command -v clang-14 >/dev/null 2>&1 || command -v clang >/dev/null 2>&1 || need+=(clang)
 [ -e /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)
@@ -44,4 +44,13 @@ if [ ${#need[@]} -gt 0 ]; then
     else
         echo "setup: missing ${need[*]} (install them as root; the netns tests need them)" >&2
     fi
+fi
+# The browser check talks to Chromium over a WebSocket: Node's own (>= 20.10), or else the
+# `ws` package from the npm registry, installed beside the script.
+if command -v node >/dev/null 2>&1 \
+    && ! node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null \
+    && ! node --experimental-websocket -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null \
+    && [ ! -d tools/browser/node_modules/ws ]; then
+    echo "setup: installing the ws package for tools/browser (this Node has no WebSocket)"
+    npm install --silent --no-save --no-package-lock --prefix tools/browser ws@8
 fi

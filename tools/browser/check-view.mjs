@@ -1,6 +1,6 @@
 // Loads an anode view page in headless Chromium (Debian's /usr/bin/chromium) over the
 // DevTools protocol and reports what the page shows, as one JSON line on stdout:
-//   node --experimental-websocket tools/browser/check-view.mjs URL [--updates N] [--screenshot PNG]
+//   node [--experimental-websocket] tools/browser/check-view.mjs URL [--updates N] [--screenshot PNG]
 // It waits (at most 30 s) until the page has received N updates over its WebSocket
 // (default 3) and records the header numbers after each, then prints
 //   {"title", "nodes", "circles", "links", "conn", "updates", "times": [...], "events": [...]}.
@@ -51,12 +51,15 @@ const wsUrl = await new Promise(resolve => {
   });
 });
 
-const ws = new WebSocket(wsUrl);
+// Node >= 22 has WebSocket, 20.10+ with --experimental-websocket; older ones use the `ws`
+// package, which scripts/setup.sh installs into tools/browser/node_modules for them.
+const WebSocketImpl = globalThis.WebSocket ?? (await import("ws")).default;
+const ws = new WebSocketImpl(wsUrl);
 await new Promise((res, rej) => { ws.onopen = res; ws.onerror = () => rej(new Error("CDP")); });
 let next = 1;
 const pending = new Map();
 ws.onmessage = ev => {
-  const m = JSON.parse(ev.data);
+  const m = JSON.parse(String(ev.data));
   if (m.id && pending.has(m.id)) { pending.get(m.id)(m); pending.delete(m.id); }
 };
 function send(method, params = {}, sessionId) {

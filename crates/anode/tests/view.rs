@@ -19,10 +19,27 @@ fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
+/// `node`, with `--experimental-websocket` where that is how this Node gets a WebSocket
+/// (20.10 to 21; newer ones have it, older ones use the `ws` package setup.sh installs).
+fn node() -> Command {
+    let has = |flag: Option<&str>| {
+        let mut c = Command::new("node");
+        c.args(flag).args([
+            "-e",
+            "process.exit(typeof WebSocket === 'function' ? 0 : 1)",
+        ]);
+        c.output().is_ok_and(|o| o.status.success())
+    };
+    let mut c = Command::new("node");
+    if !has(None) && has(Some("--experimental-websocket")) {
+        c.arg("--experimental-websocket");
+    }
+    c
+}
+
 /// What the page shows after `updates` updates (see check-view.mjs).
 fn browser(url: &str, updates: u32) -> serde_json::Value {
-    let out = Command::new("node")
-        .arg("--experimental-websocket")
+    let out = node()
         .arg(repo().join("tools/browser/check-view.mjs"))
         .args([url, "--updates", &updates.to_string()])
         .output()
