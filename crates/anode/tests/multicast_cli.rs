@@ -1,7 +1,8 @@
 //! `anode multicast join|send` on a line of three `anode node` processes a - b - c: b and c
 //! join group 7 toward the root a (c's join builds the tree through b), a sends twice, and
 //! both members print both messages; sending again after the members' joins must not wipe
-//! the tree (the root's `send` puts the same code again).
+//! the tree (the root's `send` puts the same code again). `multicast members` shows the tree
+//! at each node from the protocol's soft state, and `code state multicast` the raw entries.
 
 mod node_util;
 
@@ -50,6 +51,31 @@ fn members_get_what_the_root_sends() {
     assert!(wait_until(Duration::from_secs(10), || nc.has_route(&a)));
     let (jb, jc) = (join(&nb, &a), join(&nc, &a));
     std::thread::sleep(Duration::from_millis(1500));
+    // The tree: a copies to b, b to c; b and c have members (port of the join session).
+    let tree = na.json(&["multicast", "members"]);
+    assert_eq!(tree[0]["group"], 7, "{tree}");
+    assert_eq!(tree[0]["downstream"], serde_json::json!([b]), "{tree}");
+    let at_b = nb.json(&["multicast", "members", "7"]);
+    assert_eq!(at_b[0]["downstream"], serde_json::json!([c]), "{at_b}");
+    assert!(at_b[0]["member_port"].as_u64().is_some(), "{at_b}");
+    assert_eq!(
+        nb.json(&["multicast", "members", "8"]),
+        serde_json::json!([])
+    );
+    let raw = nb.json(&["code", "state", "multicast"]);
+    assert_eq!(raw["entries"].as_array().map(Vec::len), Some(2), "{raw}");
+    let text = anode().run(
+        &[
+            "multicast",
+            "members",
+            "--socket",
+            &nb.socket.to_string_lossy(),
+        ],
+        Duration::from_secs(10),
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("GROUP") && text.contains(&c), "{text}");
+
     let sock = na.socket.to_string_lossy().into_owned();
     for msg in ["hello, group", "second"] {
         let out = anode().run(

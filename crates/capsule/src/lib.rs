@@ -58,7 +58,7 @@ pub use runtime::{
     CodeObject, CodeTier, Runtime, RuntimeConfig, Tiering, code_hash, protocol_name,
 };
 pub use serve::ServeConfig;
-pub use softstate::{PutError, SoftState};
+pub use softstate::{PutError, SoftEntry, SoftState};
 
 /// Application ports code objects may deliver to.
 pub type PortTable = std::collections::HashSet<u16>;

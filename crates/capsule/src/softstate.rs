@@ -30,6 +30,17 @@ pub enum PutError {
     Budget,
 }
 
+/// One soft-state entry as [`SoftState::entries`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SoftEntry {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The value.
+    pub value: Vec<u8>,
+    /// Time until it expires.
+    pub ttl_left: Duration,
+}
+
 #[derive(Debug)]
 struct Entry {
     value: Vec<u8>,
@@ -211,6 +222,26 @@ impl SoftState {
         }
     }
 
+    /// `code`'s live entries at `now`, sorted by key, with the time each has left; for
+    /// inspection (`anode code state`): reading does not refresh an entry's LRU position.
+    pub fn entries(&self, code: &CodeHash, now: Instant) -> Vec<SoftEntry> {
+        let Some(space) = self.spaces.get(code) else {
+            return Vec::new();
+        };
+        let mut v: Vec<SoftEntry> = space
+            .map
+            .iter()
+            .filter(|(_, e)| e.expires > now)
+            .map(|(k, e)| SoftEntry {
+                key: k.clone(),
+                value: e.value.clone(),
+                ttl_left: e.expires - now,
+            })
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    }
+
     /// Drops all of `code`'s state (its code object was evicted).
     pub fn clear(&mut self, code: &CodeHash) {
         if let Some(s) = self.spaces.remove(code) {
@@ -222,6 +253,23 @@ impl SoftState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_are_live_sorted_and_leave_the_lru_alone() {
+        let t0 = Instant::now();
+        let a = [1u8; 32];
+        let mut s = SoftState::new(1 << 20, 1 << 16);
+        s.put(a, b"z", b"1", t0, Duration::from_secs(10)).unwrap();
+        s.put(a, b"a", b"2", t0, Duration::from_secs(1)).unwrap();
+        let e = s.entries(&a, t0 + Duration::from_millis(500));
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].key, b"a");
+        assert_eq!(e[0].ttl_left, Duration::from_millis(500));
+        let e = s.entries(&a, t0 + Duration::from_secs(2));
+        assert_eq!(e.len(), 1, "the expired entry is not shown");
+        assert_eq!(e[0].value, b"1");
+        assert!(s.entries(&[9u8; 32], t0).is_empty());
+    }
 
     #[test]
     fn ttl_budget_and_lru() {

@@ -26,6 +26,17 @@ pub struct CodeEntry {
     pub on_disk: bool,
 }
 
+/// One soft-state entry of a code object (`anode code state`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateEntry {
+    /// The key.
+    pub key: crate::Payload,
+    /// The value.
+    pub value: crate::Payload,
+    /// Milliseconds until it expires.
+    pub expires_in_ms: u64,
+}
+
 /// Why a code name does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("'{0}' is not a code name: give the 64 hex digits of its SHA-256 (see `anode code list`)")]

@@ -394,6 +394,17 @@ impl Client {
         }
     }
 
+    /// The soft state code object `hash` keeps at the node.
+    pub fn code_state(&mut self, hash: &str) -> Result<Vec<crate::StateEntry>, ClientError> {
+        let req = Request::CodeState {
+            hash: hash.to_string(),
+        };
+        match self.request(req)? {
+            Response::CodeState { entries, .. } => Ok(entries),
+            r => Err(unexpected("code_state", &r)),
+        }
+    }
+
     /// Installs a WebAssembly module; returns its entry (with its name).
     pub fn code_put(&mut self, wasm: Vec<u8>) -> Result<CodeEntry, ClientError> {
         match self.request(Request::CodePut { wasm: wasm.into() })? {

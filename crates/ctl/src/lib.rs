@@ -40,7 +40,7 @@
 //! The application library ops ([`app`]): `inject` (a whole ANEP packet built by the client;
 //! `logs` streams EE log events such as PLAN `print` to the connection), `bind_app` (an
 //! application port under a Type ID; for capsules, the capability code objects deliver to),
-//! and the capsule code cache: `code_list`, `code_show`, `code_put`, `code_evict`.
+//! and the capsule code cache: `code_list`, `code_show`, `code_state` (a code object's soft state), `code_put`, `code_evict`.
 //! Service modules ([`module`]): `module_install`, `module_upgrade`, `module_list`,
 //! `module_info`, `module_start`, `module_stop`, `module_remove`, `module_call`,
 //! `module_qdisc`.
@@ -82,7 +82,7 @@ mod proto;
 pub mod send;
 pub mod tools;
 
-pub use app::CodeEntry;
+pub use app::{CodeEntry, StateEntry};
 pub use capsule::{CapsuleSession, SessionCode};
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry};

@@ -21,7 +21,7 @@ use anode_wire::NodeAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::Payload;
-use crate::app::CodeEntry;
+use crate::app::{CodeEntry, StateEntry};
 use crate::module::{ModuleConfig, ModuleEntry};
 
 /// The protocol version this crate speaks. A node refuses a hello with another version.
@@ -169,6 +169,11 @@ pub enum Request {
     CodePut {
         /// The module bytes.
         wasm: Payload,
+    },
+    /// The soft state a code object keeps at this node (its live entries).
+    CodeState {
+        /// Its SHA-256, hex.
+        hash: String,
     },
     /// Removes a code object from memory and disk.
     CodeEvict {
@@ -342,6 +347,13 @@ pub enum Response {
     },
     /// Answer to [`Request::CodeShow`] and [`Request::CodePut`].
     Code(CodeEntry),
+    /// Answer to [`Request::CodeState`].
+    CodeState {
+        /// The code object.
+        hash: String,
+        /// Its live entries, sorted by key.
+        entries: Vec<StateEntry>,
+    },
     /// Answer to [`Request::CodeEvict`].
     Evicted {
         /// The name.

@@ -1,27 +1,45 @@
-//! `anode new protocol NAME`: a capsule protocol crate that builds on its own: the protocol
-//! (an echo in ~30 lines), a copy of the guest SDK, a three-node topology whose `capsule`
-//! step runs the built code and checks its replies, and a README with the commands.
+//! `anode new protocol NAME` and `anode new module NAME`: a guest crate that builds on its
+//! own. A protocol: an echo capsule protocol in ~30 lines, a copy of the guest SDK, a
+//! three-node topology whose `capsule` step runs the built code and checks its replies. A
+//! module: a packet processor that drops every `every`-th datagram (manifest with a typed
+//! setting and a service), a copy of the module SDK, a three-node topology whose
+//! `install-module` step installs the built module from the crate's directory and checks
+//! what it dropped. Both with a README holding the commands.
 //!
-//! Contract: nothing is overwritten: the directory must not exist or be empty. The SDK copy
-//! is the one this anode was built with (the ABI the node speaks).
+//! Contract: nothing is overwritten: the directory must not exist or be empty. The SDK copies
+//! are the ones this anode was built with (the ABIs the node speaks).
 
 use std::path::{Path, PathBuf};
 
-const CARGO: &str = include_str!("../templates/protocol/Cargo.toml.txt");
-const LIB: &str = include_str!("../templates/protocol/lib.rs.txt");
-const TOPOLOGY: &str = include_str!("../templates/protocol/topology.toml.txt");
-const README: &str = include_str!("../templates/protocol/README.md.txt");
 const CARGO_CONFIG: &str = include_str!("../templates/protocol/cargo-config.toml.txt");
-const SDK_CARGO: &str = include_str!("../templates/protocol/sdk-Cargo.toml.txt");
-const SDK_LIB: &str = include_str!("../../../guest/sdk/src/lib.rs");
-const SDK_SYS: &str = include_str!("../../../guest/sdk/src/sys.rs");
+
+mod protocol_files {
+    pub const CARGO: &str = include_str!("../templates/protocol/Cargo.toml.txt");
+    pub const LIB: &str = include_str!("../templates/protocol/lib.rs.txt");
+    pub const TOPOLOGY: &str = include_str!("../templates/protocol/topology.toml.txt");
+    pub const README: &str = include_str!("../templates/protocol/README.md.txt");
+    pub const SDK_CARGO: &str = include_str!("../templates/protocol/sdk-Cargo.toml.txt");
+    pub const SDK_LIB: &str = include_str!("../../../guest/sdk/src/lib.rs");
+    pub const SDK_SYS: &str = include_str!("../../../guest/sdk/src/sys.rs");
+}
+
+mod module_files {
+    pub const CARGO: &str = include_str!("../templates/module/Cargo.toml.txt");
+    pub const MANIFEST: &str = include_str!("../templates/module/manifest.toml.txt");
+    pub const LIB: &str = include_str!("../templates/module/lib.rs.txt");
+    pub const TOPOLOGY: &str = include_str!("../templates/module/topology.toml.txt");
+    pub const README: &str = include_str!("../templates/module/README.md.txt");
+    pub const SDK_CARGO: &str = include_str!("../templates/module/msdk-Cargo.toml.txt");
+    pub const SDK_LIB: &str = include_str!("../../../guest/modules/msdk/src/lib.rs");
+    pub const SDK_PLAN: &str = include_str!("../../../guest/modules/msdk/src/plan.rs");
+}
 
 /// Why a scaffold was not made.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
     /// The name cannot be a crate name.
     #[error(
-        "'{0}' cannot name a protocol crate: use lowercase letters, digits, '-' and '_', starting with a letter"
+        "'{0}' cannot name a crate: use lowercase letters, digits, '-' and '_', starting with a letter"
     )]
     BadName(String),
     /// The directory has files in it.
@@ -47,19 +65,8 @@ fn valid(name: &str) -> bool {
 
 /// Writes the protocol crate `name` into `dir`; returns the files written.
 pub fn protocol(dir: &Path, name: &str) -> Result<Vec<PathBuf>, ScaffoldError> {
-    if !valid(name) {
-        return Err(ScaffoldError::BadName(name.to_string()));
-    }
-    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-        return Err(ScaffoldError::NotEmpty(dir.to_path_buf()));
-    }
-    let file = name.replace('-', "_");
-    let hello: String = b"hello".iter().map(|b| format!("{b:02x}")).collect();
-    let fill = |t: &str| {
-        t.replace("{{name}}", name)
-            .replace("{{file}}", &file)
-            .replace("{{hello_hex}}", &hello)
-    };
+    use protocol_files::*;
+    let fill = filler(name);
     let files = [
         ("Cargo.toml", fill(CARGO)),
         ("src/lib.rs", fill(LIB)),
@@ -71,6 +78,57 @@ pub fn protocol(dir: &Path, name: &str) -> Result<Vec<PathBuf>, ScaffoldError> {
         ("sdk/src/lib.rs", SDK_LIB.to_string()),
         ("sdk/src/sys.rs", SDK_SYS.to_string()),
     ];
+    write_all(dir, name, files)
+}
+
+/// Writes the service-module crate `name` into `dir`; returns the files written.
+pub fn module(dir: &Path, name: &str) -> Result<Vec<PathBuf>, ScaffoldError> {
+    use module_files::*;
+    if name.contains('_') {
+        // Module names (manifest `name`) are letters, digits and '-'.
+        return Err(ScaffoldError::BadName(name.to_string()));
+    }
+    let fill = filler(name);
+    let files = [
+        ("Cargo.toml", fill(CARGO)),
+        ("manifest.toml", fill(MANIFEST)),
+        ("src/lib.rs", fill(LIB)),
+        ("topology.toml", fill(TOPOLOGY)),
+        ("README.md", fill(README)),
+        (".gitignore", "/target\n*.amod\n".to_string()),
+        (".cargo/config.toml", CARGO_CONFIG.to_string()),
+        ("msdk/Cargo.toml", SDK_CARGO.to_string()),
+        ("msdk/src/lib.rs", SDK_LIB.to_string()),
+        ("msdk/src/plan.rs", SDK_PLAN.to_string()),
+    ];
+    write_all(dir, name, files)
+}
+
+/// The template filler for crate `name`: `{{name}}`, `{{file}}` (the name as a file stem)
+/// and `{{hello_hex}}`.
+fn filler(name: &str) -> impl Fn(&str) -> String {
+    let file = name.replace('-', "_");
+    let hello: String = b"hello".iter().map(|b| format!("{b:02x}")).collect();
+    let name = name.to_string();
+    move |t: &str| {
+        t.replace("{{name}}", &name)
+            .replace("{{file}}", &file)
+            .replace("{{hello_hex}}", &hello)
+    }
+}
+
+/// Checks the name and that `dir` is empty, then writes the files.
+fn write_all<const N: usize>(
+    dir: &Path,
+    name: &str,
+    files: [(&str, String); N],
+) -> Result<Vec<PathBuf>, ScaffoldError> {
+    if !valid(name) {
+        return Err(ScaffoldError::BadName(name.to_string()));
+    }
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(ScaffoldError::NotEmpty(dir.to_path_buf()));
+    }
     let mut written = Vec::new();
     for (rel, text) in files {
         let path = dir.join(rel);
@@ -108,6 +166,23 @@ mod tests {
         assert!(topo.contains("\"0000096865"), "{topo}");
         assert!(matches!(
             protocol(&d, "my-proto"),
+            Err(ScaffoldError::NotEmpty(_))
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_module_crate_has_a_manifest_and_the_module_sdk() {
+        let d = std::env::temp_dir().join(format!("anode-scaffold-mod-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let files = module(&d, "thin").unwrap();
+        assert_eq!(files.len(), 10);
+        let manifest = std::fs::read_to_string(d.join("manifest.toml")).unwrap();
+        assert!(manifest.contains("name = \"thin\""), "{manifest}");
+        let topo = std::fs::read_to_string(d.join("topology.toml")).unwrap();
+        assert!(topo.contains("package = \".\""), "{topo}");
+        assert!(matches!(
+            module(&d, "thin"),
             Err(ScaffoldError::NotEmpty(_))
         ));
         let _ = std::fs::remove_dir_all(&d);

@@ -2,10 +2,13 @@
 //!
 //! [`registry`] is `anode_emu::Registry::builtin()` plus a module host on every node (trusting
 //! the emulator's publisher key, [`emu_key`]) and these steps:
-//! - `install-module`: `node`, `module` (a module of `guest/modules/`), optional `version`;
-//!   for a queue discipline also `toward` (the neighbor whose link gets it) and `rate_mbps`
-//!   (the switching capacity on that link). Installs (signed with the emulator key), starts,
-//!   and for a qdisc puts it on the link, moving the packets waiting there into it.
+//! - `install-module`: `node`, and `module` (a module of `guest/modules/`, with an optional
+//!   `version`) or `package` (your own: an `.amod` file, or a module directory with its
+//!   `manifest.toml` and built code as `anode module pack` reads it, relative to the working
+//!   directory, read when the topology is parsed); for a queue discipline also `toward` (the
+//!   neighbor whose link gets it) and `rate_mbps` (the switching capacity on that link).
+//!   Installs (signed with the emulator key), starts, and for a qdisc puts it on the link,
+//!   moving the packets waiting there into it.
 //! - `remove-module`: `node`, `module`, optional `toward` (a qdisc's link: the link then has
 //!   no node queue). Stops and uninstalls it.
 //! - `traffic`: `from`, `to`, `port`, `rate_mbps`, `size` (payload bytes), `duration_ms`:
@@ -44,7 +47,7 @@ pub fn registry() -> Registry {
 pub fn add_to(r: &mut Registry) {
     r.register(
         "install-module",
-        "node, module, [version], [toward, rate_mbps] (qdisc)",
+        "node, module [version] or package (.amod or module dir), [toward, rate_mbps] (qdisc)",
         parse_install,
     );
     r.register(
@@ -81,7 +84,8 @@ fn push(s: &Shared, line: String) {
 struct Install {
     node: usize,
     module: String,
-    version: Option<String>,
+    /// The package, signed with the emulator key.
+    package: Package,
     toward: Option<usize>,
     rate_bps: u64,
     result: Shared,
@@ -89,16 +93,10 @@ struct Install {
 
 fn parse_install(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, SpanError> {
     let node = a.node("node")?;
-    let module = a.str_req("module", "a module of guest/modules, e.g. module = \"rr\"")?;
-    if builtin::package(&module).is_none() {
-        let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _, _)| *n).collect();
-        return Err(a.err(
-            "module",
-            format!("unknown module '{module}'"),
-            format!("use one of: {}", names.join(", ")),
-        ));
-    }
-    let version = a.str_opt("version")?;
+    let package = match a.str_opt("package")? {
+        Some(path) => read_package(a, &path)?,
+        None => builtin_package(a)?,
+    };
     let toward = match a.str_opt("toward")? {
         Some(_) => Some(a.node("toward")?),
         None => None,
@@ -113,15 +111,36 @@ fn parse_install(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, SpanError> {
     }
     Ok(Box::new(Install {
         node,
-        module,
-        version,
+        module: package.manifest.name.clone(),
+        package,
         toward,
         rate_bps: (rate * 1e6) as u64,
         result: Shared::default(),
     }))
 }
 
-fn package(module: &str, version: Option<&str>) -> Option<Package> {
+/// `package = PATH`: an `.amod` file or a module directory, signed with the emulator key.
+fn read_package(a: &StepArgs<'_>, path: &str) -> Result<Package, SpanError> {
+    let p = std::path::Path::new(path);
+    let read = if p.is_dir() {
+        Package::from_dir(p)
+    } else {
+        Package::read(p)
+    };
+    let mut pkg = read.map_err(|e| {
+        a.err(
+            "package",
+            format!("cannot read the module package {path}: {e}"),
+            "give an .amod file or a module directory (manifest.toml and the built code), relative to the working directory",
+        )
+    })?;
+    pkg.sign(&emu_key());
+    Ok(pkg)
+}
+
+/// The built-in module `module`, its manifest's version replaced by `version` if given, signed
+/// with the emulator key.
+fn signed_builtin(module: &str, version: Option<&str>) -> Option<Package> {
     let p = builtin::package(module)?;
     let mut text = p.manifest_text.clone();
     if let Some(v) = version {
@@ -136,21 +155,42 @@ fn package(module: &str, version: Option<&str>) -> Option<Package> {
     Some(p)
 }
 
+/// `module = NAME [version = V]`: a built-in module, signed with the emulator key.
+fn builtin_package(a: &mut StepArgs<'_>) -> Result<Package, SpanError> {
+    let module = a.str_req(
+        "module",
+        "a module of guest/modules (module = \"rr\") or your own (package = \"path\")",
+    )?;
+    let version = a.str_opt("version")?;
+    if builtin::package(&module).is_none() {
+        let names: Vec<&str> = builtin::BUILTIN.iter().map(|(n, _, _)| *n).collect();
+        return Err(a.err(
+            "module",
+            format!("unknown module '{module}'"),
+            format!("use one of: {}", names.join(", ")),
+        ));
+    }
+    signed_builtin(&module, version.as_deref()).ok_or_else(|| {
+        a.err(
+            "version",
+            format!("'{}' is not a version", version.unwrap_or_default()),
+            "give a semantic version, e.g. version = \"1.1.0\"",
+        )
+    })
+}
+
 impl Action for Install {
     fn run(&mut self, ctx: &mut StepCtx<'_>) -> Next {
         let peer = self.toward.and_then(|t| ctx.node_addr(t));
-        let (module, version, rate, out) = (
+        let (module, pkg, rate, out) = (
             self.module.clone(),
-            self.version.clone(),
+            self.package.clone(),
             self.rate_bps,
             self.result.clone(),
         );
         ctx.with_node(
             self.node,
             Box::new(move |node, now| {
-                let Some(pkg) = package(&module, version.as_deref()) else {
-                    return push(&out, format!("cannot package {module}"));
-                };
                 let r = (|| -> Result<String, crate::ModuleError> {
                     let h = crate::host(node)?;
                     if h.state(&module).is_none() {

@@ -43,6 +43,43 @@ pub struct Package {
     pub signature: Option<([u8; 32], [u8; 64])>,
 }
 
+/// Where the code of the module in `dir` is: `module.wasm`, or a module crate's release
+/// build (searched in `dir/target` and the `target` of up to three directories above, where a
+/// workspace builds its members).
+pub fn module_code_path(dir: &Path) -> Result<std::path::PathBuf, ModuleError> {
+    let plain = dir.join("module.wasm");
+    let cargo = dir.join("Cargo.toml");
+    if plain.exists() || !cargo.exists() {
+        return Ok(plain);
+    }
+    let text = std::fs::read_to_string(&cargo)
+        .map_err(|e| ModuleError::Io(format!("{}: {e}", cargo.display())))?;
+    let name = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| {
+            t.get("package")?
+                .get("name")?
+                .as_str()
+                .map(|n| n.replace('-', "_"))
+        })
+        .ok_or_else(|| ModuleError::Package(format!("{}: no [package] name", cargo.display())))?;
+    let rel = format!("target/wasm32-unknown-unknown/release/{name}.wasm");
+    let found = dir
+        .ancestors()
+        .take(4)
+        .map(|d| d.join(&rel))
+        .find(|p| p.exists());
+    found.ok_or_else(|| {
+        ModuleError::Io(format!(
+            "{}: a module crate that is not built yet (no module.wasm, no {rel}): run \
+             `cargo build --release` in it (its .cargo/config.toml targets \
+             wasm32-unknown-unknown; otherwise add --target wasm32-unknown-unknown), \
+             or pack a built-in module with `anode module pack --builtin NAME`",
+            dir.display()
+        ))
+    })
+}
+
 impl Package {
     /// A package from a manifest and code (unsigned).
     pub fn new(manifest_text: String, code: Vec<u8>) -> Result<Package, ModuleError> {
@@ -62,14 +99,23 @@ impl Package {
         })
     }
 
-    /// Reads `DIR/manifest.toml` and `DIR/module.wasm` (`anode module pack DIR`).
+    /// Reads `DIR/manifest.toml` and the module's code (`anode module pack DIR`): `DIR/module.wasm`
+    /// if there is one, else, for a module crate (`DIR/Cargo.toml`, as `anode new module`
+    /// makes), the crate's release build `target/wasm32-unknown-unknown/release/CRATE.wasm` in
+    /// DIR or the workspace above it.
     pub fn from_dir(dir: &Path) -> Result<Package, ModuleError> {
         let m = dir.join("manifest.toml");
-        let c = dir.join("module.wasm");
         let text = std::fs::read_to_string(&m)
             .map_err(|e| ModuleError::Io(format!("{}: {e}", m.display())))?;
+        let c = module_code_path(dir)?;
         let code =
             std::fs::read(&c).map_err(|e| ModuleError::Io(format!("{}: {e}", c.display())))?;
+        if !code.starts_with(b"\0asm") {
+            return Err(ModuleError::Package(format!(
+                "{} is not a WebAssembly module",
+                c.display()
+            )));
+        }
         Package::new(text, code)
     }
 

@@ -105,15 +105,6 @@ pub fn pack_source(dir: Option<&Path>, builtin: Option<&str>) -> Result<Package,
         });
     }
     let dir = dir.ok_or("give a module directory or --builtin NAME")?;
-    if !dir.join("module.wasm").exists() && dir.join("Cargo.toml").exists() {
-        return Err(format!(
-            "{}: no module.wasm (this looks like a guest module's source): build it with \
-             `cargo build --release --target wasm32-unknown-unknown` and copy the .wasm to {}, \
-             or pack the built-in copy with `anode module pack --builtin NAME`",
-            dir.display(),
-            dir.join("module.wasm").display()
-        ));
-    }
     Package::from_dir(dir).map_err(|e| e.to_string())
 }
 

@@ -86,12 +86,14 @@ use serde::Deserialize;
 
 use crate::control::ControlServer;
 
+mod check;
 mod fastpath;
 mod links;
 mod modules;
 mod node;
 mod prefixes;
 
+pub use check::{RouterCheck, check};
 pub use fastpath::FastPathMode;
 pub use links::LinkType;
 use modules::{IpFilterSection, IpModules, ModuleSection, ModulesSection};

@@ -1,8 +1,10 @@
 //! `anode code list|show|put|evict`: the capsule code cache of a running node.
 //!
-//! Code objects are named by the SHA-256 of their WebAssembly bytes (64 hex digits). `put`
-//! takes a `.wasm` file or the name of a built-in protocol (`ping`, `traceroute`, `flood`,
-//! `multicast`, `counter`, `forward`).
+//! Code objects are named by the SHA-256 of their WebAssembly bytes (64 hex digits), or, where
+//! the node caches exactly one code object of that protocol, by its protocol name (`ping`).
+//! `put` takes a `.wasm` file or the name of a built-in protocol (`ping`, `traceroute`,
+//! `flood`, `multicast`, `counter`, `forward`). `state` shows the soft state a code object
+//! keeps at the node.
 
 use std::path::PathBuf;
 
@@ -17,7 +19,7 @@ pub enum CodeCommand {
     List(Conn),
     /// Show one code object.
     Show {
-        /// Its name (SHA-256, 64 hex digits).
+        /// Its SHA-256 (64 hex digits) or protocol name.
         hash: String,
         #[command(flatten)]
         conn: Conn,
@@ -30,9 +32,17 @@ pub enum CodeCommand {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Show the soft state a code object keeps at the node: key, value, time left.
+    #[command(after_help = "Example: anode code state multicast --node-port 4001")]
+    State {
+        /// Its SHA-256 (64 hex digits) or protocol name.
+        hash: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Remove a code object from memory and disk.
     Evict {
-        /// Its name (SHA-256, 64 hex digits).
+        /// Its SHA-256 (64 hex digits) or protocol name.
         hash: String,
         #[command(flatten)]
         conn: Conn,
@@ -62,6 +72,41 @@ fn line(e: &CodeEntry) -> String {
         e.mem_bytes,
         places(e)
     )
+}
+
+/// The SHA-256 of the code object `name` names at the node: `name` itself if it is 64 hex
+/// digits, else the one cached code object whose protocol name it is.
+pub fn resolve(client: &mut anode_ctl::Client, name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if anode_ctl::app::parse_code_name(name).is_ok() {
+        return Ok(name.to_string());
+    }
+    let list = client.code_list().map_err(|e| e.to_string())?;
+    let hits: Vec<&CodeEntry> = list.iter().filter(|c| c.name == name).collect();
+    match hits.as_slice() {
+        [one] => Ok(one.hash.clone()),
+        [] => Err(format!(
+            "no code object named '{name}' at the node: give a SHA-256 (64 hex digits) or one of the names `anode code list` shows"
+        )),
+        many => Err(format!(
+            "{} code objects are named '{name}' ({}): give the SHA-256",
+            many.len(),
+            many.iter()
+                .map(|c| &c.hash[..12])
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// One soft-state key or value for a human: text if it is printable, else hex.
+fn shown(p: &anode_ctl::Payload) -> String {
+    match p.as_text() {
+        Some(t) if !t.is_empty() && t.chars().all(|c| c.is_ascii_graphic() || c == ' ') => {
+            format!("\"{t}\"")
+        }
+        _ => p.to_hex(),
+    }
 }
 
 fn out(json: bool, v: &impl serde::Serialize, text: String) -> super::CmdResult {
@@ -108,7 +153,9 @@ pub fn run(cmd: CodeCommand) -> super::CmdResult {
             out(c.json(), &list, text)
         }
         CodeCommand::Show { hash, conn } => {
-            let entry = connect_to(&conn)?.code_show(&hash).map_err(e)?;
+            let mut client = connect_to(&conn)?;
+            let hash = resolve(&mut client, &hash)?;
+            let entry = client.code_show(&hash).map_err(e)?;
             let text = line(&entry);
             out(conn.json(), &entry, text)
         }
@@ -127,8 +174,33 @@ pub fn run(cmd: CodeCommand) -> super::CmdResult {
             let text = format!("installed {}", line(&entry));
             out(conn.json(), &entry, text)
         }
+        CodeCommand::State { hash, conn } => {
+            let mut client = connect_to(&conn)?;
+            let hash = resolve(&mut client, &hash)?;
+            let entries = client.code_state(&hash).map_err(e)?;
+            let text = if entries.is_empty() {
+                format!("no soft state for {hash}\n")
+            } else {
+                let mut t = super::client::table::Table::new(&["KEY", "VALUE", "EXPIRES IN"]);
+                for s in &entries {
+                    t.row(vec![
+                        shown(&s.key),
+                        shown(&s.value),
+                        format!("{:.1} s", s.expires_in_ms as f64 / 1000.0),
+                    ]);
+                }
+                t.render()
+            };
+            out(
+                conn.json(),
+                &serde_json::json!({"hash": hash, "entries": entries}),
+                text,
+            )
+        }
         CodeCommand::Evict { hash, conn } => {
-            let removed = connect_to(&conn)?.code_evict(&hash).map_err(e)?;
+            let mut client = connect_to(&conn)?;
+            let hash = resolve(&mut client, &hash)?;
+            let removed = client.code_evict(&hash).map_err(e)?;
             let text = if removed {
                 format!("evicted {hash}\n")
             } else {

@@ -1,5 +1,5 @@
-//! `anode multicast join|send`: the multicast capsule protocol from the command line (the
-//! work is in `anode_ctl::multicast`).
+//! `anode multicast join|send|members`: the multicast capsule protocol from the command line
+//! (the work is in `anode_ctl::multicast`).
 
 use anode_capsule::protocols;
 use anode_ctl::{CapsuleSession, multicast};
@@ -50,6 +50,53 @@ pub enum MulticastCommand {
         #[command(flatten)]
         conn: Conn,
     },
+    /// Show the groups a node holds: the neighbors it copies each group's data to and the
+    /// port of a member there (the protocol's soft state at that node).
+    #[command(after_help = "Example: anode multicast members --node-port 4001")]
+    Members {
+        /// Only this group.
+        group: Option<u32>,
+        #[command(flatten)]
+        conn: Conn,
+    },
+}
+
+/// `multicast members`: the groups in the protocol's soft state at the node.
+fn members(group: Option<u32>, conn: &Conn) -> super::CmdResult {
+    let hash = hex::encode(anode_capsule::code_hash(protocols::MULTICAST));
+    let entries = connect_to(conn)?
+        .code_state(&hash)
+        .map_err(|e| e.to_string())?;
+    let groups: Vec<_> = multicast::groups(&entries)
+        .into_iter()
+        .filter(|g| group.is_none_or(|want| g.group == want))
+        .collect();
+    if conn.json() {
+        let v = serde_json::to_string(&groups).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        println!("{v}");
+        return Ok(());
+    }
+    if groups.is_empty() {
+        println!("no multicast groups at this node");
+        return Ok(());
+    }
+    let mut t =
+        super::client::table::Table::new(&["GROUP", "DOWNSTREAM", "MEMBER PORT", "EXPIRES IN"]);
+    for g in &groups {
+        let down: Vec<String> = g.downstream.iter().map(ToString::to_string).collect();
+        t.row(vec![
+            g.group.to_string(),
+            if down.is_empty() {
+                "-".into()
+            } else {
+                down.join(", ")
+            },
+            g.member_port.map_or("-".into(), |p| p.to_string()),
+            format!("{:.0} s", g.expires_in_ms as f64 / 1000.0),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(())
 }
 
 /// Runs `anode multicast ...`.
@@ -100,5 +147,6 @@ pub fn run(c: MulticastCommand) -> super::CmdResult {
             );
             Ok(())
         }
+        MulticastCommand::Members { group, conn } => members(group, &conn),
     }
 }

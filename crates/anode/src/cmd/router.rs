@@ -15,9 +15,14 @@ pub struct Args {
     /// Router configuration (TOML: interfaces with addresses, static routes, optional node).
     #[arg(long)]
     config: PathBuf,
-    /// Print the counters as JSON on exit.
+    /// Print the counters as JSON on exit (with --check: the check's report).
     #[arg(long)]
     json: bool,
+    /// Check the config file (addresses, routes, the node's address and links against the
+    /// interfaces: the peering rule), print what it sets up, and exit; opens nothing, needs
+    /// no root.
+    #[arg(long)]
+    check: bool,
     /// Receive ring layout: v2 (per-frame slots, a packet is handled as soon as it arrives)
     /// or v3 (blocks, handed over when full or after --retire-ms).
     #[arg(long, default_value = "v2")]
@@ -54,6 +59,30 @@ pub struct Args {
 
 /// Runs `anode router`.
 pub fn run(a: Args) -> CmdResult {
+    if a.check {
+        let c = anode_node::router::check(&a.config)?;
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string(&c).map_err(|e| format!("cannot encode JSON: {e}"))?
+            );
+        } else {
+            print!("{}", c.text());
+        }
+        if c.problems.is_empty() {
+            if !a.json {
+                println!("{}: ok", a.config.display());
+            }
+            return Ok(());
+        }
+        let list: Vec<String> = c.problems.iter().map(|p| format!("  {p}")).collect();
+        return Err(format!(
+            "{}: {} problem(s):\n{}",
+            a.config.display(),
+            c.problems.len(),
+            list.join("\n")
+        ));
+    }
     let opts = RouterOptions {
         config: a.config,
         ring: a.ring,

@@ -1,10 +1,10 @@
 //! The few system calls aya does not make for us: `BPF_PROG_TEST_RUN` (tests run the loaded
 //! program on crafted frames), deleting the clsact qdisc we added (rtnetlink
-//! `RTM_DELQDISC`), and ifindex -> name.
+//! `RTM_DELQDISC`, built and sent with the rust-netlink crates), and ifindex -> name.
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 
 /// `BPF_PROG_TEST_RUN`.
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
@@ -92,110 +92,48 @@ pub fn if_name(ifindex: u32) -> io::Result<String> {
     Ok(name.to_string_lossy().into_owned())
 }
 
-const TC_H_CLSACT: u32 = 0xffff_fff1;
-const TCA_KIND: u16 = 1;
-
-/// `struct tcmsg`.
-#[repr(C)]
-struct TcMsg {
-    family: u8,
-    pad1: u8,
-    pad2: u16,
-    ifindex: i32,
-    handle: u32,
-    parent: u32,
-    info: u32,
-}
-
 /// Deletes the clsact qdisc of `ifindex` (and with it every filter under it), like
-/// `tc qdisc del dev IF clsact`.
+/// `tc qdisc del dev IF clsact`: one rtnetlink `RTM_DELQDISC` request built with
+/// `netlink-packet-route`, sent and acknowledged over a `netlink-sys` socket.
 pub fn del_clsact(ifindex: u32) -> io::Result<()> {
-    // SAFETY: plain socket(2) call; the result is checked before use.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
+    use netlink_packet_core::{
+        NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
     };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a freshly created descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-    let kind = b"clsact\0";
-    let attr_len = 4 + kind.len();
-    let attr_space = (attr_len + 3) & !3;
-    let hdr = size_of::<libc::nlmsghdr>();
-    let total = hdr + size_of::<TcMsg>() + attr_space;
-    let mut msg = vec![0u8; total];
-    let nlh = libc::nlmsghdr {
-        nlmsg_len: total as u32,
-        nlmsg_type: libc::RTM_DELQDISC,
-        nlmsg_flags: (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
-        nlmsg_seq: 1,
-        nlmsg_pid: 0,
+    let index = i32::try_from(ifindex).map_err(|_| io::Error::from_raw_os_error(libc::ENODEV))?;
+    let mut tc = TcMessage::with_index(index);
+    tc.header.handle = TcHandle {
+        major: u16::MAX,
+        minor: 0,
     };
-    let tc = TcMsg {
-        family: libc::AF_UNSPEC as u8,
-        pad1: 0,
-        pad2: 0,
-        ifindex: i32::try_from(ifindex).map_err(|_| io::Error::from_raw_os_error(libc::ENODEV))?,
-        handle: TC_H_CLSACT & 0xffff_0000,
-        parent: TC_H_CLSACT,
-        info: 0,
-    };
-    // SAFETY: both are plain `repr(C)` integer structs; viewing them as bytes is sound.
-    let (nlh_b, tc_b) = unsafe {
-        (
-            std::slice::from_raw_parts((&nlh as *const libc::nlmsghdr).cast::<u8>(), hdr),
-            std::slice::from_raw_parts((&tc as *const TcMsg).cast::<u8>(), size_of::<TcMsg>()),
-        )
-    };
-    let mut w = 0;
-    for part in [nlh_b, tc_b] {
-        if let Some(dst) = msg.get_mut(w..w + part.len()) {
-            dst.copy_from_slice(part);
-        }
-        w += part.len();
-    }
-    let mut attr = Vec::with_capacity(attr_len);
-    attr.extend_from_slice(&(attr_len as u16).to_ne_bytes());
-    attr.extend_from_slice(&TCA_KIND.to_ne_bytes());
-    attr.extend_from_slice(kind);
-    if let Some(dst) = msg.get_mut(w..w + attr.len()) {
-        dst.copy_from_slice(&attr);
-    }
+    tc.header.parent = TcHandle::CLSACT;
+    tc.attributes.push(TcAttribute::Kind("clsact".into()));
+    let mut msg = NetlinkMessage::new(
+        NetlinkHeader::default(),
+        NetlinkPayload::from(RouteNetlinkMessage::DelQueueDiscipline(tc)),
+    );
+    msg.header.flags = NLM_F_REQUEST | NLM_F_ACK;
+    msg.header.sequence_number = 1;
+    msg.finalize();
+    let mut buf = vec![0u8; msg.buffer_len()];
+    msg.serialize(&mut buf);
 
-    // SAFETY: `msg` is a live buffer of `msg.len()` bytes; `fd` is open.
-    let n = unsafe { libc::send(fd.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
+    let mut sock = Socket::new(NETLINK_ROUTE)?;
+    sock.bind_auto()?;
+    sock.connect(&SocketAddr::new(0, 0))?;
+    sock.send(&buf, 0)?;
+    let mut reply = vec![0u8; 8192];
+    let n = sock.recv(&mut &mut reply[..], 0)?;
+    let answer = NetlinkMessage::<RouteNetlinkMessage>::deserialize(reply.get(..n).unwrap_or(&[]))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    match answer.payload {
+        NetlinkPayload::Error(e) => match e.code {
+            None => Ok(()),
+            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+        },
+        _ => Err(io::Error::from_raw_os_error(libc::EPROTO)),
     }
-    let mut buf = [0u8; 4096];
-    // SAFETY: `buf` is a live buffer of `buf.len()` bytes; `fd` is open.
-    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // The reply: nlmsghdr (type NLMSG_ERROR) then the error code (0: done).
-    let reply = buf.get(..n as usize).unwrap_or(&[]);
-    let ty = reply
-        .get(4..6)
-        .and_then(|b| <[u8; 2]>::try_from(b).ok())
-        .map(u16::from_ne_bytes)
-        .unwrap_or(0);
-    let code = reply
-        .get(hdr..hdr + 4)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(i32::from_ne_bytes)
-        .unwrap_or(-libc::EPROTO);
-    if i32::from(ty) != libc::NLMSG_ERROR {
-        return Err(io::Error::from_raw_os_error(libc::EPROTO));
-    }
-    if code != 0 {
-        return Err(io::Error::from_raw_os_error(-code));
-    }
-    Ok(())
 }

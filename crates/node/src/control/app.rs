@@ -8,7 +8,7 @@
 //! closes. Code names are checked before the node is touched.
 
 use anode_ctl::app::{code_name, parse_code_name};
-use anode_ctl::{CodeEntry, ErrorCode, Payload, Response};
+use anode_ctl::{CodeEntry, ErrorCode, Payload, Response, StateEntry};
 use anode_wire::anep::TYPE_CAPSULE;
 
 use super::handlers::ConnState;
@@ -155,6 +155,26 @@ pub(super) fn code_show(shared: &Shared, hash: &str) -> Result<Response, Failure
         )),
         Some(Some(c)) => Ok(Response::Code(entry(&c))),
     }
+}
+
+/// `code_state`: the live soft-state entries of one code object.
+pub(super) fn code_state(shared: &Shared, hash: &str) -> Result<Response, Failure> {
+    let h = name(hash)?;
+    let r = call(&*shared.driver, move |n, now| {
+        capsule_ee(n).map(|ee| ee.soft_state().entries(&h, now))
+    })?;
+    let entries = r.ok_or_else(no_capsule_ee)?;
+    Ok(Response::CodeState {
+        hash: hash.trim().to_string(),
+        entries: entries
+            .into_iter()
+            .map(|e| StateEntry {
+                key: Payload(e.key),
+                value: Payload(e.value),
+                expires_in_ms: u64::try_from(e.ttl_left.as_millis()).unwrap_or(u64::MAX),
+            })
+            .collect(),
+    })
 }
 
 /// `code_put`.

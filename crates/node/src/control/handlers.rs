@@ -156,6 +156,7 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         Request::BindApp { type_id, port } => super::app::bind_app(shared, st, type_id, port),
         Request::CodeList => super::app::code_list(shared),
         Request::CodeShow { hash } => super::app::code_show(shared, &hash),
+        Request::CodeState { hash } => super::app::code_state(shared, &hash),
         Request::CodePut { wasm } => super::app::code_put(shared, wasm),
         Request::CodeEvict { hash } => super::app::code_evict(shared, hash),
         Request::ModuleInstall {

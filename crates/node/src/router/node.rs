@@ -75,7 +75,20 @@ pub(super) struct NodeSection {
     control: Option<String>,
 }
 
+/// One `[[node.link]]`: peer, interface, MAC.
+pub(super) type LinkView<'a> = (NodeAddr, Option<&'a String>, Option<&'a String>);
+
 impl NodeSection {
+    /// The node's address and its links, for `--check`.
+    pub(super) fn address_and_links(&self) -> (NodeAddr, Vec<LinkView<'_>>) {
+        let links = self
+            .links
+            .iter()
+            .map(|l| (l.peer, l.interface.as_ref(), l.mac.as_ref()))
+            .collect();
+        (self.address, links)
+    }
+
     /// Whether the router advertises its static routes too.
     pub(super) fn advertise_static(&self) -> bool {
         self.advertise_static
