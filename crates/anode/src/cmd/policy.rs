@@ -98,20 +98,10 @@ pub fn run(c: PolicyCommand) -> super::CmdResult {
     }
 }
 
-/// A principal a node's NodeOS knows: the EEs, their protocols, their PLAN sources.
+/// A principal a node's NodeOS knows (the rule node config files use too).
 fn check_principal(p: &str) -> super::CmdResult {
-    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let ok = match p.split_once('/') {
-        None => p == "capsule" || p == "plan",
-        Some(("capsule", rest)) => rest == "*" || hex64(rest),
-        Some(("plan", rest)) => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
-        Some(_) => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "--principal {p:?} names no principal a node knows; use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (PLAN sources)"
-        ))
+    match anode_node::config::nodeos::principal_problem(p) {
+        None => Ok(()),
+        Some(why) => Err(format!("--principal: {why}")),
     }
 }

@@ -354,6 +354,25 @@ fn read_policies(file: &Path) -> Result<(String, PolicyStore), Why> {
     Ok((ptext, store))
 }
 
+/// The one rule for principal names, shared by node config files and `anode policy sign`:
+/// the EEs `capsule` and `plan`; a capsule protocol `capsule/<64 hex digits of its code's
+/// SHA-256>` or `capsule/*`; a PLAN source `plan/<IP:PORT>` or `plan/*`. `None` when `name`
+/// is one, else why not (a name that cannot match any domain would silently never apply).
+pub fn principal_problem(name: &str) -> Option<String> {
+    let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let ok = match name.split_once('/') {
+        None => name == CAPSULE_EE || name == PLAN_EE,
+        Some((CAPSULE_EE, rest)) => rest == "*" || hex64(rest),
+        Some((PLAN_EE, rest)) => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
+        Some(_) => false,
+    };
+    (!ok).then(|| {
+        format!(
+            "principal {name:?} names no principal a node knows: use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex of the code>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (PLAN sources)"
+        )
+    })
+}
+
 /// Every principal is an EE or a protocol of one, and fits within its EE's policy.
 /// `written`: the principals the policy file names (the others are defaults).
 fn check_principals(
@@ -390,23 +409,20 @@ fn check_principals(
                 format!("{fix}; or write a [\"{name}\"] table in the policy file"),
             ),
         };
-        let ee = match name.split_once('/') {
-            None if name == CAPSULE_EE || name == PLAN_EE => {
-                if pol.max_children == 0 {
-                    return Err(here(
-                        format!("[{name}] allows no child domains, so no protocol could run"),
-                        "set max_children to the number of protocols (or sources) it may run at once, e.g. 4096",
-                    ));
-                }
-                continue;
-            }
-            Some((ee, rest)) if (ee == CAPSULE_EE || ee == PLAN_EE) && !rest.is_empty() => ee,
-            _ => {
+        if let Some(why) = principal_problem(name) {
+            return Err(here(
+                why,
+                "name the EEs \"capsule\" and \"plan\", capsule protocols \"capsule/<sha256 hex>\" (or \"capsule/*\"), PLAN sources \"plan/<address>\" (or \"plan/*\")",
+            ));
+        }
+        let Some((ee, _)) = name.split_once('/') else {
+            if pol.max_children == 0 {
                 return Err(here(
-                    format!("principal {name:?} is neither an EE nor one of its protocols"),
-                    "name the EEs \"capsule\" and \"plan\", capsule protocols \"capsule/<sha256 hex>\" (or \"capsule/*\"), PLAN sources \"plan/<address>\" (or \"plan/*\")",
+                    format!("[{name}] allows no child domains, so no protocol could run"),
+                    "set max_children to the number of protocols (or sources) it may run at once, e.g. 4096",
                 ));
             }
+            continue;
         };
         let parent = store
             .get(&Principal(ee.to_string()))
@@ -442,6 +458,33 @@ fn check_shares(p: &PolicyStore, total: u64, file: Option<&Path>) -> Result<(), 
 mod tests {
     use super::super::{ConfigFileError, parse};
     use super::*;
+
+    /// A capsule protocol's principal (its code hash).
+    const AB: &str = "capsule/abababababababababababababababababababababababababababababababab";
+
+    #[test]
+    fn principal_names() {
+        for good in [
+            "capsule",
+            "plan",
+            "capsule/*",
+            "plan/*",
+            AB,
+            "plan/198.18.0.1:3322",
+        ] {
+            assert_eq!(principal_problem(good), None, "{good}");
+        }
+        for bad in [
+            "capsul/*",
+            "capsule/ab",
+            "plan/nowhere",
+            "ee",
+            "capsule/",
+            "x/y",
+        ] {
+            assert!(principal_problem(bad).is_some(), "{bad}");
+        }
+    }
 
     const NODE: &str = "[node]\naddress = \"127.0.0.1:4001\"\n";
 
@@ -509,7 +552,7 @@ mod tests {
         // A protocol asking for more than its EE.
         std::fs::write(
             d.join("big.toml"),
-            "[capsule]\nmemory_bytes = 1048576\nmax_children = 8\n\n[\"capsule/ab\"]\nmemory_bytes = 2097152\n",
+            "[capsule]\nmemory_bytes = 1048576\nmax_children = 8\n\n[\"capsule/abababababababababababababababababababababababababababababababab\"]\nmemory_bytes = 2097152\n",
         )
         .unwrap();
         let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"big.toml\"\n"));
@@ -522,7 +565,13 @@ mod tests {
         // An unknown principal; an EE without children; a missing file.
         std::fs::write(d.join("who.toml"), "[proto-a]\ncpu_share = 2\n").unwrap();
         let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"who.toml\"\n"));
-        assert!(msg.contains("neither an EE"), "{msg}");
+        assert!(msg.contains("names no principal a node knows"), "{msg}");
+        std::fs::write(d.join("typo.toml"), "[\"capsule/ab\"]\ncpu_share = 2\n").unwrap();
+        let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"typo.toml\"\n"));
+        assert!(
+            msg.contains("typo.toml:1:1") && msg.contains("\"capsule/ab\""),
+            "{msg}"
+        );
         std::fs::write(d.join("none.toml"), "[plan]\nmax_children = 0\n").unwrap();
         let (_, msg) = err(&node, &format!("{NODE}[nodeos]\npolicy = \"none.toml\"\n"));
         assert!(msg.contains("no child domains"), "{msg}");
@@ -581,28 +630,25 @@ mod tests {
             cpu_share: 4,
             ..Policy::default()
         };
-        let good = SignedPolicy::sign("capsule/ab", pol.clone(), &k).to_toml();
+        let good = SignedPolicy::sign(AB, pol.clone(), &k).to_toml();
         std::fs::write(d.join("good.signed"), &good).unwrap();
         let cfg = |file: &str| {
             format!("{NODE}[nodeos]\ntrusted_keys = [\"{pubhex}\"]\nsigned = [\"{file}\"]\n")
         };
         let n = parse(&node, &cfg("good.signed")).unwrap().nodeos;
-        assert_eq!(n.policy("capsule/ab"), pol);
-        assert_eq!(
-            n.signed,
-            [("capsule/ab".to_string(), d.join("good.signed"))]
-        );
+        assert_eq!(n.policy(AB), pol);
+        assert_eq!(n.signed, [(AB.to_string(), d.join("good.signed"))]);
 
         let tampered = good.replace("cpu_share = 4", "cpu_share = 40");
         std::fs::write(d.join("tampered.signed"), tampered).unwrap();
         let unsigned = SignedPolicy {
             signature: None,
-            ..SignedPolicy::sign("capsule/ab", pol.clone(), &k)
+            ..SignedPolicy::sign(AB, pol.clone(), &k)
         };
         std::fs::write(d.join("unsigned.signed"), unsigned.to_toml()).unwrap();
         std::fs::write(
             d.join("untrusted.signed"),
-            SignedPolicy::sign("capsule/ab", pol.clone(), &other).to_toml(),
+            SignedPolicy::sign(AB, pol.clone(), &other).to_toml(),
         )
         .unwrap();
         for (file, want) in [
@@ -631,7 +677,7 @@ mod tests {
         };
         std::fs::write(
             d.join("big.signed"),
-            SignedPolicy::sign("capsule/ab", big, &k).to_toml(),
+            SignedPolicy::sign(AB, big, &k).to_toml(),
         )
         .unwrap();
         let (_, msg) = err(&node, &cfg("big.signed"));
