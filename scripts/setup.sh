@@ -29,6 +29,8 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 # /metrics is checked with the Prometheus client library's reference parser.
 /usr/bin/python3 -c "import prometheus_client" >/dev/null 2>&1 || need+=(python3-prometheus-client)
+# The Topology Zoo import test reads the graphs of the topohub package (installed below with pip).
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # The live view (anode view, emulate --view) is checked in headless Chromium, driven by
 # Node.js (tools/browser/check-view.mjs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -44,6 +46,16 @@ if [ ${#need[@]} -gt 0 ]; then
     else
         echo "setup: missing ${need[*]} (install them as root; the netns tests need them)" >&2
     fi
+fi
+# `anode topo import` is tested on every Topology Zoo graph of the topohub package (pinned;
+# data and pure Python, no dependencies) from PyPI: into the active Python if it allows,
+# else for the user (--break-system-packages where the system Python is externally managed).
+if ! python3 -c "import importlib.metadata as m; assert m.version('topohub') == '1.5.1'" >/dev/null 2>&1; then
+    echo "setup: installing topohub==1.5.1 (pip)"
+    python3 -m pip install -q topohub==1.5.1 2>/dev/null \
+        || python3 -m pip install -q --user topohub==1.5.1 2>/dev/null \
+        || python3 -m pip install -q --user --break-system-packages topohub==1.5.1 \
+        || echo "setup: could not install topohub with pip; the Topology Zoo import test needs it" >&2
 fi
 # The browser check talks to Chromium over a WebSocket: Node's own (>= 20.10), or else the
 # `ws` package from the npm registry, installed beside the script.

@@ -55,6 +55,9 @@ enum Command {
     /// Start your own protocol: `anode new protocol NAME` writes a crate to build and emulate.
     #[command(subcommand)]
     New(cmd::new::NewCommand),
+    /// Topology files from real graphs (Topology Zoo GML, topohub JSON) and synthetic ones.
+    #[command(subcommand)]
+    Topo(cmd::topo::TopoCommand),
     /// Capsules of your own code: send them from a running node (the code loads hop by hop).
     #[command(subcommand)]
     Capsule(cmd::capsule::CapsuleCommand),
@@ -137,6 +140,7 @@ fn main() {
         Command::Traceroute(a) => cmd::tools::traceroute(a),
         Command::Flood(a) => cmd::tools::flood(a),
         Command::New(c) => cmd::new::run(c),
+        Command::Topo(c) => cmd::topo::run(c),
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Multicast(c) => cmd::multicast::run(c),

@@ -27,8 +27,18 @@ impl Node {
                     self.core.neighbor_event(now, ev);
                 }
             }
-            Control::Routes(r) => {
-                if !self.core.dv.on_update(now, link, r) {
+            Control::Routes(_) | Control::Lsas(_) | Control::LsaSummary(_) => {
+                let ours = matches!(
+                    (&msg, self.core.routing.protocol()),
+                    (Control::Routes(_), anode_routing::Protocol::Dv)
+                        | (
+                            Control::Lsas(_) | Control::LsaSummary(_),
+                            anode_routing::Protocol::Ls
+                        )
+                );
+                if !ours {
+                    self.core.drop(DropReason::RoutingMismatch);
+                } else if !self.core.routing.on_message(now, link, &msg) {
                     self.core.drop(DropReason::NotNeighbor);
                 }
             }

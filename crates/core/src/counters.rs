@@ -67,6 +67,9 @@ drop_reasons! {
     HookDropped = "hook_dropped",
     /// The link's queue discipline refused it (its queue was full).
     QdiscDropped = "qdisc_dropped",
+    /// A routing message of the other protocol (a neighbor runs distance vector where this
+    /// node runs link state, or the reverse: `[routing] protocol` differs).
+    RoutingMismatch = "routing_mismatch",
 }
 
 impl std::fmt::Display for DropReason {

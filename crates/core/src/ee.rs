@@ -181,7 +181,7 @@ impl NodeContext<'_> {
 
     /// The next hop toward `dst` by the default (distance-vector) route.
     pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
-        self.core.dv.lookup(dst)
+        self.core.routing.lookup(dst)
     }
 
     /// An owned view of the node for the rest of this call (`view.rs`): time, address,
@@ -191,7 +191,7 @@ impl NodeContext<'_> {
             self.now,
             self.core.addr,
             self.core.cfg.default_rb,
-            self.core.dv.fib().clone(),
+            self.core.routing.fib().clone(),
             self.core.view_cache(),
         )
     }
@@ -200,7 +200,7 @@ impl NodeContext<'_> {
     /// time (routes, neighbors, links): an EE may keep a [`NodeView`] and refresh only its time
     /// ([`NodeView::set_now`]) while this stays the same.
     pub fn view_generation(&self) -> (u64, u64) {
-        (self.core.dv.change_count(), self.core.view_epoch)
+        (self.core.routing.change_count(), self.core.view_epoch)
     }
 
     /// The up neighbors.
@@ -214,9 +214,9 @@ impl NodeContext<'_> {
 
     /// The routing table (reachable routes): (destination, metric, next hop).
     pub fn routes(&self) -> Vec<(NodeAddr, u16, Option<NextHop>)> {
-        let inf = self.core.dv.infinity();
+        let inf = self.core.routing.infinity();
         self.core
-            .dv
+            .routing
             .routes()
             .into_iter()
             .filter(|r| r.metric < inf)
@@ -313,7 +313,7 @@ impl NodeFacts for NodeContext<'_> {
     }
 
     fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
-        self.core.dv.lookup(dst)
+        self.core.routing.lookup(dst)
     }
 
     fn neighbor_on(&self, link: LinkId) -> Option<NextHop> {

@@ -69,7 +69,7 @@ impl Core {
             self.drop(DropReason::RbExhausted);
             return Err(DropReason::RbExhausted);
         }
-        let Some(hop) = via.or_else(|| self.dv.lookup_raw(&dst)) else {
+        let Some(hop) = via.or_else(|| self.routing.lookup_raw(&dst)) else {
             self.drop(DropReason::NoRoute);
             return Err(DropReason::NoRoute);
         };
@@ -143,7 +143,7 @@ impl Core {
         if dst == self.addr {
             return self.drop(DropReason::UnknownTypeDiscarded);
         }
-        let Some(hop) = self.dv.lookup(&dst) else {
+        let Some(hop) = self.routing.lookup(&dst) else {
             return self.drop(DropReason::NoRoute);
         };
         if self

@@ -49,7 +49,9 @@ mod txq;
 mod view;
 
 pub use anode_routing::{Fib, FibEntry};
-pub use anode_routing::{LinkId, NextHop, RoutingConfig, dv::Route, dv::RouteKind};
+pub use anode_routing::{
+    LinkId, NextHop, Protocol as RoutingProtocol, RoutingConfig, dv::Route, dv::RouteKind,
+};
 pub use anode_wire as wire;
 pub use config::{ConfigError, LinkConfig, NodeConfig};
 pub use counters::{Counters, DropReason};

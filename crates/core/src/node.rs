@@ -3,7 +3,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use anode_routing::dv::{DistanceVector, Route};
+use anode_routing::Routing;
+use anode_routing::dv::Route;
 use anode_routing::neighbors::{NeighborEvent, NeighborTable};
 use anode_routing::{LinkId, NextHop};
 use anode_wire::NodeAddr;
@@ -39,7 +40,7 @@ pub(crate) struct Core {
     pub cfg: NodeConfig,
     pub links: Vec<LinkInfo>,
     pub neighbors: NeighborTable,
-    pub dv: DistanceVector,
+    pub routing: Routing,
     pub out: VecDeque<Transmit>,
     /// Control messages (hellos, routing updates, code transfer): sent before `out`, in a
     /// queue of their own, so no EE or flow can starve routing.
@@ -110,7 +111,7 @@ impl Node {
                 addr: cfg.address,
                 addr_raw: cfg.address.to_bytes(),
                 neighbors: NeighborTable::new(cfg.address, r.hello_interval, r.dead_interval),
-                dv: DistanceVector::new(cfg.address, r, now),
+                routing: Routing::new(cfg.address, r, now),
                 links: Vec::new(),
                 out: VecDeque::new(),
                 out_ctl: VecDeque::new(),
@@ -195,12 +196,12 @@ impl Node {
 
     /// Adds a static route to `dest` through neighbor `via`.
     pub fn add_static_route(&mut self, dest: NodeAddr, via: NodeAddr, metric: u16, now: Instant) {
-        self.core.dv.add_static(now, dest, via, metric);
+        self.core.routing.add_static(now, dest, via, metric);
     }
 
     /// Removes the static route to `dest`; false if there was none.
     pub fn remove_static_route(&mut self, dest: NodeAddr, now: Instant) -> bool {
-        self.core.dv.remove_static(now, dest)
+        self.core.routing.remove_static(now, dest)
     }
 
     /// Registers an execution environment for its Type ID, replacing any earlier one.
@@ -249,12 +250,12 @@ impl Node {
 
     /// The routing table, sorted by destination (unreachable entries included).
     pub fn routes(&self) -> Vec<Route> {
-        self.core.dv.routes()
+        self.core.routing.routes()
     }
 
     /// Next hop toward `dst`.
     pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
-        self.core.dv.lookup(dst)
+        self.core.routing.lookup(dst)
     }
 
     /// The up neighbors.
@@ -268,7 +269,19 @@ impl Node {
 
     /// Number of route changes so far (for convergence reports).
     pub fn route_changes(&self) -> u64 {
-        self.core.dv.change_count()
+        self.core.routing.change_count()
+    }
+
+    /// Starts (or stops) logging which destinations' forwarding entries change (for the
+    /// emulator's reachability tracker; off by default, bounded).
+    pub fn set_route_log(&mut self, on: bool) {
+        self.core.routing.change_log().set_enabled(on);
+    }
+
+    /// Moves the destinations whose forwarding entry changed since the last call into `out`
+    /// (possibly repeated); true if the log overflowed (then any destination may have).
+    pub fn drain_route_changes(&mut self, out: &mut Vec<NodeAddr>) -> bool {
+        self.core.routing.change_log().drain(out)
     }
 
     /// Sends a datagram from a local application to `port` at `dst`.
@@ -479,7 +492,7 @@ impl Node {
         for ev in evs {
             self.core.neighbor_event(now, ev);
         }
-        self.core.dv.handle_timeout(now);
+        self.core.routing.handle_timeout(now);
         self.core.flush_control(now);
         self.core.release_txq(now);
         for ee in &mut self.ees {
@@ -591,7 +604,7 @@ impl Node {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut t = [
             self.core.neighbors.poll_timeout(),
-            self.core.dv.poll_timeout(),
+            self.core.routing.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -691,11 +704,11 @@ impl Core {
         match ev {
             NeighborEvent::Up { link, addr } => {
                 let cost = self.links.get(link.0 as usize).map_or(1, |l| l.cfg.cost);
-                self.dv.neighbor_up(now, link, addr, cost);
+                self.routing.neighbor_up(now, link, addr, cost);
                 self.push_event(Event::NeighborUp { link, addr });
             }
             NeighborEvent::Down { link, addr } => {
-                self.dv.neighbor_down(now, addr);
+                self.routing.neighbor_down(now, addr);
                 self.push_event(Event::NeighborDown { link, addr });
             }
         }
@@ -708,8 +721,8 @@ impl Core {
         for (link, h) in hellos {
             let _ = self.send_control(link, &Control::Hello(h));
         }
-        while let Some((link, _to, routes)) = self.dv.poll_update() {
-            let _ = self.send_control(link, &Control::Routes(routes));
+        while let Some((link, msg)) = self.routing.poll_message() {
+            let _ = self.send_control(link, &msg);
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anode_wire::addr::v4;
 use anode_wire::anep::{AnepOption, AnepRepr, FLAG_DISCARD_UNKNOWN, TYPE_CAPSULE, TYPE_DATAGRAM};
-use anode_wire::control::{Control, Hello};
+use anode_wire::control::{Control, Hello, Lsa, Lsas, Routes};
 use anode_wire::datagram::Datagram;
 use anode_wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 use anode_wire::{NodeAddr, routed_packet};
@@ -583,4 +583,41 @@ fn domain_reports_come_only_from_ees_that_keep_domains() {
     let r = n.domain_reports();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].domains[0].principal, "p");
+}
+
+#[test]
+fn a_routing_message_of_the_other_protocol_is_counted_not_used() {
+    let mut net = net(2, &[(0, 1)]);
+    net.run_for(Duration::from_secs(3));
+    let lsas = Control::Lsas(Lsas {
+        sender: addr(0),
+        lsas: vec![Lsa {
+            origin: v4(198, 19, 9, 9, 3322),
+            fragment: 0,
+            seq: 1,
+            lifetime_ms: 60_000,
+            links: vec![(addr(0), 1)],
+        }],
+    })
+    .to_packet()
+    .unwrap();
+    let n = &mut net.nodes[1];
+    n.handle_packet(net.now, LinkId(0), lsas);
+    assert_eq!(n.counters().drops(DropReason::RoutingMismatch), 1);
+    assert!(n.lookup(&v4(198, 19, 9, 9, 3322)).is_none());
+
+    // And the reverse: a link-state node given a distance-vector update.
+    let mut cfg = NodeConfig::new(addr(5));
+    cfg.routing.protocol = anode_routing::Protocol::Ls;
+    let now = Instant::now();
+    let mut ls = Node::new(cfg, now).unwrap();
+    let link = ls.add_link(LinkConfig::new(addr(6)), now);
+    let routes = Control::Routes(Routes {
+        sender: addr(6),
+        entries: vec![(v4(198, 19, 9, 9, 3322), 1)],
+    })
+    .to_packet()
+    .unwrap();
+    ls.handle_packet(now, link, routes);
+    assert_eq!(ls.counters().drops(DropReason::RoutingMismatch), 1);
 }

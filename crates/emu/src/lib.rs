@@ -61,6 +61,7 @@ mod actions;
 pub mod driver;
 mod error;
 mod link;
+mod reach;
 mod report;
 mod scenario;
 mod sim;

@@ -501,6 +501,13 @@ pub trait Net {
     fn ee_events(&self) -> &[EeEvent] {
         &[]
     }
+    /// The link between nodes `a` and `b`, if there is one (runners with many links keep an
+    /// index; the default scans).
+    fn link_between(&self, a: usize, b: usize) -> Option<usize> {
+        self.links()
+            .iter()
+            .position(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
+    }
     /// Whether the links that are up connect every node.
     fn connected(&self) -> bool {
         let n = self.nodes().len();
@@ -585,11 +592,7 @@ pub(crate) fn walk(net: &mut dyn Net, from: usize, to: usize) -> Result<Vec<usiz
                 name(net, to)
             ));
         };
-        let link = net
-            .links()
-            .iter()
-            .position(|l| (l.a == at && l.b == next) || (l.a == next && l.b == at));
-        match link {
+        match net.link_between(at, next) {
             Some(l) if net.link_up(l) => {}
             _ => {
                 return Err(format!(

@@ -17,8 +17,10 @@
 //!   are stale and skipped;
 //! - a timer scheduled right after `handle_timeout` lies strictly in the future, so a node that
 //!   keeps reporting a past deadline cannot stall virtual time;
-//! - all-pairs reachability is re-evaluated after any event that changed a routing table or a
-//!   link, and every change is logged (convergence and repair times come from that log).
+//! - all-pairs reachability is re-evaluated after any event that changed a forwarding entry or
+//!   a link, and every change is logged (convergence and repair times come from that log); the
+//!   re-evaluation looks only at the destinations whose entries changed (`reach.rs`), and
+//!   links are found by their endpoints through an index, never by a scan.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -30,11 +32,12 @@ use anode_wire::anep::TYPE_DATAGRAM;
 
 use crate::error::EmuError;
 use crate::link::{Link, Offer};
+use crate::reach::{Hops, Reach};
 use crate::report::{
     Assembly, LinkChange, LinkReport, NodeReport, ReachChange, Report, RouteReport, assemble,
     link_name, us,
 };
-use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx, all_pairs_reachable};
+use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx};
 use crate::topology::{LinkSpec, NodeSpec, Topology};
 use crate::track::{FlowRec, Tracker, datagram_flow};
 use crate::watch::{LinkSnap, NetSnapshot, NodeSnap, Tap};
@@ -93,6 +96,14 @@ pub struct Sim {
     /// node -> its LinkId index -> (link, direction when sending from this node).
     ports: Vec<Vec<(usize, usize)>>,
     by_addr: BTreeMap<NodeAddr, usize>,
+    /// Node index by address (the reachability tracker's lookups).
+    index: rustc_hash::FxHashMap<NodeAddr, usize>,
+    /// Link index by its endpoints (lower index first).
+    link_at: rustc_hash::FxHashMap<(usize, usize), usize>,
+    /// Per node: (neighbor, link).
+    adjacency: Vec<Vec<(usize, usize)>>,
+    reach_tracker: Reach,
+    route_buf: Vec<NodeAddr>,
     tracker: Tracker,
     delivered: Vec<BTreeMap<u16, u64>>,
     ee_events: Vec<crate::scenario::EeEvent>,
@@ -117,6 +128,7 @@ impl Sim {
                 node: n.name.clone(),
                 reason: e.to_string(),
             })?;
+            node.set_route_log(true);
             registry.setup_node(i, &mut node);
             nodes.push(node);
         }
@@ -156,6 +168,17 @@ impl Sim {
             ));
         }
         let n = nodes.len();
+        let mut adjacency = vec![Vec::new(); n];
+        let mut link_at = rustc_hash::FxHashMap::default();
+        for (li, l) in topo.links.iter().enumerate() {
+            link_at.insert((l.a.min(l.b), l.a.max(l.b)), li);
+            if let Some(v) = adjacency.get_mut(l.a) {
+                v.push((l.b, li));
+            }
+            if let Some(v) = adjacency.get_mut(l.b) {
+                v.push((l.a, li));
+            }
+        }
         let mut sim = Sim {
             base,
             now: Duration::ZERO,
@@ -175,6 +198,16 @@ impl Sim {
                 .enumerate()
                 .map(|(i, s)| (s.address, i))
                 .collect(),
+            index: topo
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.address, i))
+                .collect(),
+            link_at,
+            adjacency,
+            reach_tracker: Reach::new(n),
+            route_buf: Vec::new(),
             tracker: Tracker::default(),
             delivered: vec![BTreeMap::new(); n],
             ee_events: Vec::new(),
@@ -247,9 +280,31 @@ impl Sim {
             && n.route_changes() != *rc
         {
             *rc = n.route_changes();
+        }
+        self.note_route_changes(i);
+        self.schedule_timer(i, after_timeout);
+    }
+
+    /// Hands node `i`'s forwarding changes to the reachability tracker.
+    fn note_route_changes(&mut self, i: usize) {
+        let Some(node) = self.nodes.get_mut(i) else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut self.route_buf);
+        let overflow = node.drain_route_changes(&mut buf);
+        if overflow {
+            buf.clear();
+            buf.extend(self.specs.iter().map(|s| s.address));
+        }
+        if !buf.is_empty() {
             self.dirty = true;
         }
-        self.schedule_timer(i, after_timeout);
+        for a in buf.drain(..) {
+            if let (Some(&d), Some(node)) = (self.index.get(&a), self.nodes.get(i)) {
+                self.reach_tracker.note(i, d, node.lookup(&a).is_some());
+            }
+        }
+        self.route_buf = buf;
     }
 
     fn transmit(&mut self, from: usize, t: Transmit) {
@@ -333,7 +388,9 @@ impl Sim {
             return;
         }
         self.dirty = false;
-        let ok = all_pairs_reachable(self);
+        let mut tracker = std::mem::replace(&mut self.reach_tracker, Reach::new(0));
+        let ok = tracker.evaluate(self);
+        self.reach_tracker = tracker;
         if ok != self.reach_state || self.reach.is_empty() {
             self.reach_state = ok;
             self.reach.push(ReachChange {
@@ -416,6 +473,7 @@ impl Net for Sim {
             return;
         }
         l.set_up(up, now);
+        self.reach_tracker.links_changed();
         let partitions = !self.connected();
         self.link_log.push(LinkChange {
             at: now,
@@ -428,6 +486,34 @@ impl Net for Sim {
 
     fn link_up(&self, link: usize) -> bool {
         self.links.get(link).is_some_and(|l| l.is_up())
+    }
+
+    fn link_between(&self, a: usize, b: usize) -> Option<usize> {
+        self.link_at.get(&(a.min(b), a.max(b))).copied()
+    }
+
+    fn connected(&self) -> bool {
+        let n = self.specs.len();
+        let mut seen = vec![false; n];
+        let mut stack = vec![0usize];
+        let mut count = 0;
+        if let Some(s) = seen.first_mut() {
+            *s = true;
+            count = 1;
+        }
+        while let Some(x) = stack.pop() {
+            for &(y, li) in self.adjacency.get(x).map_or(&[][..], |v| v.as_slice()) {
+                if self.link_up(li)
+                    && let Some(s) = seen.get_mut(y)
+                    && !*s
+                {
+                    *s = true;
+                    count += 1;
+                    stack.push(y);
+                }
+            }
+        }
+        count == n
     }
 
     fn next_hop(&mut self, from: usize, to: usize) -> Option<usize> {
@@ -447,6 +533,19 @@ impl Net for Sim {
             Some(p) => m.get(&p).copied().unwrap_or(0),
             None => m.values().sum(),
         })
+    }
+}
+
+impl Hops for Sim {
+    fn hop(&self, u: usize, d: usize) -> Option<usize> {
+        let dst = self.specs.get(d)?.address;
+        let hop = self.nodes.get(u)?.lookup(&dst)?;
+        let &(li, dir) = self.ports.get(u)?.get(hop.link.0 as usize)?;
+        let l = self.links.get(li)?;
+        if !l.is_up() {
+            return None;
+        }
+        Some(if dir == 0 { l.spec.b } else { l.spec.a })
     }
 }
 
@@ -634,9 +733,12 @@ pub fn node_report(
     by_addr: &BTreeMap<NodeAddr, usize>,
     specs: &[NodeSpec],
 ) -> NodeReport {
-    let mut routes: Vec<(usize, RouteReport)> = n
-        .routes()
+    let all = n.routes();
+    let route_count = all.len();
+    let tables = specs.len() <= crate::report::ROUTE_TABLES_MAX_NODES;
+    let mut routes: Vec<(usize, RouteReport)> = all
         .into_iter()
+        .filter(|_| tables)
         .map(|r| {
             (
                 by_addr.get(&r.dest).copied().unwrap_or(usize::MAX),
@@ -666,6 +768,7 @@ pub fn node_report(
         address: s.address.to_string(),
         neighbors: neighbors.into_iter().map(|x| x.1).collect(),
         counters: n.counters().clone(),
+        route_count,
         routes: routes.into_iter().map(|x| x.1).collect(),
     }
 }

@@ -250,3 +250,38 @@ fn ipv6_default_addresses_work() {
     assert!(r.passed());
     assert_eq!(r.nodes[0].address, "[2001:2::1]:3322");
 }
+
+/// A ring of `n` nodes running link state (`[routing] protocol = "ls"`).
+fn ring_ls(n: usize, steps: &str) -> String {
+    ring(n, 1, 0.0, steps).replace("[routing]\n", "[routing]\nprotocol = \"ls\"\n")
+}
+
+#[test]
+fn link_state_converges_reroutes_after_a_failure_and_notices_a_partition() {
+    let steps = "\
+[[step]]\nat_ms = 2000\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n\
+[[step]]\nat_ms = 2500\naction = \"expect\"\ncheck = \"route\"\nfrom = \"n0\"\nto = \"n2\"\nvia = \"n1\"\n\
+[[step]]\nat_ms = 3000\naction = \"fail-link\"\na = \"n0\"\nb = \"n1\"\n\
+[[step]]\nat_ms = 5000\naction = \"expect\"\ncheck = \"route\"\nfrom = \"n0\"\nto = \"n1\"\nvia = \"n5\"\n\
+[[step]]\nat_ms = 5100\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n\
+[[step]]\nat_ms = 6000\naction = \"fail-link\"\na = \"n3\"\nb = \"n4\"\n\
+[[step]]\nat_ms = 8000\naction = \"expect\"\ncheck = \"unreachable\"\nfrom = \"n0\"\nto = \"n2\"\n\
+[[step]]\nat_ms = 9000\naction = \"restore-link\"\na = \"n0\"\nb = \"n1\"\n\
+[[step]]\nat_ms = 11000\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n";
+    let r = run_src(&ring_ls(6, steps));
+    assert!(r.passed(), "failed: {:?}", failed_checks(&r));
+    assert_eq!(r.checks.passed, 6);
+    assert!(
+        r.converged_at_us.is_some_and(|t| t < 1_000_000),
+        "{:?}",
+        r.converged_at_us
+    );
+    // Repair within the dead interval plus SPF and flooding delays (no periodic wait).
+    let f = &r.failures[0];
+    let repaired = f.routes_repaired_after_us.unwrap();
+    let bound = (r.routing.dead_interval + Duration::from_millis(300)).as_micros() as u64;
+    assert!(repaired <= bound, "repaired after {repaired} us > {bound}");
+    assert!(r.failures[1].partitions);
+    // Deterministic like the distance vector.
+    assert_eq!(r.to_json(), run_src(&ring_ls(6, steps)).to_json());
+}

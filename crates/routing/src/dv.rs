@@ -21,7 +21,7 @@ use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
 use rustc_hash::FxHashMap;
 
-use crate::fib::Fib;
+use crate::fib::{ChangeLog, Fib};
 use crate::{LinkId, NextHop, RoutingConfig};
 
 /// How a route was made.
@@ -54,6 +54,26 @@ pub struct Route {
     changed: bool,
 }
 
+impl Route {
+    /// A route with no deadlines (as the link-state service reports them).
+    pub(crate) fn new(
+        dest: NodeAddr,
+        metric: u16,
+        next_hop: Option<NextHop>,
+        kind: RouteKind,
+    ) -> Route {
+        Route {
+            dest,
+            metric,
+            next_hop,
+            kind,
+            expires: None,
+            gc_at: None,
+            changed: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct StaticRoute {
     dest: NodeAddr,
@@ -74,11 +94,15 @@ pub struct DistanceVector {
     next_periodic: Instant,
     triggered_at: Option<Instant>,
     outbox: VecDeque<(LinkId, NodeAddr, Routes)>,
-    /// Earliest route expiry or garbage-collection deadline. Recomputed at the end of every
-    /// public method that changes routes, so `poll_timeout` (called by drivers on every loop
-    /// iteration) costs O(1), not a scan of the table.
+    /// A lower bound of the earliest route expiry or garbage-collection deadline: lowered
+    /// whenever a route gets a deadline (O(1)), recomputed exactly by a scan only in
+    /// `handle_timeout`. So `poll_timeout` (called by drivers on every loop iteration) and
+    /// `on_update` (every routing message) never scan the table; a deadline that turns out
+    /// to have moved later costs one early wake-up, which rescans.
     route_deadline: Option<Instant>,
     changes: u64,
+    /// Forwarding changes for a consumer that asked ([`DistanceVector::change_log`]).
+    log: ChangeLog,
 }
 
 impl DistanceVector {
@@ -109,6 +133,7 @@ impl DistanceVector {
             outbox: VecDeque::new(),
             route_deadline: None,
             changes: 0,
+            log: ChangeLog::default(),
         }
     }
 
@@ -156,12 +181,16 @@ impl DistanceVector {
         self.changes
     }
 
+    /// The log of forwarding changes (off until enabled; see [`ChangeLog`]).
+    pub fn change_log(&mut self) -> &mut ChangeLog {
+        &mut self.log
+    }
+
     /// Adds a static route to `dest` through neighbor `via`.
     pub fn add_static(&mut self, now: Instant, dest: NodeAddr, via: NodeAddr, metric: u16) {
         self.statics.retain(|s| s.dest != dest);
         self.statics.push(StaticRoute { dest, via, metric });
         self.resolve_statics(now);
-        self.refresh_route_deadline();
     }
 
     /// Removes the static route to `dest`. Returns false if there was none. The route
@@ -200,7 +229,6 @@ impl DistanceVector {
                 }
             }
         }
-        self.refresh_route_deadline();
         true
     }
 
@@ -230,7 +258,6 @@ impl DistanceVector {
         self.resolve_statics(now);
         // Tell the new neighbor everything at once.
         self.queue_full_update_to(addr, link);
-        self.refresh_route_deadline();
     }
 
     /// A neighbor went down: every route through it becomes unreachable.
@@ -246,7 +273,6 @@ impl DistanceVector {
             self.make_unreachable(now, d);
         }
         self.resolve_statics(now);
-        self.refresh_route_deadline();
     }
 
     /// Handles an update from neighbor `msg.sender` on `link`. Returns false (and ignores it)
@@ -301,29 +327,34 @@ impl DistanceVector {
                 }
             }
         }
-        self.refresh_route_deadline();
         true
     }
 
     /// Runs the timers: route timeout, garbage collection, periodic and triggered updates.
     pub fn handle_timeout(&mut self, now: Instant) {
         let inf = self.cfg.infinity;
-        let expired: Vec<NodeAddr> = self
-            .routes
-            .values()
-            .filter(|r| r.metric < inf && r.expires.is_some_and(|e| e <= now))
-            .map(|r| r.dest)
-            .collect();
-        for d in expired {
-            self.make_unreachable(now, d);
+        // Scan the table only when a route deadline may have passed (the bound is never
+        // later than the earliest one): timers of hellos and updates fire far more often.
+        let due = self.route_deadline.is_some_and(|d| d <= now);
+        if due {
+            let expired: Vec<NodeAddr> = self
+                .routes
+                .values()
+                .filter(|r| r.metric < inf && r.expires.is_some_and(|e| e <= now))
+                .map(|r| r.dest)
+                .collect();
+            for d in expired {
+                self.make_unreachable(now, d);
+            }
+            self.routes
+                .retain(|_, r| r.kind == RouteKind::Local || r.gc_at.is_none_or(|g| g > now));
         }
-        self.routes
-            .retain(|_, r| r.kind == RouteKind::Local || r.gc_at.is_none_or(|g| g > now));
         if now >= self.next_periodic {
             self.next_periodic = now + self.cfg.update_interval;
             let ns: Vec<(NodeAddr, LinkId)> = self.sorted_neighbors();
+            let all = self.routes();
             for (addr, link) in ns {
-                self.queue_full_update_to(addr, link);
+                self.queue_update(addr, link, &all);
             }
             for r in self.routes.values_mut() {
                 r.changed = false;
@@ -346,16 +377,21 @@ impl DistanceVector {
                 self.queue_update(addr, link, &changed);
             }
         }
-        self.refresh_route_deadline();
+        if due {
+            self.refresh_route_deadline();
+        }
     }
 
     /// The next deadline: periodic update, triggered update, or a route's expiry or
     /// garbage collection. O(1).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        debug_assert_eq!(
-            self.route_deadline,
-            self.scan_route_deadline(),
-            "stale route deadline"
+        debug_assert!(
+            match (self.route_deadline, self.scan_route_deadline()) {
+                (_, None) => true,
+                (Some(bound), Some(exact)) => bound <= exact,
+                (None, Some(_)) => false,
+            },
+            "the route deadline must not be later than the earliest route deadline"
         );
         let mut t = self.next_periodic;
         for d in [self.triggered_at, self.route_deadline]
@@ -369,6 +405,11 @@ impl DistanceVector {
 
     fn refresh_route_deadline(&mut self) {
         self.route_deadline = self.scan_route_deadline();
+    }
+
+    /// A route got deadline `t`: keep `route_deadline` a lower bound.
+    fn note_deadline(&mut self, t: Instant) {
+        self.route_deadline = Some(self.route_deadline.map_or(t, |d| d.min(t)));
     }
 
     fn scan_route_deadline(&self) -> Option<Instant> {
@@ -432,6 +473,10 @@ impl DistanceVector {
         kind: RouteKind,
     ) {
         let expires = (kind == RouteKind::Learned).then_some(now + self.cfg.route_timeout);
+        let reachable = next_hop.filter(|_| metric < self.cfg.infinity);
+        if self.fib.get(&dest).map(|e| e.hop) != reachable {
+            self.log.note(dest);
+        }
         match next_hop {
             Some(nh) if metric < self.cfg.infinity => {
                 Arc::make_mut(&mut self.fib).insert(&dest, nh, metric);
@@ -439,6 +484,9 @@ impl DistanceVector {
             _ => {
                 Arc::make_mut(&mut self.fib).remove(&dest);
             }
+        }
+        if let Some(t) = expires {
+            self.note_deadline(t);
         }
         let old = self.routes.insert(
             dest,
@@ -465,12 +513,16 @@ impl DistanceVector {
             if r.kind == RouteKind::Local {
                 return;
             }
+            if self.fib.get(&dest).is_some() {
+                self.log.note(dest);
+            }
             Arc::make_mut(&mut self.fib).remove(&dest);
             r.metric = inf;
             r.expires = None;
             r.gc_at = Some(gc);
             r.changed = true;
             self.changes += 1;
+            self.note_deadline(gc);
             self.trigger(now);
         }
     }

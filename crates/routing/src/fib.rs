@@ -44,6 +44,11 @@ impl Fib {
         self.map.get(&dest.to_bytes()).copied()
     }
 
+    /// Every entry, by destination in its wire encoding (in no particular order).
+    pub fn entries(&self) -> impl Iterator<Item = ([u8; NODE_ADDR_LEN], FibEntry)> + '_ {
+        self.map.iter().map(|(k, e)| (*k, *e))
+    }
+
     /// Reachable destinations.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -62,5 +67,76 @@ impl Fib {
     /// Makes `dest` unreachable.
     pub fn remove(&mut self, dest: &NodeAddr) {
         self.map.remove(&dest.to_bytes());
+    }
+}
+
+/// Most destinations a [`ChangeLog`] holds before it gives up listing them and says
+/// "everything may have changed".
+pub const CHANGE_LOG_MAX: usize = 1 << 16;
+
+/// The destinations whose forwarding entry appeared, disappeared or changed next hop, for a
+/// consumer that asked for them (the emulator's reachability tracker drains it after every
+/// input to the node). Off by default, so a node nobody drains keeps nothing; bounded: past
+/// [`CHANGE_LOG_MAX`] entries it keeps only an overflow flag.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeLog {
+    on: bool,
+    dests: Vec<NodeAddr>,
+    overflow: bool,
+}
+
+impl ChangeLog {
+    /// Starts (or stops, dropping what it holds) recording changes.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.on = on;
+        self.dests.clear();
+        self.overflow = false;
+    }
+
+    /// Records that `dest`'s entry changed.
+    #[inline]
+    pub fn note(&mut self, dest: NodeAddr) {
+        if !self.on || self.overflow {
+            return;
+        }
+        if self.dests.len() >= CHANGE_LOG_MAX {
+            self.overflow = true;
+            self.dests.clear();
+        } else {
+            self.dests.push(dest);
+        }
+    }
+
+    /// Moves the recorded destinations (possibly repeated) into `out`; true if the log
+    /// overflowed since the last drain (then any destination may have changed).
+    pub fn drain(&mut self, out: &mut Vec<NodeAddr>) -> bool {
+        out.append(&mut self.dests);
+        std::mem::take(&mut self.overflow)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_wire::addr::v4;
+
+    #[test]
+    fn change_log_is_off_by_default_and_bounded() {
+        let mut l = ChangeLog::default();
+        l.note(v4(198, 18, 0, 1, 1));
+        let mut out = Vec::new();
+        assert!(!l.drain(&mut out));
+        assert!(out.is_empty(), "off: nothing kept");
+        l.set_enabled(true);
+        l.note(v4(198, 18, 0, 1, 1));
+        assert!(!l.drain(&mut out));
+        assert_eq!(out.len(), 1);
+        for _ in 0..=CHANGE_LOG_MAX {
+            l.note(v4(198, 18, 0, 2, 1));
+        }
+        out.clear();
+        assert!(l.drain(&mut out), "overflow reported");
+        assert!(out.is_empty());
+        assert!(!l.drain(&mut out), "and cleared by the drain");
     }
 }

@@ -9,6 +9,10 @@
 //!   and triggered updates, split horizon with poisoned reverse, an infinity bound, route
 //!   timeout and garbage collection, plus static routes from configuration, which win over
 //!   learned ones and are advertised.
+//! - [`ls::LinkState`]: a link-state service (OSPF/IS-IS style): each node floods an LSA of
+//!   its up links with a sequence number and a lifetime, refreshes it, and computes routes by
+//!   Dijkstra over the two-way links of its database, with throttled SPF runs.
+//! - [`Routing`]: the one the node runs, chosen by `[routing] protocol = "dv" | "ls"`.
 //!
 //! ## Contract
 //! Nothing here reads a clock, opens a socket or draws a random number: callers pass `now`
@@ -23,9 +27,23 @@
 
 pub mod dv;
 pub mod fib;
+pub mod ls;
 pub mod neighbors;
+mod service;
 
-pub use fib::{Fib, FibEntry};
+pub use fib::{ChangeLog, Fib, FibEntry};
+pub use service::Routing;
+
+/// Which routing protocol a node runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// Distance vector (RIP-like), the default.
+    #[default]
+    Dv,
+    /// Link state (LSAs flooded, SPF by Dijkstra).
+    Ls,
+}
 
 use std::time::Duration;
 
@@ -70,8 +88,23 @@ pub struct RoutingConfig {
     /// Delay that batches changes into one triggered update.
     #[serde(with = "ms", rename = "triggered_delay_ms")]
     pub triggered_delay: Duration,
-    /// The infinity metric: a route at or above it is unreachable.
+    /// The infinity metric: a route at or above it is unreachable (distance vector).
     pub infinity: u16,
+    /// The routing protocol: "dv" (default) or "ls".
+    pub protocol: Protocol,
+    /// Link state: the first SPF run waits this long after a change (batching what floods in
+    /// together); while changes keep coming, the wait doubles up to `spf_max_delay_ms`.
+    #[serde(with = "ms", rename = "spf_delay_ms")]
+    pub spf_delay: Duration,
+    /// Link state: the longest wait between SPF runs under churn.
+    #[serde(with = "ms", rename = "spf_max_delay_ms")]
+    pub spf_max_delay: Duration,
+    /// Link state: how often a node re-originates its LSA (before its lifetime runs out).
+    #[serde(with = "ms", rename = "lsa_refresh_ms")]
+    pub lsa_refresh: Duration,
+    /// Link state: how long an LSA stays valid unless refreshed.
+    #[serde(with = "ms", rename = "lsa_lifetime_ms")]
+    pub lsa_lifetime: Duration,
 }
 
 impl Default for RoutingConfig {
@@ -84,6 +117,11 @@ impl Default for RoutingConfig {
             gc_interval: Duration::from_secs(20),
             triggered_delay: Duration::from_millis(50),
             infinity: 16,
+            protocol: Protocol::Dv,
+            spf_delay: Duration::from_millis(50),
+            spf_max_delay: Duration::from_millis(2000),
+            lsa_refresh: Duration::from_secs(30 * 60),
+            lsa_lifetime: Duration::from_secs(60 * 60),
         }
     }
 }
@@ -106,6 +144,20 @@ impl RoutingConfig {
                 "route_timeout_ms ({}) must exceed update_interval_ms ({}); 6 times is usual",
                 self.route_timeout.as_millis(),
                 self.update_interval.as_millis()
+            ));
+        }
+        if self.spf_delay.is_zero() || self.spf_max_delay < self.spf_delay {
+            return Err(format!(
+                "spf_delay_ms ({}) must be above 0 and spf_max_delay_ms ({}) at least as long",
+                self.spf_delay.as_millis(),
+                self.spf_max_delay.as_millis()
+            ));
+        }
+        if self.lsa_refresh.is_zero() || self.lsa_lifetime <= self.lsa_refresh {
+            return Err(format!(
+                "lsa_lifetime_ms ({}) must exceed lsa_refresh_ms ({}) (above 0); twice is usual",
+                self.lsa_lifetime.as_millis(),
+                self.lsa_refresh.as_millis()
             ));
         }
         if !(2..=1024).contains(&self.infinity) {

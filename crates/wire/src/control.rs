@@ -18,6 +18,14 @@
 //! - 4 CodeChunk: `hash (32), total: u32, offset: u32, length: u16, pad: u16, data`.
 //! - 5 CodeUnavailable: `hash (32)`.
 //! - 6 Ee: `type id: u16, pad: u16, data`: an EE's own link-local message.
+//! - 7 Lsas: `sender (18) pad (2) count: u16, pad: u16, lsa*` with each lsa
+//!   `origin (18) fragment: u8, pad: u8, seq: u32, lifetime ms: u32, links: u16, pad: u16,
+//!   (neighbor (18), cost: u16)*`: link-state advertisements being flooded.
+//! - 8 LsaSummary: `sender (18) pad (2) lo origin (18) lo fragment: u8, pad: u8, hi origin
+//!   (18) hi fragment: u8, pad: u8, count: u16, pad: u16, (origin (18), fragment: u8, pad:
+//!   u8, seq: u32)*`: the (origin, fragment, seq) of every LSA the sender holds with a key
+//!   in [lo, hi) (the last range of a sync reaches the largest key), so the receiver can send
+//!   what the sender lacks (database sync).
 //!
 //! A body longer than its kind needs is accepted (later versions append fields); an unknown
 //! kind is an error the node counts.
@@ -30,6 +38,14 @@ pub const VERSION: u8 = 1;
 pub const MAX_ROUTES_PER_MESSAGE: usize = 64;
 /// Most neighbors one Hello may list.
 pub const MAX_SEEN: usize = 64;
+/// Most links one LSA (fragment) may list; a node with more neighbors splits its
+/// advertisement into fragments.
+pub const MAX_LSA_LINKS: usize = 64;
+/// Most entries one LsaSummary carries.
+pub const MAX_SUMMARY_ENTRIES: usize = 56;
+/// Largest body of an Lsas message a sender builds (keeps it inside a 1472-byte MTU with
+/// the ANEP and control headers).
+pub const MAX_LSAS_BODY: usize = 1400;
 
 /// A control message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +79,10 @@ pub enum Control {
         /// Code object name.
         hash: CodeHash,
     },
+    /// Link-state advertisements.
+    Lsas(Lsas),
+    /// A link-state database summary (one key range).
+    LsaSummary(LsaSummary),
     /// An execution environment's own link-local message.
     Ee {
         /// The EE's ANEP Type ID.
@@ -96,12 +116,60 @@ pub struct Routes {
     pub entries: Vec<(NodeAddr, u16)>,
 }
 
+/// One link-state advertisement: what `origin` says about its links (one fragment of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lsa {
+    /// The node that originated it.
+    pub origin: NodeAddr,
+    /// Which fragment of the origin's advertisement (0 for most nodes).
+    pub fragment: u8,
+    /// Sequence number: a higher one replaces a lower one.
+    pub seq: u32,
+    /// Milliseconds it stays valid unless refreshed.
+    pub lifetime_ms: u32,
+    /// (neighbor, cost) for each up link; at most [`MAX_LSA_LINKS`].
+    pub links: Vec<(NodeAddr, u16)>,
+}
+
+impl Lsa {
+    /// Bytes it takes in an Lsas message.
+    pub fn wire_len(&self) -> usize {
+        LSA_HEAD + self.links.len() * 20
+    }
+}
+
+const LSA_HEAD: usize = 32;
+
+/// A batch of LSAs from one neighbor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lsas {
+    /// The sending node (one hop away).
+    pub sender: NodeAddr,
+    /// The advertisements.
+    pub lsas: Vec<Lsa>,
+}
+
+/// What a node's link-state database holds in one key range: (origin, fragment, seq).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LsaSummary {
+    /// The sending node (one hop away).
+    pub sender: NodeAddr,
+    /// The first key of the range (inclusive).
+    pub lo: (NodeAddr, u8),
+    /// The end of the range (exclusive).
+    pub hi: (NodeAddr, u8),
+    /// Every LSA the sender holds in the range; at most [`MAX_SUMMARY_ENTRIES`].
+    pub entries: Vec<(NodeAddr, u8, u32)>,
+}
+
 const KIND_HELLO: u8 = 1;
 const KIND_ROUTES: u8 = 2;
 const KIND_CODE_REQUEST: u8 = 3;
 const KIND_CODE_CHUNK: u8 = 4;
 const KIND_CODE_UNAVAILABLE: u8 = 5;
 const KIND_EE: u8 = 6;
+const KIND_LSAS: u8 = 7;
+const KIND_LSA_SUMMARY: u8 = 8;
 
 impl Control {
     /// Parses a control message (the ANEP payload).
@@ -188,6 +256,8 @@ impl Control {
             KIND_CODE_UNAVAILABLE => Ok(Control::CodeUnavailable {
                 hash: hash_at(body)?,
             }),
+            KIND_LSAS => parse_lsas(body).map(Control::Lsas),
+            KIND_LSA_SUMMARY => parse_summary(body).map(Control::LsaSummary),
             KIND_EE => Ok(Control::Ee {
                 type_id: util::u16_at(body, 0, "ee control")?,
                 data: util::get(body, 4, body.len().saturating_sub(4), "ee control")?.to_vec(),
@@ -267,6 +337,33 @@ impl Control {
                 b.extend_from_slice(hash);
                 KIND_CODE_UNAVAILABLE
             }
+            Control::Lsas(l) => {
+                emit_lsas(l, &mut b)?;
+                KIND_LSAS
+            }
+            Control::LsaSummary(m) => {
+                if m.entries.len() > MAX_SUMMARY_ENTRIES {
+                    return Err(WireError::TooLarge {
+                        what: "lsa summary",
+                        len: m.entries.len(),
+                        max: MAX_SUMMARY_ENTRIES,
+                    });
+                }
+                b.extend_from_slice(&m.sender.to_bytes());
+                b.extend_from_slice(&[0, 0]);
+                for (a, f) in [m.lo, m.hi] {
+                    b.extend_from_slice(&a.to_bytes());
+                    b.extend_from_slice(&[f, 0]);
+                }
+                b.extend_from_slice(&(m.entries.len() as u16).to_be_bytes());
+                b.extend_from_slice(&[0, 0]);
+                for (a, f, seq) in &m.entries {
+                    b.extend_from_slice(&a.to_bytes());
+                    b.extend_from_slice(&[*f, 0]);
+                    b.extend_from_slice(&seq.to_be_bytes());
+                }
+                KIND_LSA_SUMMARY
+            }
             Control::Ee { type_id, data } => {
                 b.extend_from_slice(&type_id.to_be_bytes());
                 b.extend_from_slice(&[0, 0]);
@@ -289,6 +386,112 @@ impl Control {
     pub fn to_packet(&self) -> Result<Vec<u8>, WireError> {
         crate::anep::AnepRepr::new(crate::anep::TYPE_CONTROL).emit_packet(&self.to_bytes()?)
     }
+}
+
+fn parse_lsas(body: &[u8]) -> Result<Lsas, WireError> {
+    let sender = NodeAddr::read(body, 0)?;
+    let n = usize::from(util::u16_at(body, 20, "lsas")?);
+    let mut at = 24;
+    let mut lsas = Vec::with_capacity(n.min(body.len() / LSA_HEAD));
+    for _ in 0..n {
+        let origin = NodeAddr::read(body, at)?;
+        let fragment = util::u8_at(body, at + 18, "lsa")?;
+        let seq = util::u32_at(body, at + 20, "lsa")?;
+        let lifetime_ms = util::u32_at(body, at + 24, "lsa")?;
+        let k = usize::from(util::u16_at(body, at + 28, "lsa")?);
+        if k > MAX_LSA_LINKS {
+            return Err(WireError::BadField {
+                what: "lsa link count",
+                detail: "more than 64 links in one fragment",
+            });
+        }
+        at += LSA_HEAD;
+        let links = (0..k)
+            .map(|i| {
+                let p = at + i * 20;
+                Ok((
+                    NodeAddr::read(body, p)?,
+                    util::u16_at(body, p + 18, "lsa link")?,
+                ))
+            })
+            .collect::<Result<Vec<_>, WireError>>()?;
+        at += k * 20;
+        lsas.push(Lsa {
+            origin,
+            fragment,
+            seq,
+            lifetime_ms,
+            links,
+        });
+    }
+    Ok(Lsas { sender, lsas })
+}
+
+fn parse_summary(body: &[u8]) -> Result<LsaSummary, WireError> {
+    let sender = NodeAddr::read(body, 0)?;
+    let lo = (
+        NodeAddr::read(body, 20)?,
+        util::u8_at(body, 38, "lsa summary")?,
+    );
+    let hi = (
+        NodeAddr::read(body, 40)?,
+        util::u8_at(body, 58, "lsa summary")?,
+    );
+    let n = usize::from(util::u16_at(body, 60, "lsa summary")?);
+    if n > MAX_SUMMARY_ENTRIES {
+        return Err(WireError::BadField {
+            what: "lsa summary entry count",
+            detail: "more than 56 entries",
+        });
+    }
+    let entries = (0..n)
+        .map(|i| {
+            let at = 64 + i * 24;
+            Ok((
+                NodeAddr::read(body, at)?,
+                util::u8_at(body, at + 18, "lsa summary entry")?,
+                util::u32_at(body, at + 20, "lsa summary entry")?,
+            ))
+        })
+        .collect::<Result<Vec<_>, WireError>>()?;
+    Ok(LsaSummary {
+        sender,
+        lo,
+        hi,
+        entries,
+    })
+}
+
+fn emit_lsas(l: &Lsas, b: &mut Vec<u8>) -> Result<(), WireError> {
+    let n = u16::try_from(l.lsas.len()).map_err(|_| WireError::TooLarge {
+        what: "lsas message",
+        len: l.lsas.len(),
+        max: usize::from(u16::MAX),
+    })?;
+    b.extend_from_slice(&l.sender.to_bytes());
+    b.extend_from_slice(&[0, 0]);
+    b.extend_from_slice(&n.to_be_bytes());
+    b.extend_from_slice(&[0, 0]);
+    for a in &l.lsas {
+        if a.links.len() > MAX_LSA_LINKS {
+            return Err(WireError::TooLarge {
+                what: "lsa links",
+                len: a.links.len(),
+                max: MAX_LSA_LINKS,
+            });
+        }
+        b.extend_from_slice(&a.origin.to_bytes());
+        b.extend_from_slice(&[a.fragment, 0]);
+        b.extend_from_slice(&a.seq.to_be_bytes());
+        b.extend_from_slice(&a.lifetime_ms.to_be_bytes());
+        b.extend_from_slice(&(a.links.len() as u16).to_be_bytes());
+        b.extend_from_slice(&[0, 0]);
+        for (nb, c) in &a.links {
+            b.extend_from_slice(&nb.to_bytes());
+            b.extend_from_slice(&c.to_be_bytes());
+        }
+    }
+    Ok(())
 }
 
 fn hash_at(body: &[u8]) -> Result<CodeHash, WireError> {
@@ -317,6 +520,47 @@ mod tests {
         assert_eq!(&b[24..36], &[0, 0, 3, 0xe8, 0, 0, 0x0f, 0xa0, 0, 0, 0, 7]);
         assert_eq!(&b[36..38], &[0, 1]);
         assert_eq!(Control::parse(&b).unwrap(), h);
+    }
+
+    #[test]
+    fn lsas_fixture() {
+        let m = Control::Lsas(Lsas {
+            sender: v4(198, 18, 0, 1, 3322),
+            lsas: vec![Lsa {
+                origin: v4(198, 18, 0, 2, 3322),
+                fragment: 1,
+                seq: 9,
+                lifetime_ms: 120_000,
+                links: vec![(v4(198, 18, 0, 3, 3322), 5)],
+            }],
+        });
+        let b = m.to_bytes().unwrap();
+        assert_eq!(&b[..4], &[7, 1, 0, 76]);
+        assert_eq!(&b[24..26], &[0, 1], "one lsa");
+        assert_eq!(&b[46..48], &[1, 0], "fragment");
+        assert_eq!(&b[48..56], &[0, 0, 0, 9, 0, 1, 0xd4, 0xc0]);
+        assert_eq!(&b[78..80], &[0, 5], "cost");
+        assert_eq!(Control::parse(&b).unwrap(), m);
+        // A count of lsas the body does not hold.
+        let mut t = b.clone();
+        t[25] = 2;
+        assert!(Control::parse(&t).is_err());
+    }
+
+    #[test]
+    fn lsa_summary_fixture() {
+        let m = Control::LsaSummary(LsaSummary {
+            sender: v4(198, 18, 0, 1, 3322),
+            lo: (NodeAddr::UNSPECIFIED, 0),
+            hi: (v4(198, 18, 0, 9, 3322), 255),
+            entries: vec![(v4(198, 18, 0, 2, 3322), 0, 7)],
+        });
+        let b = m.to_bytes().unwrap();
+        assert_eq!(&b[..4], &[8, 1, 0, 88]);
+        assert_eq!(b[4 + 58], 255, "hi fragment");
+        assert_eq!(&b[4 + 60..4 + 62], &[0, 1]);
+        assert_eq!(&b[4 + 84..4 + 88], &[0, 0, 0, 7]);
+        assert_eq!(Control::parse(&b).unwrap(), m);
     }
 
     #[test]
@@ -384,6 +628,32 @@ mod tests {
                 proptest::collection::vec((arb_addr(), any::<u16>()), 0..64)
             )
                 .prop_map(|(sender, entries)| Control::Routes(Routes { sender, entries })),
+            (
+                arb_addr(),
+                proptest::collection::vec(
+                    (
+                        arb_addr(),
+                        any::<u8>(),
+                        any::<u32>(),
+                        any::<u32>(),
+                        proptest::collection::vec((arb_addr(), any::<u16>()), 0..8)
+                    ),
+                    0..4
+                )
+            )
+                .prop_map(|(sender, v)| Control::Lsas(Lsas {
+                    sender,
+                    lsas: v
+                        .into_iter()
+                        .map(|(origin, fragment, seq, lifetime_ms, links)| Lsa {
+                            origin,
+                            fragment,
+                            seq,
+                            lifetime_ms,
+                            links
+                        })
+                        .collect()
+                })),
             (any::<[u8; 32]>(), any::<u32>(), any::<u32>())
                 .prop_map(|(hash, offset, max)| Control::CodeRequest { hash, offset, max }),
             (

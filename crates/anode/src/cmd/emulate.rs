@@ -49,6 +49,10 @@ pub struct Args {
     /// watch it with --view.
     #[arg(long, value_name = "FACTOR", requires = "view")]
     pub speed: Option<f64>,
+    /// Show progress on stderr once a second: virtual time, events, events per second and
+    /// an estimate of the time left. Virtual time only.
+    #[arg(long, conflicts_with = "realtime")]
+    pub progress: bool,
 }
 
 const HELP: &str = "\
@@ -98,10 +102,14 @@ pub fn run(args: Args) -> super::CmdResult {
         }
         None => None,
     };
+    let started = std::time::Instant::now();
     let report = if args.realtime {
         realtime(topo, &registry)?
     } else {
         let mut taps: Vec<Box<dyn Tap>> = Vec::new();
+        if args.progress {
+            taps.push(Box::new(Progress::new(topo.duration)));
+        }
         let files = match &args.pcap {
             Some(dir) => Some(LinkCaptures::create(dir, &topo)?),
             None => None,
@@ -124,6 +132,7 @@ pub fn run(args: Args) -> super::CmdResult {
         report
     };
     print_report(&report, args.json);
+    run_stats(&report, started.elapsed(), args.json);
     if let Some(v) = view {
         eprintln!(
             "view: the run is over; {} shows its last state. Ctrl-C to quit.",
@@ -132,6 +141,91 @@ pub fn run(args: Args) -> super::CmdResult {
         super::view::wait_for_signal()?;
     }
     verdict(&report)
+}
+
+/// `--progress`: a line on stderr at most once a second of wall time.
+struct Progress {
+    end: Duration,
+    started: std::time::Instant,
+    last: std::time::Instant,
+}
+
+impl Progress {
+    fn new(end: Duration) -> Progress {
+        let now = std::time::Instant::now();
+        Progress {
+            end,
+            started: now,
+            last: now,
+        }
+    }
+}
+
+impl Tap for Progress {
+    fn step(&mut self, now: Duration, events: u64) -> bool {
+        // Look at the clock every 4096 events only.
+        if !events.is_multiple_of(4096) {
+            return false;
+        }
+        let t = std::time::Instant::now();
+        if t.duration_since(self.last) < Duration::from_secs(1) {
+            return false;
+        }
+        self.last = t;
+        let wall = t.duration_since(self.started).as_secs_f64();
+        let done = now.as_secs_f64() / self.end.as_secs_f64().max(1e-9);
+        let eta = if done > 0.0 {
+            wall * (1.0 - done) / done
+        } else {
+            f64::NAN
+        };
+        eprintln!(
+            "emulate: virtual {:.1} of {:.1} s ({:.0}%), {} events, {:.0} k events/s, about {:.0} s left",
+            now.as_secs_f64(),
+            self.end.as_secs_f64(),
+            done * 100.0,
+            events,
+            events as f64 / wall.max(1e-9) / 1e3,
+            eta
+        );
+        false
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), bytes; 0 if unknown.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kb: u64 = l.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// What the run cost, on stderr (JSON with --json): not in the report, which stays the same
+/// for the same file and seed.
+fn run_stats(report: &Report, wall: Duration, json: bool) {
+    let secs = wall.as_secs_f64();
+    let rate = report.events as f64 / secs.max(1e-9);
+    let peak = peak_rss();
+    if json {
+        eprintln!(
+            "{}",
+            serde_json::json!({
+                "events": report.events, "wall_s": secs,
+                "events_per_s": rate, "peak_rss_bytes": peak,
+            })
+        );
+    } else if report.mode == "virtual-time" {
+        eprintln!(
+            "emulate: {} events in {secs:.2} s wall ({:.0} k events/s), peak memory {} MiB",
+            report.events,
+            rate / 1e3,
+            peak >> 20
+        );
+    }
 }
 
 /// `--realtime`: every node gets a control socket in the emulation socket directory (tools

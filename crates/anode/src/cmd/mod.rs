@@ -17,6 +17,7 @@ pub mod policy;
 pub mod ports;
 pub mod router;
 pub mod tools;
+pub mod topo;
 pub mod view;
 
 /// The error every command returns: a message for a person, already saying what to do.

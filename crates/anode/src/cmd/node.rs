@@ -104,6 +104,7 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
         "address": f.node.address.to_string(),
         "bind": f.bind.to_string(),
         "routing": {
+            "protocol": r.protocol,
             "hello_interval_ms": r.hello_interval.as_millis() as u64,
             "dead_interval_ms": r.dead_interval.as_millis() as u64,
             "update_interval_ms": r.update_interval.as_millis() as u64,
@@ -149,8 +150,12 @@ fn print_summary(f: &NodeFile) {
     println!("{}: ok", f.path.display());
     println!("node     {} (UDP bind {})", f.node.address, f.bind);
     let r = &f.node.routing;
+    let proto = match r.protocol {
+        anode_core::RoutingProtocol::Dv => "distance vector",
+        anode_core::RoutingProtocol::Ls => "link state",
+    };
     println!(
-        "routing  hello {} ms, dead {} ms, update {} ms, route timeout {} ms",
+        "routing  {proto}, hello {} ms, dead {} ms, update {} ms, route timeout {} ms",
         r.hello_interval.as_millis(),
         r.dead_interval.as_millis(),
         r.update_interval.as_millis(),

@@ -1,0 +1,840 @@
+//! The link-state routing service (OSPF / IS-IS style, simplified for anode's flat network of
+//! nodes).
+//!
+//! Each node originates an LSA listing its up neighbors and link costs (split into fragments
+//! of at most [`MAX_LSA_LINKS`] links), with a sequence number and a lifetime. LSAs are
+//! flooded: a node that receives one newer than the copy it holds stores it and passes it to
+//! every other neighbor; older or equal copies are dropped. A new neighbor gets the whole
+//! database. Originators re-originate before the lifetime runs out (`lsa_refresh`); an LSA
+//! not refreshed is dropped when its lifetime ends. Routes come from Dijkstra over the
+//! database, using a link u -> v only when v's LSA lists u too (the two-way check), so a
+//! failed node's stale LSA stops carrying traffic as soon as its neighbors' LSAs drop it.
+//!
+//! Flooding is not acknowledged; instead every `update_interval` each node sends each
+//! neighbor a summary of its database (origin, fragment, sequence number per LSA, in key
+//! ranges), and a node that holds something newer or missing from a neighbor's summary sends
+//! it (IS-IS's CSNP-style sync). So an LSA lost to a full queue or a lossy link is repaired
+//! within one interval.
+//!
+//! Batching, so the cost grows with changes rather than with LSAs x links: floods leave in
+//! batches `triggered_delay` after the first pending one, packed into messages of up to
+//! [`MAX_LSAS_BODY`] bytes; SPF runs `spf_delay` after a change, and while changes keep
+//! arriving within twice the current hold of the last run, the hold doubles up to
+//! `spf_max_delay` (OSPF's SPF throttling).
+//!
+//! Invariants:
+//! - the forwarding table ([`Fib`]) holds exactly the destinations the last SPF run (or a
+//!   static route whose neighbor is up) reached, with the first hop of a shortest path; ties
+//!   are broken by address order, so identical inputs give identical tables;
+//! - the node's own LSA is never taken from a neighbor: a copy with a sequence number at or
+//!   above ours (we restarted) makes us re-originate above it;
+//! - nothing reads a clock: `now` comes in, deadlines go out ([`LinkState::poll_timeout`]).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anode_wire::NodeAddr;
+use anode_wire::addr::NODE_ADDR_LEN;
+use anode_wire::control::{
+    Control, Lsa, LsaSummary, Lsas, MAX_LSA_LINKS, MAX_LSAS_BODY, MAX_SUMMARY_ENTRIES,
+};
+use rustc_hash::FxHashMap;
+
+use crate::dv::{Route, RouteKind};
+use crate::fib::{ChangeLog, Fib};
+use crate::{LinkId, NextHop, RoutingConfig};
+
+/// A node address in its 18-byte wire form (compact keys for the database).
+type Raw = [u8; NODE_ADDR_LEN];
+
+/// Metric reported for a path whose cost does not fit (never reached in practice).
+const METRIC_MAX: u16 = u16::MAX - 1;
+
+/// One stored LSA fragment.
+#[derive(Debug, Clone)]
+struct Stored {
+    seq: u32,
+    expires: Instant,
+    links: Box<[(Raw, u16)]>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StaticRoute {
+    dest: NodeAddr,
+    via: NodeAddr,
+    metric: u16,
+}
+
+/// The link-state state machine of one node.
+#[derive(Debug)]
+pub struct LinkState {
+    me: NodeAddr,
+    me_raw: Raw,
+    cfg: RoutingConfig,
+    /// Up neighbors: address -> (link, cost).
+    neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
+    /// The database: (origin, fragment) -> LSA, ordered (summaries cover key ranges).
+    db: BTreeMap<(Raw, u8), Stored>,
+    own_seq: u32,
+    /// Fragments this node has ever originated (emptied ones are still re-originated
+    /// empty, so their old contents are replaced everywhere).
+    own_frags: u8,
+    next_refresh: Instant,
+    next_sync: Instant,
+    /// LSAs waiting to be flooded: key -> the neighbor it came from (not sent back there).
+    pending: FxHashMap<(Raw, u8), Option<NodeAddr>>,
+    flood_at: Option<Instant>,
+    spf_at: Option<Instant>,
+    last_spf: Option<Instant>,
+    spf_hold: Duration,
+    /// A lower bound of the earliest LSA expiry (scanned exactly when it passes).
+    expiry_bound: Option<Instant>,
+    statics: Vec<StaticRoute>,
+    fib: Arc<Fib>,
+    log: ChangeLog,
+    changes: u64,
+    spf_runs: u64,
+    outbox: VecDeque<(LinkId, NodeAddr, Control)>,
+}
+
+impl LinkState {
+    /// A node that knows only itself; its first LSA goes out once a neighbor comes up.
+    pub fn new(me: NodeAddr, cfg: RoutingConfig, now: Instant) -> Self {
+        LinkState {
+            me,
+            me_raw: me.to_bytes(),
+            cfg,
+            neighbors: FxHashMap::default(),
+            db: BTreeMap::new(),
+            own_seq: 0,
+            own_frags: 1,
+            next_refresh: now + cfg.lsa_refresh,
+            next_sync: now + cfg.update_interval,
+            pending: FxHashMap::default(),
+            flood_at: None,
+            spf_at: None,
+            last_spf: None,
+            spf_hold: cfg.spf_delay,
+            expiry_bound: None,
+            statics: Vec::new(),
+            fib: Arc::default(),
+            log: ChangeLog::default(),
+            changes: 0,
+            spf_runs: 0,
+            outbox: VecDeque::new(),
+        }
+    }
+
+    /// The next hop toward `dest`, if reachable.
+    #[inline]
+    pub fn lookup(&self, dest: &NodeAddr) -> Option<NextHop> {
+        self.fib.get(dest).map(|e| e.hop)
+    }
+
+    /// The forwarding table.
+    pub fn fib(&self) -> &Arc<Fib> {
+        &self.fib
+    }
+
+    /// How many times a route's next hop or metric changed.
+    pub fn change_count(&self) -> u64 {
+        self.changes
+    }
+
+    /// SPF runs so far.
+    pub fn spf_runs(&self) -> u64 {
+        self.spf_runs
+    }
+
+    /// LSA fragments in the database (this node's own included).
+    pub fn database_len(&self) -> usize {
+        self.db.len()
+    }
+
+    /// The log of forwarding changes (see [`ChangeLog`]).
+    pub fn change_log(&mut self) -> &mut ChangeLog {
+        &mut self.log
+    }
+
+    /// All routes (the node itself with metric 0 first in address order), sorted by
+    /// destination.
+    pub fn routes(&self) -> Vec<Route> {
+        let mut v = vec![Route::new(self.me, 0, None, RouteKind::Local)];
+        let mut seen: Vec<(NodeAddr, u16, NextHop, RouteKind)> = Vec::new();
+        for s in &self.statics {
+            if let (Some(e), true) = (self.fib.get(&s.dest), self.neighbors.contains_key(&s.via)) {
+                seen.push((s.dest, e.metric, e.hop, RouteKind::Static));
+            }
+        }
+        for (raw, e) in self.fib.entries() {
+            let Ok(dest) = NodeAddr::read(&raw, 0) else {
+                continue;
+            };
+            if !seen.iter().any(|s| s.0 == dest) {
+                seen.push((dest, e.metric, e.hop, RouteKind::Learned));
+            }
+        }
+        v.extend(
+            seen.into_iter()
+                .map(|(d, m, h, k)| Route::new(d, m, Some(h), k)),
+        );
+        v.sort_by_key(|r| r.dest);
+        v
+    }
+
+    /// Adds a static route to `dest` through neighbor `via` (it wins over SPF while `via`
+    /// is up).
+    pub fn add_static(&mut self, now: Instant, dest: NodeAddr, via: NodeAddr, metric: u16) {
+        self.statics.retain(|s| s.dest != dest);
+        self.statics.push(StaticRoute { dest, via, metric });
+        self.schedule_spf(now);
+        self.run_spf(now);
+    }
+
+    /// Removes the static route to `dest`; false if there was none.
+    pub fn remove_static(&mut self, now: Instant, dest: NodeAddr) -> bool {
+        let before = self.statics.len();
+        self.statics.retain(|s| s.dest != dest);
+        if self.statics.len() == before {
+            return false;
+        }
+        self.run_spf(now);
+        true
+    }
+
+    /// A neighbor came up on `link` at cost `cost`: it gets our whole database, our LSA
+    /// changes, routes are recomputed.
+    pub fn neighbor_up(&mut self, now: Instant, link: LinkId, addr: NodeAddr, cost: u16) {
+        self.neighbors.insert(addr, (link, cost.max(1)));
+        self.originate(now);
+        let mut keys: Vec<(Raw, u8)> = self.db.keys().copied().collect();
+        keys.sort_unstable();
+        let lsas: Vec<Lsa> = keys.iter().filter_map(|k| self.lsa_of(k)).collect();
+        self.pack(link, addr, lsas);
+        self.schedule_spf(now);
+    }
+
+    /// A neighbor went down: our LSA drops it, routes are recomputed.
+    pub fn neighbor_down(&mut self, now: Instant, addr: NodeAddr) {
+        if self.neighbors.remove(&addr).is_some() {
+            self.originate(now);
+            // Routes through it are gone at once; the rest follows the SPF run.
+            self.run_spf(now);
+        }
+    }
+
+    /// Handles LSAs from neighbor `msg.sender` on `link`; false (ignored) if the sender is
+    /// not an up neighbor on that link.
+    pub fn on_lsas(&mut self, now: Instant, link: LinkId, msg: &Lsas) -> bool {
+        match self.neighbors.get(&msg.sender) {
+            Some(&(l, _)) if l == link => {}
+            _ => return false,
+        }
+        let mut changed = false;
+        for lsa in &msg.lsas {
+            let origin = lsa.origin.to_bytes();
+            if origin == self.me_raw {
+                if lsa.seq >= self.own_seq {
+                    self.own_seq = lsa.seq;
+                    self.originate(now);
+                }
+                continue;
+            }
+            let key = (origin, lsa.fragment);
+            let newer = self.db.get(&key).is_none_or(|s| s.seq < lsa.seq);
+            if !newer {
+                continue;
+            }
+            let links: Box<[(Raw, u16)]> =
+                lsa.links.iter().map(|(a, c)| (a.to_bytes(), *c)).collect();
+            let life = Duration::from_millis(u64::from(lsa.lifetime_ms).max(1));
+            let expires = now + life;
+            let same = self.db.get(&key).is_some_and(|s| s.links == links);
+            self.db.insert(
+                key,
+                Stored {
+                    seq: lsa.seq,
+                    expires,
+                    links,
+                },
+            );
+            self.note_expiry(expires);
+            self.queue_flood(now, key, Some(msg.sender));
+            changed |= !same;
+        }
+        if changed {
+            self.schedule_spf(now);
+        }
+        true
+    }
+
+    /// Handles a database summary from neighbor `msg.sender` on `link`: sends it every LSA
+    /// in the summary's range [lo, hi) that it lacks or holds an older copy of. False (ignored) if
+    /// the sender is not an up neighbor on that link.
+    pub fn on_summary(&mut self, link: LinkId, msg: &LsaSummary) -> bool {
+        match self.neighbors.get(&msg.sender) {
+            Some(&(l, _)) if l == link => {}
+            _ => return false,
+        }
+        let lo = (msg.lo.0.to_bytes(), msg.lo.1);
+        let hi = (msg.hi.0.to_bytes(), msg.hi.1);
+        if lo >= hi {
+            return true;
+        }
+        let mut theirs: Vec<((Raw, u8), u32)> = msg
+            .entries
+            .iter()
+            .map(|(a, f, seq)| ((a.to_bytes(), *f), *seq))
+            .collect();
+        theirs.sort_unstable();
+        let keys: Vec<(Raw, u8)> = self
+            .db
+            .range(lo..hi)
+            .filter(|(k, s)| match theirs.binary_search_by(|t| t.0.cmp(k)) {
+                Ok(i) => theirs.get(i).is_some_and(|t| t.1 < s.seq),
+                Err(_) => true,
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        let lsas: Vec<Lsa> = keys.iter().filter_map(|k| self.lsa_of(k)).collect();
+        self.pack(link, msg.sender, lsas);
+        true
+    }
+
+    /// Queues a summary of the whole database to every neighbor, in key ranges.
+    fn sync(&mut self) {
+        let keys: Vec<((Raw, u8), u32)> = self.db.iter().map(|(k, s)| (*k, s.seq)).collect();
+        let mut ns: Vec<(NodeAddr, LinkId)> =
+            self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
+        ns.sort_unstable();
+        let chunks: Vec<&[((Raw, u8), u32)]> = keys.chunks(MAX_SUMMARY_ENTRIES).collect();
+        for (addr, link) in ns {
+            for (i, c) in chunks.iter().enumerate() {
+                let lo = if i == 0 {
+                    ([0u8; NODE_ADDR_LEN], 0)
+                } else {
+                    c.first().map_or(([0u8; NODE_ADDR_LEN], 0), |e| e.0)
+                };
+                // Ranges are [lo, hi): up to the next chunk's first key, so together they cover
+                // every key (the last one reaches the largest key there can be).
+                let hi = chunks
+                    .get(i + 1)
+                    .and_then(|n| n.first())
+                    .map_or(([0xffu8; NODE_ADDR_LEN], u8::MAX), |e| e.0);
+                let entries = c
+                    .iter()
+                    .filter_map(|(k, seq)| Some((NodeAddr::read(&k.0, 0).ok()?, k.1, *seq)))
+                    .collect();
+                let (Ok(lo_a), Ok(hi_a)) = (NodeAddr::read(&lo.0, 0), NodeAddr::read(&hi.0, 0))
+                else {
+                    continue;
+                };
+                self.outbox.push_back((
+                    link,
+                    addr,
+                    Control::LsaSummary(LsaSummary {
+                        sender: self.me,
+                        lo: (lo_a, lo.1),
+                        hi: (hi_a, hi.1),
+                        entries,
+                    }),
+                ));
+            }
+        }
+    }
+
+    /// Runs what is due: LSA refresh, database sync, expiry, the flood batch, SPF.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if now >= self.next_refresh {
+            self.originate(now);
+        }
+        if now >= self.next_sync {
+            self.next_sync = now + self.cfg.update_interval;
+            self.sync();
+        }
+        if self.expiry_bound.is_some_and(|t| t <= now) {
+            let before = self.db.len();
+            self.db.retain(|_, s| s.expires > now);
+            self.expiry_bound = self.db.values().map(|s| s.expires).min();
+            if self.db.len() != before {
+                self.schedule_spf(now);
+            }
+        }
+        if self.flood_at.is_some_and(|t| t <= now) {
+            self.flood_at = None;
+            self.flood();
+        }
+        if self.spf_at.is_some_and(|t| t <= now) {
+            self.run_spf(now);
+        }
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let t = [self.flood_at, self.spf_at, self.expiry_bound]
+            .into_iter()
+            .flatten()
+            .fold(self.next_refresh.min(self.next_sync), Instant::min);
+        Some(t)
+    }
+
+    /// Next message to send: (link, neighbor, LSAs or a summary).
+    pub fn poll_update(&mut self) -> Option<(LinkId, NodeAddr, Control)> {
+        self.outbox.pop_front()
+    }
+
+    fn note_expiry(&mut self, t: Instant) {
+        self.expiry_bound = Some(self.expiry_bound.map_or(t, |b| b.min(t)));
+    }
+
+    fn lsa_of(&self, key: &(Raw, u8)) -> Option<Lsa> {
+        let s = self.db.get(key)?;
+        let origin = NodeAddr::read(&key.0, 0).ok()?;
+        Some(Lsa {
+            origin,
+            fragment: key.1,
+            seq: s.seq,
+            lifetime_ms: u32::try_from(self.cfg.lsa_lifetime.as_millis()).unwrap_or(u32::MAX),
+            links: s
+                .links
+                .iter()
+                .filter_map(|(a, c)| Some((NodeAddr::read(a, 0).ok()?, *c)))
+                .collect(),
+        })
+    }
+
+    /// Re-originates this node's LSA fragments from its up neighbors (a new sequence
+    /// number) and queues them for flooding to every neighbor.
+    fn originate(&mut self, now: Instant) {
+        self.own_seq = self.own_seq.wrapping_add(1);
+        self.next_refresh = now + self.cfg.lsa_refresh;
+        let mut links: Vec<(Raw, u16)> = self
+            .neighbors
+            .iter()
+            .map(|(a, (_, c))| (a.to_bytes(), *c))
+            .collect();
+        links.sort_unstable();
+        let chunks: Vec<&[(Raw, u16)]> = links.chunks(MAX_LSA_LINKS).collect();
+        let frags = u8::try_from(chunks.len().max(1)).unwrap_or(u8::MAX);
+        self.own_frags = self.own_frags.max(frags);
+        let expires = now + self.cfg.lsa_lifetime;
+        for f in 0..self.own_frags {
+            let part = chunks.get(usize::from(f)).copied().unwrap_or(&[]);
+            let key = (self.me_raw, f);
+            self.db.insert(
+                key,
+                Stored {
+                    seq: self.own_seq,
+                    expires,
+                    links: part.into(),
+                },
+            );
+            self.queue_flood(now, key, None);
+        }
+        self.note_expiry(expires);
+    }
+
+    fn queue_flood(&mut self, now: Instant, key: (Raw, u8), from: Option<NodeAddr>) {
+        self.pending.insert(key, from);
+        if self.flood_at.is_none() {
+            self.flood_at = Some(now + self.cfg.triggered_delay);
+        }
+    }
+
+    /// Sends every pending LSA to every neighbor but the one it came from.
+    fn flood(&mut self) {
+        let mut pending: Vec<((Raw, u8), Option<NodeAddr>)> = self.pending.drain().collect();
+        pending.sort_unstable_by_key(|p| p.0);
+        let lsas: Vec<(Lsa, Option<NodeAddr>)> = pending
+            .iter()
+            .filter_map(|(k, from)| Some((self.lsa_of(k)?, *from)))
+            .collect();
+        let mut ns: Vec<(NodeAddr, LinkId)> =
+            self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
+        ns.sort_unstable();
+        for (addr, link) in ns {
+            let out: Vec<Lsa> = lsas
+                .iter()
+                .filter(|(_, from)| *from != Some(addr))
+                .map(|(l, _)| l.clone())
+                .collect();
+            self.pack(link, addr, out);
+        }
+    }
+
+    /// Queues `lsas` for `to` in messages that fit [`MAX_LSAS_BODY`].
+    fn pack(&mut self, link: LinkId, to: NodeAddr, lsas: Vec<Lsa>) {
+        let mut batch = Vec::new();
+        let mut size = 24;
+        for l in lsas {
+            let len = l.wire_len();
+            if !batch.is_empty() && size + len > MAX_LSAS_BODY {
+                self.outbox.push_back((
+                    link,
+                    to,
+                    Control::Lsas(Lsas {
+                        sender: self.me,
+                        lsas: std::mem::take(&mut batch),
+                    }),
+                ));
+                size = 24;
+            }
+            size += len;
+            batch.push(l);
+        }
+        if !batch.is_empty() {
+            self.outbox.push_back((
+                link,
+                to,
+                Control::Lsas(Lsas {
+                    sender: self.me,
+                    lsas: batch,
+                }),
+            ));
+        }
+    }
+
+    /// Schedules an SPF run: `spf_delay` from now, or, if the last run was recent, after a
+    /// hold that doubles (up to `spf_max_delay`) while changes keep coming.
+    fn schedule_spf(&mut self, now: Instant) {
+        if self.spf_at.is_some() {
+            return;
+        }
+        let at = match self.last_spf {
+            Some(t) if now < t + self.spf_hold * 2 => {
+                self.spf_hold = (self.spf_hold * 2).min(self.cfg.spf_max_delay);
+                (t + self.spf_hold).max(now)
+            }
+            _ => {
+                self.spf_hold = self.cfg.spf_delay;
+                now + self.cfg.spf_delay
+            }
+        };
+        self.spf_at = Some(at);
+    }
+
+    /// Dijkstra over the two-way links of the database, then static routes; the forwarding
+    /// table is updated where it differs.
+    fn run_spf(&mut self, now: Instant) {
+        self.spf_at = None;
+        self.last_spf = Some(now);
+        self.spf_runs += 1;
+        let mut next: FxHashMap<Raw, (u16, NextHop)> = self.shortest_paths();
+        for s in &self.statics {
+            if let Some(&(link, _)) = self.neighbors.get(&s.via) {
+                next.insert(s.dest.to_bytes(), (s.metric, NextHop { link, addr: s.via }));
+            }
+        }
+        next.remove(&self.me_raw);
+        let old: Vec<(Raw, NextHop, u16)> = self
+            .fib
+            .entries()
+            .map(|(k, e)| (k, e.hop, e.metric))
+            .collect();
+        let mut fib_changes: Vec<(Raw, Option<(u16, NextHop)>)> = Vec::new();
+        for (k, hop, metric) in old {
+            match next.get(&k) {
+                None => fib_changes.push((k, None)),
+                Some(&(m, h)) if h != hop || m != metric => fib_changes.push((k, Some((m, h)))),
+                Some(_) => {}
+            }
+        }
+        for (k, v) in &next {
+            if self.fib.lookup_raw(k).is_none() {
+                fib_changes.push((*k, Some(*v)));
+            }
+        }
+        if fib_changes.is_empty() {
+            return;
+        }
+        fib_changes.sort_unstable_by_key(|c| c.0);
+        let fib = Arc::make_mut(&mut self.fib);
+        for (k, v) in fib_changes {
+            let Ok(dest) = NodeAddr::read(&k, 0) else {
+                continue;
+            };
+            let before = fib.lookup_raw(&k);
+            match v {
+                Some((m, h)) => fib.insert(&dest, h, m),
+                None => fib.remove(&dest),
+            }
+            if before != v.map(|(_, h)| h) {
+                self.log.note(dest);
+            }
+            self.changes += 1;
+        }
+    }
+
+    /// First hop and cost of a shortest path to every node the database reaches.
+    fn shortest_paths(&self) -> FxHashMap<Raw, (u16, NextHop)> {
+        // Adjacency per origin (fragments joined).
+        let mut adj: FxHashMap<Raw, Vec<(Raw, u16)>> = FxHashMap::default();
+        for ((origin, _), s) in &self.db {
+            adj.entry(*origin)
+                .or_default()
+                .extend(s.links.iter().copied());
+        }
+        let two_way = |u: &Raw, v: &Raw| adj.get(v).is_some_and(|l| l.iter().any(|(x, _)| x == u));
+        let mut dist: FxHashMap<Raw, (u32, NextHop)> = FxHashMap::default();
+        let mut heap: BinaryHeap<Reverse<(u32, Raw)>> = BinaryHeap::new();
+        // Our own links come from the neighbor table (current), checked two-way.
+        let mut first: Vec<(NodeAddr, LinkId, u16)> = self
+            .neighbors
+            .iter()
+            .map(|(a, (l, c))| (*a, *l, *c))
+            .collect();
+        first.sort_unstable();
+        for (a, link, c) in first {
+            let raw = a.to_bytes();
+            if !two_way(&self.me_raw, &raw) {
+                continue;
+            }
+            let d = u32::from(c);
+            let hop = NextHop { link, addr: a };
+            if dist.get(&raw).is_none_or(|(old, _)| d < *old) {
+                dist.insert(raw, (d, hop));
+                heap.push(Reverse((d, raw)));
+            }
+        }
+        let mut done: FxHashMap<Raw, ()> = FxHashMap::default();
+        done.insert(self.me_raw, ());
+        while let Some(Reverse((d, u))) = heap.pop() {
+            if done.insert(u, ()).is_some() {
+                continue;
+            }
+            let Some(&(du, hop)) = dist.get(&u) else {
+                continue;
+            };
+            if du != d {
+                continue;
+            }
+            let Some(links) = adj.get(&u) else {
+                continue;
+            };
+            let mut links = links.clone();
+            links.sort_unstable();
+            for (v, c) in links {
+                if done.contains_key(&v) || !two_way(&u, &v) {
+                    continue;
+                }
+                let nd = d.saturating_add(u32::from(c));
+                if dist.get(&v).is_none_or(|(old, _)| nd < *old) {
+                    dist.insert(v, (nd, hop));
+                    heap.push(Reverse((nd, v)));
+                }
+            }
+        }
+        dist.into_iter()
+            .map(|(k, (d, h))| {
+                (
+                    k,
+                    (u16::try_from(d).unwrap_or(METRIC_MAX).min(METRIC_MAX), h),
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anode_wire::addr::v4;
+
+    fn cfg() -> RoutingConfig {
+        RoutingConfig {
+            protocol: crate::Protocol::Ls,
+            triggered_delay: Duration::from_millis(10),
+            spf_delay: Duration::from_millis(20),
+            ..RoutingConfig::default()
+        }
+    }
+
+    /// A network of link-state nodes passing messages with zero delay until quiet.
+    struct Net {
+        nodes: Vec<LinkState>,
+        addrs: Vec<NodeAddr>,
+        /// (a, b) links: node a's link id to b is the index of b in a's list.
+        adj: Vec<Vec<usize>>,
+        now: Instant,
+        /// Directions (from, to) whose messages are lost.
+        lose: Vec<(usize, usize)>,
+    }
+
+    impl Net {
+        fn new(n: usize, edges: &[(usize, usize)]) -> Net {
+            let now = Instant::now();
+            let addrs: Vec<NodeAddr> = (0..n).map(|i| v4(198, 18, 0, i as u8 + 1, 3322)).collect();
+            let nodes = addrs
+                .iter()
+                .map(|a| LinkState::new(*a, cfg(), now))
+                .collect();
+            let mut adj = vec![Vec::new(); n];
+            for &(a, b) in edges {
+                adj[a].push(b);
+                adj[b].push(a);
+            }
+            let mut net = Net {
+                nodes,
+                addrs,
+                adj,
+                now,
+                lose: Vec::new(),
+            };
+            for a in 0..n {
+                for (li, &b) in net.adj[a].clone().iter().enumerate() {
+                    let addr = net.addrs[b];
+                    net.nodes[a].neighbor_up(now, LinkId(li as u32), addr, 1);
+                }
+            }
+            net
+        }
+
+        fn run(&mut self, ms: u64) {
+            let end = self.now + Duration::from_millis(ms);
+            while self.now < end {
+                self.now += Duration::from_millis(1);
+                let now = self.now;
+                for i in 0..self.nodes.len() {
+                    if self.nodes[i].poll_timeout().is_some_and(|t| t <= now) {
+                        self.nodes[i].handle_timeout(now);
+                    }
+                    while let Some((link, _to, msg)) = self.nodes[i].poll_update() {
+                        let b = self.adj[i][link.0 as usize];
+                        let back = LinkId(self.adj[b].iter().position(|&x| x == i).unwrap() as u32);
+                        if self.lose.contains(&(i, b)) {
+                            continue;
+                        }
+                        match msg {
+                            Control::Lsas(m) => self.nodes[b].on_lsas(now, back, &m),
+                            Control::LsaSummary(m) => self.nodes[b].on_summary(back, &m),
+                            _ => unreachable!(),
+                        };
+                    }
+                }
+            }
+        }
+
+        fn hop(&self, from: usize, to: usize) -> Option<usize> {
+            let h = self.nodes[from].lookup(&self.addrs[to])?;
+            Some(self.adj[from][h.link.0 as usize])
+        }
+
+        fn down(&mut self, a: usize, b: usize) {
+            let now = self.now;
+            let (ab, ba) = (self.addrs[b], self.addrs[a]);
+            self.nodes[a].neighbor_down(now, ab);
+            self.nodes[b].neighbor_down(now, ba);
+        }
+    }
+
+    #[test]
+    fn a_ring_converges_to_shortest_paths_and_reroutes_after_a_failure() {
+        // 0-1-2-3-4-5-0
+        let edges: Vec<(usize, usize)> = (0..6).map(|i| (i, (i + 1) % 6)).collect();
+        let mut net = Net::new(6, &edges);
+        net.run(500);
+        for a in 0..6 {
+            for b in 0..6 {
+                if a != b {
+                    assert!(net.hop(a, b).is_some(), "{a} -> {b}");
+                }
+            }
+        }
+        assert_eq!(net.hop(0, 2), Some(1));
+        assert_eq!(net.hop(0, 4), Some(5));
+        let r = net.nodes[0].routes();
+        assert_eq!(r.len(), 6);
+        assert_eq!(r.iter().find(|r| r.dest == net.addrs[3]).unwrap().metric, 3);
+        net.down(0, 1);
+        net.run(500);
+        assert_eq!(net.hop(0, 1), Some(5), "the long way round");
+        assert_eq!(net.hop(1, 0), Some(2));
+        assert_eq!(
+            net.nodes[0]
+                .routes()
+                .iter()
+                .find(|r| r.dest == net.addrs[1])
+                .unwrap()
+                .metric,
+            5
+        );
+    }
+
+    #[test]
+    fn a_partition_removes_routes_and_spf_is_throttled() {
+        // 0-1-2, then 1-2 fails: 2 is unreachable from 0.
+        let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+        net.run(300);
+        assert_eq!(net.hop(0, 2), Some(1));
+        let runs = net.nodes[0].spf_runs();
+        assert!(runs <= 6, "{runs} SPF runs for a 3-node line");
+        net.down(1, 2);
+        net.run(300);
+        assert_eq!(net.hop(0, 2), None);
+        assert_eq!(net.hop(2, 0), None);
+    }
+
+    #[test]
+    fn high_degree_nodes_split_their_lsa_into_fragments() {
+        // A star of 70 leaves around node 0: 0's LSA needs two fragments.
+        let edges: Vec<(usize, usize)> = (1..71).map(|i| (0, i)).collect();
+        let mut net = Net::new(71, &edges);
+        net.run(400);
+        assert_eq!(net.hop(1, 70), Some(0));
+        assert_eq!(net.hop(70, 1), Some(0));
+        assert!(
+            net.nodes[5].database_len() >= 72,
+            "{}",
+            net.nodes[5].database_len()
+        );
+        // Every message fits the MTU.
+        let m = Lsas {
+            sender: net.addrs[0],
+            lsas: vec![net.nodes[0].lsa_of(&(net.addrs[0].to_bytes(), 0)).unwrap()],
+        };
+        assert!(
+            anode_wire::control::Control::Lsas(m)
+                .to_bytes()
+                .unwrap()
+                .len()
+                <= 1472
+        );
+    }
+
+    #[test]
+    fn lost_floods_are_repaired_by_the_database_sync() {
+        // 0-1-2: everything 1 sends to 2 is lost at first, so 2 learns nothing of 0.
+        let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+        net.lose.push((1, 2));
+        net.run(500);
+        assert_eq!(net.hop(2, 0), None);
+        net.lose.clear();
+        // The next summary 2 sends makes 1 send what 2 lacks (update_interval: 5 s).
+        net.run(5_600);
+        assert_eq!(net.hop(2, 0), Some(1));
+    }
+
+    #[test]
+    fn our_own_lsa_from_a_previous_life_is_outnumbered() {
+        let now = Instant::now();
+        let me = v4(198, 18, 0, 1, 3322);
+        let nb = v4(198, 18, 0, 2, 3322);
+        let mut n = LinkState::new(me, cfg(), now);
+        n.neighbor_up(now, LinkId(0), nb, 1);
+        let msg = Lsas {
+            sender: nb,
+            lsas: vec![Lsa {
+                origin: me,
+                fragment: 0,
+                seq: 500,
+                lifetime_ms: 60_000,
+                links: vec![],
+            }],
+        };
+        assert!(n.on_lsas(now, LinkId(0), &msg));
+        assert_eq!(n.own_seq, 501);
+        assert!(!n.on_lsas(now, LinkId(1), &msg), "wrong link: ignored");
+    }
+}
