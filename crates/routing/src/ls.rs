@@ -52,6 +52,10 @@ type Raw = [u8; NODE_ADDR_LEN];
 /// Metric reported for a path whose cost does not fit (never reached in practice).
 const METRIC_MAX: u16 = u16::MAX - 1;
 
+/// Most LSA bytes one flood round sends a neighbor: the rest waits for the next round
+/// (`triggered_delay` later), so a burst never overflows a link queue that holds 64 KiB.
+const FLOOD_BUDGET_BYTES: usize = 24 * 1024;
+
 /// One stored LSA fragment.
 #[derive(Debug, Clone)]
 struct Stored {
@@ -85,6 +89,8 @@ pub struct LinkState {
     next_sync: Instant,
     /// LSAs waiting to be flooded: key -> the neighbor it came from (not sent back there).
     pending: FxHashMap<(Raw, u8), Option<NodeAddr>>,
+    /// Per new neighbor: the database keys still to send it (paced like floods).
+    backlog: FxHashMap<NodeAddr, VecDeque<(Raw, u8)>>,
     flood_at: Option<Instant>,
     spf_at: Option<Instant>,
     last_spf: Option<Instant>,
@@ -113,6 +119,7 @@ impl LinkState {
             next_refresh: now + cfg.lsa_refresh,
             next_sync: now + cfg.update_interval,
             pending: FxHashMap::default(),
+            backlog: FxHashMap::default(),
             flood_at: None,
             spf_at: None,
             last_spf: None,
@@ -209,15 +216,15 @@ impl LinkState {
     pub fn neighbor_up(&mut self, now: Instant, link: LinkId, addr: NodeAddr, cost: u16) {
         self.neighbors.insert(addr, (link, cost.max(1)));
         self.originate(now);
-        let mut keys: Vec<(Raw, u8)> = self.db.keys().copied().collect();
-        keys.sort_unstable();
-        let lsas: Vec<Lsa> = keys.iter().filter_map(|k| self.lsa_of(k)).collect();
-        self.pack(link, addr, lsas);
+        // The whole database, in key order, paced over flood rounds (own LSA included: it
+        // is pending for everyone too, which is harmless).
+        self.backlog.insert(addr, self.db.keys().copied().collect());
         self.schedule_spf(now);
     }
 
     /// A neighbor went down: our LSA drops it, routes are recomputed.
     pub fn neighbor_down(&mut self, now: Instant, addr: NodeAddr) {
+        self.backlog.remove(&addr);
         if self.neighbors.remove(&addr).is_some() {
             self.originate(now);
             // Routes through it are gone at once; the rest follows the SPF run.
@@ -364,7 +371,7 @@ impl LinkState {
         }
         if self.flood_at.is_some_and(|t| t <= now) {
             self.flood_at = None;
-            self.flood();
+            self.flood(now);
         }
         if self.spf_at.is_some_and(|t| t <= now) {
             self.run_spf(now);
@@ -443,24 +450,53 @@ impl LinkState {
         }
     }
 
-    /// Sends every pending LSA to every neighbor but the one it came from.
-    fn flood(&mut self) {
+    /// One flood round: pending LSAs (in key order, up to [`FLOOD_BUDGET_BYTES`]) to every
+    /// neighbor but the one each came from, then what is left of each new neighbor's
+    /// database backlog within the same budget. Whatever did not fit waits for the next
+    /// round.
+    fn flood(&mut self, now: Instant) {
         let mut pending: Vec<((Raw, u8), Option<NodeAddr>)> = self.pending.drain().collect();
         pending.sort_unstable_by_key(|p| p.0);
-        let lsas: Vec<(Lsa, Option<NodeAddr>)> = pending
-            .iter()
-            .filter_map(|(k, from)| Some((self.lsa_of(k)?, *from)))
-            .collect();
+        let mut lsas: Vec<(Lsa, Option<NodeAddr>)> = Vec::new();
+        let mut used = 0;
+        let mut rest = pending.into_iter();
+        for (k, from) in rest.by_ref() {
+            if let Some(l) = self.lsa_of(&k) {
+                used += l.wire_len();
+                lsas.push((l, from));
+            }
+            if used >= FLOOD_BUDGET_BYTES {
+                break;
+            }
+        }
+        self.pending.extend(rest);
         let mut ns: Vec<(NodeAddr, LinkId)> =
             self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
         ns.sort_unstable();
         for (addr, link) in ns {
-            let out: Vec<Lsa> = lsas
+            let mut out: Vec<Lsa> = lsas
                 .iter()
                 .filter(|(_, from)| *from != Some(addr))
                 .map(|(l, _)| l.clone())
                 .collect();
+            let mut budget = FLOOD_BUDGET_BYTES.saturating_sub(used);
+            let mut keys = self.backlog.remove(&addr).unwrap_or_default();
+            while budget > 0 {
+                let Some(k) = keys.pop_front() else {
+                    break;
+                };
+                if let Some(l) = self.lsa_of(&k) {
+                    budget = budget.saturating_sub(l.wire_len());
+                    out.push(l);
+                }
+            }
+            if !keys.is_empty() {
+                self.backlog.insert(addr, keys);
+            }
             self.pack(link, addr, out);
+        }
+        if !self.pending.is_empty() || !self.backlog.is_empty() {
+            self.flood_at = Some(now + self.cfg.triggered_delay);
         }
     }
 
@@ -567,73 +603,105 @@ impl LinkState {
         }
     }
 
-    /// First hop and cost of a shortest path to every node the database reaches.
+    /// First hop and cost of a shortest path to every node the database reaches. Origins
+    /// get dense indices in key order (the database is sorted), so ties break by address.
     fn shortest_paths(&self) -> FxHashMap<Raw, (u16, NextHop)> {
-        // Adjacency per origin (fragments joined).
-        let mut adj: FxHashMap<Raw, Vec<(Raw, u16)>> = FxHashMap::default();
-        for ((origin, _), s) in &self.db {
-            adj.entry(*origin)
-                .or_default()
-                .extend(s.links.iter().copied());
+        let mut ids: FxHashMap<Raw, u32> = FxHashMap::default();
+        let mut raws: Vec<Raw> = Vec::new();
+        for (origin, _) in self.db.keys() {
+            if raws.last() != Some(origin) {
+                ids.insert(*origin, raws.len() as u32);
+                raws.push(*origin);
+            }
         }
-        let two_way = |u: &Raw, v: &Raw| adj.get(v).is_some_and(|l| l.iter().any(|(x, _)| x == u));
-        let mut dist: FxHashMap<Raw, (u32, NextHop)> = FxHashMap::default();
-        let mut heap: BinaryHeap<Reverse<(u32, Raw)>> = BinaryHeap::new();
+        let n = raws.len();
+        let mut adj: Vec<Vec<(u32, u16)>> = vec![Vec::new(); n];
+        for ((origin, _), st) in &self.db {
+            let (Some(&u), links) = (ids.get(origin), &st.links) else {
+                continue;
+            };
+            if let Some(list) = adj.get_mut(u as usize) {
+                list.extend(links.iter().filter_map(|(v, c)| Some((*ids.get(v)?, *c))));
+            }
+        }
+        for list in &mut adj {
+            list.sort_unstable();
+        }
+        let lists = |u: u32| adj.get(u as usize).map_or(&[][..], |l| l.as_slice());
+        let two_way = |u: u32, v: u32| lists(v).binary_search_by(|e| e.0.cmp(&u)).is_ok();
+        let mut out = FxHashMap::default();
+        let Some(&me) = ids.get(&self.me_raw) else {
+            return out;
+        };
+        let mut dist = vec![u32::MAX; n];
+        let mut first = vec![u32::MAX; n];
+        let mut hops: Vec<NextHop> = Vec::new();
+        let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
         // Our own links come from the neighbor table (current), checked two-way.
-        let mut first: Vec<(NodeAddr, LinkId, u16)> = self
+        let mut mine: Vec<(NodeAddr, LinkId, u16)> = self
             .neighbors
             .iter()
             .map(|(a, (l, c))| (*a, *l, *c))
             .collect();
-        first.sort_unstable();
-        for (a, link, c) in first {
-            let raw = a.to_bytes();
-            if !two_way(&self.me_raw, &raw) {
+        mine.sort_unstable();
+        for (a, link, c) in mine {
+            let Some(&v) = ids.get(&a.to_bytes()) else {
+                continue;
+            };
+            let d = u32::from(c);
+            if !two_way(me, v) {
                 continue;
             }
-            let d = u32::from(c);
-            let hop = NextHop { link, addr: a };
-            if dist.get(&raw).is_none_or(|(old, _)| d < *old) {
-                dist.insert(raw, (d, hop));
-                heap.push(Reverse((d, raw)));
+            if let (Some(dv), Some(fv)) = (dist.get_mut(v as usize), first.get_mut(v as usize))
+                && d < *dv
+            {
+                *dv = d;
+                *fv = hops.len() as u32;
+                hops.push(NextHop { link, addr: a });
+                heap.push(Reverse((d, v)));
             }
         }
-        let mut done: FxHashMap<Raw, ()> = FxHashMap::default();
-        done.insert(self.me_raw, ());
+        if let Some(x) = dist.get_mut(me as usize) {
+            *x = 0;
+        }
+        let mut done = vec![false; n];
+        if let Some(x) = done.get_mut(me as usize) {
+            *x = true;
+        }
         while let Some(Reverse((d, u))) = heap.pop() {
-            if done.insert(u, ()).is_some() {
+            let ui = u as usize;
+            if done.get(ui).copied().unwrap_or(true) || dist.get(ui) != Some(&d) {
                 continue;
             }
-            let Some(&(du, hop)) = dist.get(&u) else {
-                continue;
-            };
-            if du != d {
-                continue;
+            if let Some(x) = done.get_mut(ui) {
+                *x = true;
             }
-            let Some(links) = adj.get(&u) else {
-                continue;
-            };
-            let mut links = links.clone();
-            links.sort_unstable();
-            for (v, c) in links {
-                if done.contains_key(&v) || !two_way(&u, &v) {
+            let f = first.get(ui).copied().unwrap_or(u32::MAX);
+            for &(v, c) in lists(u) {
+                let vi = v as usize;
+                if done.get(vi).copied().unwrap_or(true) || !two_way(u, v) {
                     continue;
                 }
                 let nd = d.saturating_add(u32::from(c));
-                if dist.get(&v).is_none_or(|(old, _)| nd < *old) {
-                    dist.insert(v, (nd, hop));
+                if let (Some(dv), Some(fv)) = (dist.get_mut(vi), first.get_mut(vi))
+                    && nd < *dv
+                {
+                    *dv = nd;
+                    *fv = f;
                     heap.push(Reverse((nd, v)));
                 }
             }
         }
-        dist.into_iter()
-            .map(|(k, (d, h))| {
-                (
-                    k,
-                    (u16::try_from(d).unwrap_or(METRIC_MAX).min(METRIC_MAX), h),
-                )
-            })
-            .collect()
+        for (i, raw) in raws.iter().enumerate() {
+            let (Some(&d), Some(&f)) = (dist.get(i), first.get(i)) else {
+                continue;
+            };
+            if let (true, Some(h)) = (d != u32::MAX && i != me as usize, hops.get(f as usize)) {
+                let m = u16::try_from(d).unwrap_or(METRIC_MAX).min(METRIC_MAX);
+                out.insert(*raw, (m, *h));
+            }
+        }
+        out
     }
 }
 
