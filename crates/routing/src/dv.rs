@@ -74,11 +74,12 @@ impl Route {
     }
 }
 
+/// A static route from configuration (both services keep them the same way).
 #[derive(Debug, Clone, Copy)]
-struct StaticRoute {
-    dest: NodeAddr,
-    via: NodeAddr,
-    metric: u16,
+pub(crate) struct StaticRoute {
+    pub(crate) dest: NodeAddr,
+    pub(crate) via: NodeAddr,
+    pub(crate) metric: u16,
 }
 
 /// The distance-vector state machine of one node.

@@ -42,7 +42,7 @@ use anode_wire::control::{
 };
 use rustc_hash::FxHashMap;
 
-use crate::dv::{Route, RouteKind};
+use crate::dv::{Route, RouteKind, StaticRoute};
 use crate::fib::{ChangeLog, Fib};
 use crate::{LinkId, NextHop, RoutingConfig};
 
@@ -62,13 +62,6 @@ struct Stored {
     seq: u32,
     expires: Instant,
     links: Box<[(Raw, u16)]>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct StaticRoute {
-    dest: NodeAddr,
-    via: NodeAddr,
-    metric: u16,
 }
 
 /// The link-state state machine of one node.
