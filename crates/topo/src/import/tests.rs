@@ -137,7 +137,11 @@ fn directed_links_and_unnamed_nodes() {
         protocol: Some("ls"),
     };
     let out = import(LINKS, "links.json", &opts).unwrap();
-    assert!(out.toml.contains("[routing]\nprotocol = \"ls\"\n"), "{}", out.toml);
+    assert!(
+        out.toml.contains("[routing]\nprotocol = \"ls\"\n"),
+        "{}",
+        out.toml
+    );
     assert_eq!((out.summary.nodes, out.summary.links), (3, 2));
     let kinds: Vec<&str> = out.warnings.iter().map(Warning::kind).collect();
     assert_eq!(
