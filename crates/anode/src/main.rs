@@ -58,6 +58,10 @@ enum Command {
     /// Topology files from real graphs (Topology Zoo GML, topohub JSON) and synthetic ones.
     #[command(subcommand)]
     Topo(cmd::topo::TopoCommand),
+    /// Run a topology as real nodes in network namespaces (veth, netem); export it for
+    /// containerlab or bare hosts.
+    #[command(subcommand)]
+    Lab(cmd::lab::LabCommand),
     /// Capsules of your own code: send them from a running node (the code loads hop by hop).
     #[command(subcommand)]
     Capsule(cmd::capsule::CapsuleCommand),
@@ -141,6 +145,7 @@ fn main() {
         Command::Flood(a) => cmd::tools::flood(a),
         Command::New(c) => cmd::new::run(c),
         Command::Topo(c) => cmd::topo::run(c),
+        Command::Lab(c) => cmd::lab::run(c),
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Multicast(c) => cmd::multicast::run(c),

@@ -63,8 +63,14 @@ impl RunOptions {
 
     /// What a node file says: its bind address, control socket and `[metrics]`.
     pub fn from_file(file: &NodeFile) -> RunOptions {
+        let mut driver = DriverConfig::new(file.bind);
+        driver.impairments = file
+            .impairments
+            .iter()
+            .map(crate::config::impair::LinkImpairment::to_driver)
+            .collect();
         RunOptions {
-            driver: DriverConfig::new(file.bind),
+            driver,
             socket: Some(file.socket.clone()),
             metrics: file.metrics,
             control: file.control,

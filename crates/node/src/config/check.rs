@@ -69,6 +69,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let bind = check_bind(&cx, &raw, address)?;
     let links = check_links(&cx, &raw, address, bind, node.routing.infinity)?;
     let routes = check_routes(&cx, &raw, address, &links, node.routing.infinity)?;
+    let impairments = super::impair::check(text, &raw.links)?;
     check_ports(&cx, &raw)?;
     let socket = check_socket(&cx, path, &raw, address)?;
     let control = check_control(&cx, &raw)?;
@@ -94,6 +95,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         node,
         bind,
         links,
+        impairments,
         routes,
         socket,
         control,

@@ -14,6 +14,8 @@
 //! name = "to-b"
 //! peer = "127.0.0.1:4002"      # the neighbor's [node] address
 //! # mtu = 1472, cost = 1, static = false (up without hellos)
+//! # impair = { delay_ms = 5, loss = 0.01, rate_mbps = 100, queue_bytes = 65536 }
+//! #                            # an emulated link in the UDP driver: see `impair.rs`
 //!
 //! [[route]]                    # optional static routes
 //! dest = "127.0.0.1:4003"
@@ -51,6 +53,7 @@
 //! that do not fit together).
 
 mod check;
+pub mod impair;
 mod locate;
 pub mod modules;
 pub mod nodeos;
@@ -74,6 +77,8 @@ pub struct NodeFile {
     pub bind: SocketAddr,
     /// Links, in order (link ids follow this order).
     pub links: Vec<LinkConfig>,
+    /// Emulated egress of the links that have `impair` (`[[link]] impair`), in link order.
+    pub impairments: Vec<impair::LinkImpairment>,
     /// Static routes.
     pub routes: Vec<StaticRoute>,
     /// The control socket's path.
@@ -138,7 +143,7 @@ pub enum ConfigFileError {
     },
 }
 
-pub use check::default_code_cache;
+pub use check::{default_code_cache, default_state_dir};
 
 /// Checks a `[nodeos]` table written in another config file (the router's `[node.nodeos]`):
 /// the same keys and rules as a node file's, positions in `text` (the whole file at `path`).

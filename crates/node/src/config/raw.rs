@@ -55,6 +55,7 @@ pub(super) struct RawLink {
     pub cost: Option<Spanned<u16>>,
     #[serde(default, rename = "static")]
     pub static_neighbor: bool,
+    pub impair: Option<Spanned<super::impair::RawImpair>>,
 }
 
 /// One `[[route]]`.

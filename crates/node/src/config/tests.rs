@@ -323,3 +323,47 @@ fn plan_table_keys_and_hosts() {
     let (_, msg) = err(&with("", "[plan]\nnames = {}\n"));
     assert!(msg.contains("names"), "{msg}");
 }
+
+#[test]
+fn link_impairments() {
+    let text = with(
+        "",
+        "[[link]]\npeer = \"127.0.0.1:4002\"\n\
+         impair = { delay_ms = 5, loss = 0.01, rate_mbps = 100, queue_bytes = 65536 }\n\
+         [[link]]\npeer = \"127.0.0.1:4003\"\n\
+         [[link]]\npeer = \"127.0.0.1:4004\"\nimpair = {}\n",
+    );
+    let f = parse(Path::new("n.toml"), &text).unwrap();
+    assert_eq!(f.impairments.len(), 2);
+    let i = f.impairments[0];
+    assert_eq!(i.peer, "127.0.0.1:4002".parse().unwrap());
+    assert_eq!(i.delay, Duration::from_millis(5));
+    assert_eq!(i.loss_ppb, 10_000_000);
+    assert_eq!(i.rate_bps, Some(100_000_000));
+    assert_eq!(i.queue_bytes, 65536);
+    let d = i.to_driver();
+    assert!((d.loss - 0.01).abs() < 1e-12);
+    let j = f.impairments[1];
+    assert_eq!(j.peer, "127.0.0.1:4004".parse().unwrap());
+    assert_eq!((j.delay, j.loss_ppb, j.rate_bps), (Duration::ZERO, 0, None));
+    let opts = crate::RunOptions::from_file(&f);
+    assert_eq!(opts.driver.impairments.len(), 2);
+    for (bad, what) in [
+        ("loss = 1.5", "not a probability"),
+        ("delay_ms = -1", "outside 0..=60000"),
+        ("rate_mbps = 0", "rate_mbps"),
+        ("queue_bytes = 0", "queue_bytes"),
+    ] {
+        let (line, msg) = err(&with(
+            "",
+            &format!("[[link]]\npeer = \"127.0.0.1:4002\"\nimpair = {{ {bad} }}\n"),
+        ));
+        assert_eq!(line, 6, "{msg}");
+        assert!(msg.contains(what), "{bad}: {msg}");
+    }
+    let (_, msg) = err(&with(
+        "",
+        "[[link]]\npeer = \"127.0.0.1:4002\"\nimpair = { jitter_ms = 1 }\n",
+    ));
+    assert!(msg.contains("jitter_ms"), "{msg}");
+}
