@@ -220,3 +220,59 @@ fn every_topohub_topology_zoo_graph_imports_and_parses() {
         largest.2
     );
 }
+
+/// Every Topology Zoo and SNDlib graph, imported with link-state routing, runs in the
+/// emulator and every node reaches every other by the end (8 s of virtual time each).
+#[test]
+fn every_topohub_zoo_and_sndlib_graph_converges_in_the_emulator() {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for sub in ["topozoo", "sndlib"] {
+        let dir = topohub_data().join(sub);
+        files.extend(
+            std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json")),
+        );
+    }
+    files.sort();
+    assert!(files.len() >= 229, "{} graphs", files.len());
+    let opts = anode_topo::Options {
+        duration_ms: Some(8000),
+        protocol: Some("ls"),
+        ..anode_topo::Options::default()
+    };
+    let t0 = Instant::now();
+    let mut slowest = (Duration::ZERO, String::new(), 0);
+    let mut latest_convergence = (0, String::new());
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let out = anode_topo::import(&std::fs::read(f).unwrap(), &name, &opts)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let topo = anode_emu::Topology::parse(&out.toml, &name).unwrap();
+        let t = Instant::now();
+        let r = anode_emu::run(topo).unwrap();
+        let took = t.elapsed();
+        assert!(
+            r.passed(),
+            "{name}: not every node reaches every other after 8 s"
+        );
+        let conv = r.converged_at_us.unwrap_or(u64::MAX);
+        if conv > latest_convergence.0 {
+            latest_convergence = (conv, name.clone());
+        }
+        if took > slowest.0 {
+            slowest = (took, name, out.summary.nodes);
+        }
+    }
+    println!(
+        "emulated {} Topology Zoo and SNDlib graphs in {:?}; slowest {} ({} nodes) {:?}; latest convergence {} at {} us",
+        files.len(),
+        t0.elapsed(),
+        slowest.1,
+        slowest.2,
+        slowest.0,
+        latest_convergence.1,
+        latest_convergence.0
+    );
+}
