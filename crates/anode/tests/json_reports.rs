@@ -108,5 +108,28 @@ fn offline_commands_report_json() {
     assert_eq!(c["address"], "127.0.0.1:4001");
     assert_eq!(c["links"][0]["name"], "to-b");
     assert_eq!(c["metrics"], "127.0.0.1:9464");
+    assert_eq!(c["routing"]["protocol"], "dv");
+    assert!(c["links"][0]["impair"].is_null());
+
+    // A link with an emulated impairment and a link-state node: both shown.
+    let imp = dir.join("imp.toml");
+    std::fs::write(
+        &imp,
+        "[node]\naddress = \"127.0.0.1:4201\"\n[routing]\nprotocol = \"ls\"\n[[link]]\npeer = \"127.0.0.1:4202\"\nimpair = { delay_ms = 5, loss = 0.01, rate_mbps = 100 }\n",
+    )
+    .unwrap();
+    let c = json(
+        &dir,
+        &[
+            "node",
+            "--config",
+            &imp.to_string_lossy(),
+            "--check",
+            "--json",
+        ],
+    );
+    assert_eq!(c["routing"]["protocol"], "ls");
+    assert_eq!(c["links"][0]["impair"]["delay_ms"], 5.0);
+    assert_eq!(c["links"][0]["impair"]["rate_bps"], 100_000_000);
     let _ = std::fs::remove_dir_all(&dir);
 }

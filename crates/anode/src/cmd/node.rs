@@ -110,10 +110,16 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
             "update_interval_ms": r.update_interval.as_millis() as u64,
             "route_timeout_ms": r.route_timeout.as_millis() as u64,
         },
-        "links": f.links.iter().map(|l| serde_json::json!({
-            "name": l.name, "peer": l.peer.to_string(), "mtu": l.mtu, "cost": l.cost,
-            "static": l.static_neighbor,
-        })).collect::<Vec<_>>(),
+        "links": f.links.iter().map(|l| {
+            let imp = f.impairments.iter().find(|m| m.peer == l.peer).map(|m| serde_json::json!({
+                "delay_ms": m.delay.as_secs_f64() * 1e3, "loss": f64::from(m.loss_ppb) / 1e9,
+                "rate_bps": m.rate_bps, "queue_bytes": m.queue_bytes,
+            }));
+            serde_json::json!({
+                "name": l.name, "peer": l.peer.to_string(), "mtu": l.mtu, "cost": l.cost,
+                "static": l.static_neighbor, "impair": imp,
+            })
+        }).collect::<Vec<_>>(),
         "routes": f.routes.iter().map(|r| serde_json::json!({
             "dest": r.dest.to_string(), "via": r.via.to_string(), "metric": r.metric,
         })).collect::<Vec<_>>(),
@@ -170,6 +176,18 @@ fn print_summary(f: &NodeFile) {
             l.cost,
             if l.static_neighbor { ", static" } else { "" }
         );
+        if let Some(m) = f.impairments.iter().find(|m| m.peer == l.peer) {
+            println!(
+                "         impaired: +{} ms delay, loss {}, rate {}, queue {} bytes",
+                m.delay.as_secs_f64() * 1e3,
+                f64::from(m.loss_ppb) / 1e9,
+                m.rate_bps.map_or("unlimited".to_string(), |r| format!(
+                    "{} Mbit/s",
+                    r as f64 / 1e6
+                )),
+                m.queue_bytes
+            );
+        }
     }
     for r in &f.routes {
         println!("route    {} via {} metric {}", r.dest, r.via, r.metric);
