@@ -121,8 +121,27 @@ fn docs(c: Command) -> cmd::CmdResult {
     }
 }
 
+/// Commands that print a report and hold no sockets: when their output goes to a pipe that
+/// closes (`anode emulate big.toml | head`), they end quietly like other Unix tools instead
+/// of failing on the write. (Not for nodes or clients: their sockets must see EPIPE.)
+fn quiet_on_closed_pipe(c: &Command) -> bool {
+    match c {
+        // --realtime runs nodes with control sockets, --view a web server: not those.
+        Command::Emulate(a) => !a.realtime && a.view.is_none(),
+        Command::Topo(_) => true,
+        _ => false,
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    if quiet_on_closed_pipe(&cli.command) {
+        // SAFETY: restores the default disposition of SIGPIPE before any thread starts; no
+        // handler runs, the process just ends when it writes to a closed pipe.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| cli.log.clone());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))

@@ -276,3 +276,21 @@ fn every_topohub_zoo_and_sndlib_graph_converges_in_the_emulator() {
         latest_convergence.0
     );
 }
+
+/// Output into a pipe that closes early (`| head -1`) ends the command quietly, as other
+/// Unix tools do, not with a panic about a failed write.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let mut child = anode()
+        .command(&["topo", "gen", "ring", "--nodes", "3000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
