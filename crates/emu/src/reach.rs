@@ -44,8 +44,6 @@ pub(crate) struct Reach {
     mark: Vec<u64>,
     epoch: u64,
     stack: Vec<usize>,
-    /// Work done, for the report: next-hop lookups made.
-    pub(crate) lookups: u64,
 }
 
 impl Reach {
@@ -64,7 +62,6 @@ impl Reach {
             mark: vec![0; n],
             epoch: 0,
             stack: Vec::new(),
-            lookups: 0,
         }
     }
 
@@ -143,13 +140,11 @@ impl Reach {
             } else if self.broken.get(d).copied().unwrap_or(true) {
                 self.full_check(net, d)
             } else {
-                let us: Vec<usize> = changes
+                changes
                     .get(start..i)
                     .unwrap_or(&[])
                     .iter()
-                    .map(|c| c.1 as usize)
-                    .collect();
-                us.into_iter().all(|u| self.walk_ok(net, u, d))
+                    .all(|c| self.walk_ok(net, c.1 as usize, d))
             };
             self.set_broken(d, !ok);
         }
@@ -171,13 +166,12 @@ impl Reach {
     }
 
     /// Whether following next hops from `u` reaches `d` within n hops.
-    fn walk_ok(&mut self, net: &dyn Hops, u: usize, d: usize) -> bool {
+    fn walk_ok(&self, net: &dyn Hops, u: usize, d: usize) -> bool {
         let mut at = u;
         for _ in 0..=self.n {
             if at == d {
                 return true;
             }
-            self.lookups += 1;
             match net.hop(at, d) {
                 Some(next) => at = next,
                 None => return false,
@@ -211,7 +205,6 @@ impl Reach {
                     *x = on_stack;
                 }
                 stack.push(at);
-                self.lookups += 1;
                 match net.hop(at, d) {
                     Some(next) => at = next,
                     None => break bad,

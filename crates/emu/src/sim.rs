@@ -87,7 +87,6 @@ pub struct Sim {
     heap: BinaryHeap<Reverse<Entry>>,
     nodes: Vec<Node>,
     timers: Vec<Option<Duration>>,
-    route_changes: Vec<u64>,
     specs: Vec<NodeSpec>,
     link_specs: Vec<LinkSpec>,
     links: Vec<Link>,
@@ -186,7 +185,6 @@ impl Sim {
             heap: BinaryHeap::new(),
             nodes,
             timers: vec![None; n],
-            route_changes: vec![0; n],
             specs: topo.nodes.clone(),
             link_specs: topo.links.clone(),
             links,
@@ -275,11 +273,6 @@ impl Sim {
                     self.tracker.deliver(d.flow, i, now, d.rb);
                 }
             }
-        }
-        if let (Some(n), Some(rc)) = (self.nodes.get(i), self.route_changes.get_mut(i))
-            && n.route_changes() != *rc
-        {
-            *rc = n.route_changes();
         }
         self.note_route_changes(i);
         self.schedule_timer(i, after_timeout);
