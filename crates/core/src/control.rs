@@ -28,14 +28,7 @@ impl Node {
                 }
             }
             Control::Routes(_) | Control::Lsas(_) | Control::LsaSummary(_) => {
-                let ours = matches!(
-                    (&msg, self.core.routing.protocol()),
-                    (Control::Routes(_), anode_routing::Protocol::Dv)
-                        | (
-                            Control::Lsas(_) | Control::LsaSummary(_),
-                            anode_routing::Protocol::Ls
-                        )
-                );
+                let ours = self.core.routing.speaks(&msg);
                 if !ours {
                     self.core.drop(DropReason::RoutingMismatch);
                 } else if !self.core.routing.on_message(now, link, &msg) {

@@ -162,24 +162,25 @@ impl LinkState {
     /// destination.
     pub fn routes(&self) -> Vec<Route> {
         let mut v = vec![Route::new(self.me, 0, None, RouteKind::Local)];
-        let mut seen: Vec<(NodeAddr, u16, NextHop, RouteKind)> = Vec::new();
-        for s in &self.statics {
-            if let (Some(e), true) = (self.fib.get(&s.dest), self.neighbors.contains_key(&s.via)) {
-                seen.push((s.dest, e.metric, e.hop, RouteKind::Static));
-            }
-        }
+        // A destination with an up static route is reported as static (a handful of them);
+        // every other forwarding entry came from SPF.
+        let statics: Vec<NodeAddr> = self
+            .statics
+            .iter()
+            .filter(|s| self.neighbors.contains_key(&s.via))
+            .map(|s| s.dest)
+            .collect();
         for (raw, e) in self.fib.entries() {
             let Ok(dest) = NodeAddr::read(&raw, 0) else {
                 continue;
             };
-            if !seen.iter().any(|s| s.0 == dest) {
-                seen.push((dest, e.metric, e.hop, RouteKind::Learned));
-            }
+            let kind = if statics.contains(&dest) {
+                RouteKind::Static
+            } else {
+                RouteKind::Learned
+            };
+            v.push(Route::new(dest, e.metric, Some(e.hop), kind));
         }
-        v.extend(
-            seen.into_iter()
-                .map(|(d, m, h, k)| Route::new(d, m, Some(h), k)),
-        );
         v.sort_by_key(|r| r.dest);
         v
     }

@@ -133,6 +133,16 @@ impl Routing {
         }
     }
 
+    /// Whether `msg` is a message of this node's routing protocol (one of the other protocol
+    /// means a neighbor configured differently).
+    pub fn speaks(&self, msg: &Control) -> bool {
+        matches!(
+            (self, msg),
+            (Routing::Dv(_), Control::Routes(_))
+                | (Routing::Ls(_), Control::Lsas(_) | Control::LsaSummary(_))
+        )
+    }
+
     /// A routing message from a neighbor on `link`; false if refused (not from an up
     /// neighbor on that link, or of the other protocol).
     pub fn on_message(&mut self, now: Instant, link: LinkId, msg: &Control) -> bool {

@@ -112,7 +112,7 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
         },
         "links": f.links.iter().map(|l| {
             let imp = f.impairments.iter().find(|m| m.peer == l.peer).map(|m| serde_json::json!({
-                "delay_ms": m.delay.as_secs_f64() * 1e3, "loss": f64::from(m.loss_ppb) / 1e9,
+                "delay_ms": m.delay.as_secs_f64() * 1e3, "loss": m.loss(),
                 "rate_bps": m.rate_bps, "queue_bytes": m.queue_bytes,
             }));
             serde_json::json!({
@@ -180,7 +180,7 @@ fn print_summary(f: &NodeFile) {
             println!(
                 "         impaired: +{} ms delay, loss {}, rate {}, queue {} bytes",
                 m.delay.as_secs_f64() * 1e3,
-                f64::from(m.loss_ppb) / 1e9,
+                m.loss(),
                 m.rate_bps.map_or("unlimited".to_string(), |r| format!(
                     "{} Mbit/s",
                     r as f64 / 1e6

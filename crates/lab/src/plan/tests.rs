@@ -188,7 +188,7 @@ fn every_config_parses_with_the_node_loader() {
                 assert_eq!(imp.delay.as_micros() as u64, i.netem.delay_us);
                 assert_eq!(imp.rate_bps, i.netem.rate_bps);
                 assert_eq!(imp.queue_bytes as u64, i.netem.queue_bytes);
-                assert!((f64::from(imp.loss_ppb) / 1e9 - i.netem.loss).abs() < 1e-9);
+                assert!((imp.loss() - i.netem.loss).abs() < 1e-9);
             }
         }
     }

@@ -54,12 +54,17 @@ pub struct LinkImpairment {
 }
 
 impl LinkImpairment {
+    /// The loss probability as a fraction (0.0..=1.0).
+    pub fn loss(&self) -> f64 {
+        f64::from(self.loss_ppb) / 1e9
+    }
+
     /// The UDP driver's form.
     pub fn to_driver(&self) -> anode_io::Impairment {
         anode_io::Impairment {
             peer: self.peer.socket_addr(),
             delay: self.delay,
-            loss: f64::from(self.loss_ppb) / 1e9,
+            loss: self.loss(),
             rate_bps: self.rate_bps,
             queue_bytes: self.queue_bytes,
         }
