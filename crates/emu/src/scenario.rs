@@ -615,10 +615,57 @@ pub(crate) fn walk(net: &mut dyn Net, from: usize, to: usize) -> Result<Vec<usiz
     Ok(path)
 }
 
+/// Which nodes reach `to` by the routing tables over up links (`walk` succeeds from them),
+/// in O(n) next-hop lookups: each node's answer is remembered, so a walk stops at the first
+/// node already decided (a path through a node that reaches `to` reaches it too; one through
+/// a node that does not, or back onto itself, does not).
+pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum S {
+        Unknown,
+        OnPath,
+        Good,
+        Bad,
+    }
+    let n = net.nodes().len();
+    let mut st = vec![S::Unknown; n];
+    if let Some(s) = st.get_mut(to) {
+        *s = S::Good;
+    }
+    let mut path = Vec::new();
+    for x in 0..n {
+        let mut at = x;
+        let verdict = loop {
+            match st.get(at).copied() {
+                Some(S::Unknown) => {}
+                Some(S::Good) => break S::Good,
+                _ => break S::Bad,
+            }
+            if let Some(s) = st.get_mut(at) {
+                *s = S::OnPath;
+            }
+            path.push(at);
+            let Some(next) = net.next_hop(at, to) else {
+                break S::Bad;
+            };
+            match net.link_between(at, next) {
+                Some(l) if net.link_up(l) => at = next,
+                _ => break S::Bad,
+            }
+        };
+        for u in path.drain(..) {
+            if let Some(s) = st.get_mut(u) {
+                *s = verdict;
+            }
+        }
+    }
+    st.into_iter().map(|s| s == S::Good).collect()
+}
+
 /// Whether every node reaches every other by the routing tables over up links.
 pub fn all_pairs_reachable(net: &mut dyn Net) -> bool {
     let n = net.nodes().len();
-    (0..n).all(|a| (0..n).all(|b| a == b || walk(net, a, b).is_ok()))
+    (0..n).all(|b| reachers(net, b).into_iter().all(|ok| ok))
 }
 
 /// What an action may do while it runs.
@@ -689,6 +736,12 @@ impl<'a> StepCtx<'a> {
     /// The path `from` -> `to` by the routing tables over up links, or why there is none.
     pub fn path(&mut self, from: usize, to: usize) -> Result<Vec<usize>, String> {
         walk(self.net, from, to)
+    }
+
+    /// For every node, whether its path to `to` arrives (what [`StepCtx::path`] says, for all
+    /// sources at once in O(n)).
+    pub fn reachers(&mut self, to: usize) -> Vec<bool> {
+        reachers(self.net, to)
     }
 
     /// The next hop `from`'s routing table names toward `to`.

@@ -285,3 +285,71 @@ fn link_state_converges_reroutes_after_a_failure_and_notices_a_partition() {
     // Deterministic like the distance vector.
     assert_eq!(r.to_json(), run_src(&ring_ls(6, steps)).to_json());
 }
+
+#[test]
+fn a_partition_fails_all_pairs_checks_with_the_first_wrong_pairs_explained() {
+    // Cut the ring of 5 into {n1, n2} and {n3, n4, n0}: 12 of the 20 ordered pairs cross.
+    // Right after the cut the tables still name the dead links; once the neighbors are
+    // declared dead, the far side has no route.
+    let steps = "
+[[step]]
+at_ms = 5000
+action = \"fail-link\"
+a = \"n0\"
+b = \"n1\"
+[[step]]
+at_ms = 5000
+action = \"fail-link\"
+a = \"n2\"
+b = \"n3\"
+[[step]]
+at_ms = 5001
+action = \"expect\"
+check = \"reachable\"
+from = \"*\"
+to = \"*\"
+[[step]]
+at_ms = 12000
+action = \"expect\"
+check = \"reachable\"
+from = \"*\"
+to = \"*\"
+[[step]]
+at_ms = 12000
+action = \"expect\"
+check = \"unreachable\"
+from = \"n1\"
+to = \"*\"
+[[step]]
+at_ms = 12000
+action = \"expect\"
+check = \"reachable\"
+from = \"n3\"
+to = \"n0\"
+";
+    let r = run_src(&ring(5, 3, 0.0, steps));
+    let summaries: Vec<&str> = r
+        .steps
+        .iter()
+        .filter(|s| s.action == "expect")
+        .map(|s| s.outcome.summary.as_str())
+        .collect();
+    let early = summaries[0];
+    assert!(early.contains("12 of 20 pairs wrong"), "{early}");
+    assert!(early.contains("(and 8 more)"), "{early}");
+    // The first wrong pair in (from, to) order is n0 -> n1, over the dead n0-n1 link.
+    assert!(
+        early.contains("n0 routes to n1 via n1 but link n0-n1 is down"),
+        "{early}"
+    );
+    let late = summaries[1];
+    assert!(late.contains("12 of 20 pairs wrong"), "{late}");
+    assert!(late.contains("n0 has no route to n1"), "{late}");
+    // n1 still reaches n2 (its side of the cut): 1 of 4 wrong, and it says the path.
+    let n1 = summaries[2];
+    assert!(
+        n1.contains("1 of 4 pairs wrong: n1 reaches n2 via n1>n2"),
+        "{n1}"
+    );
+    assert!(summaries[3].contains("path n3>n4>n0"), "{}", summaries[3]);
+}
