@@ -27,7 +27,10 @@ impl Node {
                     self.core.neighbor_event(now, ev);
                 }
             }
-            Control::Routes(_) | Control::Lsas(_) | Control::LsaSummary(_) => {
+            Control::Routes(_)
+            | Control::Lsas(_)
+            | Control::LsaSummary(_)
+            | Control::LsaDigest(_) => {
                 let ours = self.core.routing.speaks(&msg);
                 if !ours {
                     self.core.drop(DropReason::RoutingMismatch);

@@ -253,6 +253,11 @@ impl Node {
         self.core.routing.routes()
     }
 
+    /// The forwarding table (every reachable destination by its wire encoding).
+    pub fn fib(&self) -> &anode_routing::Fib {
+        self.core.routing.fib()
+    }
+
     /// Next hop toward `dst`.
     pub fn lookup(&self, dst: &NodeAddr) -> Option<NextHop> {
         self.core.routing.lookup(dst)
@@ -276,6 +281,13 @@ impl Node {
     /// emulator's reachability tracker; off by default, bounded).
     pub fn set_route_log(&mut self, on: bool) {
         self.core.routing.change_log().set_enabled(on);
+    }
+
+    /// Shares stored LSA link lists with the other nodes of this process given the same
+    /// pool (the emulator: one copy per LSA instead of one per node; see
+    /// [`anode_routing::LsaPool`]).
+    pub fn share_lsa_lists(&mut self, pool: anode_routing::LsaPool) {
+        self.core.routing.share_lsa_lists(pool);
     }
 
     /// Moves the destinations whose forwarding entry changed since the last call into `out`

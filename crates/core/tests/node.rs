@@ -596,7 +596,7 @@ fn a_routing_message_of_the_other_protocol_is_counted_not_used() {
             fragment: 0,
             seq: 1,
             lifetime_ms: 60_000,
-            links: vec![(addr(0), 1)],
+            links: vec![(addr(0), 1)].into(),
         }],
     })
     .to_packet()

@@ -493,8 +493,14 @@ fn evaluate(what: &Expectation, ctx: &mut StepCtx<'_>) -> Check {
             let mut pairs = 0;
             // Wrong pairs in (from, to) order; only the first few are explained, by a walk.
             let mut wrong: Vec<(usize, usize)> = Vec::new();
+            // Many destinations: read every forwarding table once (O(n²) memory for the
+            // check's duration) rather than look up n² entries one by one.
+            let table = (dests.len() > 1).then(|| ctx.next_hop_table());
             for &y in &dests {
-                let ok = ctx.reachers(y);
+                let ok = match &table {
+                    Some(t) => ctx.reachers_in(t, y),
+                    None => ctx.reachers(y),
+                };
                 for &x in &sources {
                     if x != y {
                         pairs += 1;

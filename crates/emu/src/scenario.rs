@@ -494,6 +494,26 @@ pub trait Net {
     fn link_up(&self, link: usize) -> bool;
     /// The node that `from`'s routing table names as next hop toward `to`.
     fn next_hop(&mut self, from: usize, to: usize) -> Option<usize>;
+    /// Every node's next hop toward every destination over a link that is up, in one
+    /// destination-major table: `table[to * n + from]`, [`NO_HOP`] where there is none.
+    /// The default asks [`Net::next_hop`] and [`Net::link_between`] per pair; runners that
+    /// can read whole forwarding tables override it.
+    fn next_hop_table(&mut self) -> Vec<u32> {
+        let n = self.nodes().len();
+        let mut t = vec![NO_HOP; n * n];
+        for u in 0..n {
+            for d in 0..n {
+                let Some(v) = self.next_hop(u, d) else {
+                    continue;
+                };
+                let up = self.link_between(u, v).is_some_and(|l| self.link_up(l));
+                if let (true, Some(slot), Ok(v)) = (up, t.get_mut(d * n + u), u32::try_from(v)) {
+                    *slot = v;
+                }
+            }
+        }
+        t
+    }
     /// Datagrams delivered at `node` so far (to `port`, or to any port).
     fn delivered(&self, node: usize, port: Option<u16>) -> u64;
     /// The EE events of the run so far, in order (see [`EeEvent`]). Runners that do not
@@ -615,11 +635,35 @@ pub(crate) fn walk(net: &mut dyn Net, from: usize, to: usize) -> Result<Vec<usiz
     Ok(path)
 }
 
+/// "No next hop" in a [`Net::next_hop_table`].
+pub const NO_HOP: u32 = u32::MAX;
+
 /// Which nodes reach `to` by the routing tables over up links (`walk` succeeds from them),
 /// in O(n) next-hop lookups: each node's answer is remembered, so a walk stops at the first
 /// node already decided (a path through a node that reaches `to` reaches it too; one through
 /// a node that does not, or back onto itself, does not).
 pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
+    let n = net.nodes().len();
+    reach_by(n, to, |at| {
+        let next = net.next_hop(at, to)?;
+        match net.link_between(at, next) {
+            Some(l) if net.link_up(l) => Some(next),
+            _ => None,
+        }
+    })
+}
+
+/// [`reachers`] from a [`Net::next_hop_table`] (no lookups at all).
+pub(crate) fn reachers_in(table: &[u32], n: usize, to: usize) -> Vec<bool> {
+    let row = table.get(to * n..(to + 1) * n).unwrap_or(&[]);
+    reach_by(n, to, |at| match row.get(at) {
+        Some(&v) if v != NO_HOP => Some(v as usize),
+        _ => None,
+    })
+}
+
+/// The memoised walk of [`reachers`] over any next-hop function (over up links).
+fn reach_by(n: usize, to: usize, mut hop: impl FnMut(usize) -> Option<usize>) -> Vec<bool> {
     #[derive(Clone, Copy, PartialEq)]
     enum S {
         Unknown,
@@ -627,7 +671,6 @@ pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
         Good,
         Bad,
     }
-    let n = net.nodes().len();
     let mut st = vec![S::Unknown; n];
     if let Some(s) = st.get_mut(to) {
         *s = S::Good;
@@ -645,12 +688,9 @@ pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
                 *s = S::OnPath;
             }
             path.push(at);
-            let Some(next) = net.next_hop(at, to) else {
-                break S::Bad;
-            };
-            match net.link_between(at, next) {
-                Some(l) if net.link_up(l) => at = next,
-                _ => break S::Bad,
+            match hop(at) {
+                Some(next) => at = next,
+                None => break S::Bad,
             }
         };
         for u in path.drain(..) {
@@ -665,7 +705,8 @@ pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
 /// Whether every node reaches every other by the routing tables over up links.
 pub fn all_pairs_reachable(net: &mut dyn Net) -> bool {
     let n = net.nodes().len();
-    (0..n).all(|b| reachers(net, b).into_iter().all(|ok| ok))
+    let table = net.next_hop_table();
+    (0..n).all(|b| reachers_in(&table, n, b).into_iter().all(|ok| ok))
 }
 
 /// What an action may do while it runs.
@@ -742,6 +783,16 @@ impl<'a> StepCtx<'a> {
     /// sources at once in O(n)).
     pub fn reachers(&mut self, to: usize) -> Vec<bool> {
         reachers(self.net, to)
+    }
+
+    /// Every node's next hop toward every destination (see [`Net::next_hop_table`]).
+    pub fn next_hop_table(&mut self) -> Vec<u32> {
+        self.net.next_hop_table()
+    }
+
+    /// [`StepCtx::reachers`] read from a [`StepCtx::next_hop_table`].
+    pub fn reachers_in(&self, table: &[u32], to: usize) -> Vec<bool> {
+        reachers_in(table, self.net.nodes().len(), to)
     }
 
     /// The next hop `from`'s routing table names toward `to`.

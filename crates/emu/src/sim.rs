@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use anode_core::{DropReason, Event, LinkConfig, LinkId, Node, NodeConfig, Transmit};
 use anode_wire::NodeAddr;
+use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::anep::TYPE_DATAGRAM;
 
 use crate::error::EmuError;
@@ -37,7 +38,7 @@ use crate::report::{
     Assembly, LinkChange, LinkReport, NodeReport, ReachChange, Report, RouteReport, assemble,
     link_name, us,
 };
-use crate::scenario::{Net, Next, NodeFn, Registry, Step, StepCtx};
+use crate::scenario::{NO_HOP, Net, Next, NodeFn, Registry, Step, StepCtx};
 use crate::topology::{LinkSpec, NodeSpec, Topology};
 use crate::track::{FlowRec, Tracker, datagram_flow};
 use crate::watch::{LinkSnap, NetSnapshot, NodeSnap, Tap};
@@ -120,6 +121,7 @@ impl Sim {
     pub fn new(topo: &Topology, registry: &Registry) -> Result<Sim, EmuError> {
         let base = Instant::now();
         let mut nodes = Vec::with_capacity(topo.nodes.len());
+        let lsas = anode_routing::LsaPool::new();
         for (i, n) in topo.nodes.iter().enumerate() {
             let mut cfg = NodeConfig::new(n.address);
             cfg.routing = topo.routing;
@@ -128,6 +130,7 @@ impl Sim {
                 reason: e.to_string(),
             })?;
             node.set_route_log(true);
+            node.share_lsa_lists(lsas.clone());
             registry.setup_node(i, &mut node);
             nodes.push(node);
         }
@@ -515,6 +518,38 @@ impl Net for Sim {
         let &(li, dir) = self.ports.get(from)?.get(hop.link.0 as usize)?;
         let l = self.links.get(li)?;
         Some(if dir == 0 { l.spec.b } else { l.spec.a })
+    }
+
+    /// Reads each node's forwarding table once, in table order (one node's table stays in
+    /// cache), instead of n² lookups that each visit another node's table.
+    fn next_hop_table(&mut self) -> Vec<u32> {
+        let n = self.specs.len();
+        let mut t = vec![NO_HOP; n * n];
+        let by_raw: rustc_hash::FxHashMap<[u8; NODE_ADDR_LEN], usize> = self
+            .specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.address.to_bytes(), i))
+            .collect();
+        for (u, node) in self.nodes.iter().enumerate() {
+            for (raw, e) in node.fib().entries() {
+                let Some(&d) = by_raw.get(&raw) else {
+                    continue;
+                };
+                let Some(&(li, dir)) = self.ports.get(u).and_then(|p| p.get(e.hop.link.0 as usize))
+                else {
+                    continue;
+                };
+                let Some(l) = self.links.get(li).filter(|l| l.is_up()) else {
+                    continue;
+                };
+                let v = if dir == 0 { l.spec.b } else { l.spec.a };
+                if let (Some(slot), Ok(v)) = (t.get_mut(d * n + u), u32::try_from(v)) {
+                    *slot = v;
+                }
+            }
+        }
+        t
     }
 
     fn ee_events(&self) -> &[crate::scenario::EeEvent] {

@@ -309,6 +309,12 @@ check = \"reachable\"
 from = \"*\"
 to = \"*\"
 [[step]]
+at_ms = 5001
+action = \"expect\"
+check = \"reachable\"
+from = \"*\"
+to = \"n1\"
+[[step]]
 at_ms = 12000
 action = \"expect\"
 check = \"reachable\"
@@ -342,14 +348,18 @@ to = \"n0\"
         early.contains("n0 routes to n1 via n1 but link n0-n1 is down"),
         "{early}"
     );
-    let late = summaries[1];
+    // One destination (walks from every source, no table): only n2, beside n1, still
+    // reaches it; n0, n3 and n4 route over a cut link.
+    let to_n1 = summaries[1];
+    assert!(to_n1.contains("3 of 4 pairs wrong"), "{to_n1}");
+    let late = summaries[2];
     assert!(late.contains("12 of 20 pairs wrong"), "{late}");
     assert!(late.contains("n0 has no route to n1"), "{late}");
     // n1 still reaches n2 (its side of the cut): 1 of 4 wrong, and it says the path.
-    let n1 = summaries[2];
+    let n1 = summaries[3];
     assert!(
         n1.contains("1 of 4 pairs wrong: n1 reaches n2 via n1>n2"),
         "{n1}"
     );
-    assert!(summaries[3].contains("path n3>n4>n0"), "{}", summaries[3]);
+    assert!(summaries[4].contains("path n3>n4>n0"), "{}", summaries[4]);
 }

@@ -26,27 +26,48 @@ pub struct FibEntry {
 }
 
 /// The forwarding table; see the module docs.
+///
+/// Compact: a destination's entry is its 18-byte key, the index of its next hop in a small
+/// table of distinct next hops (a node has few neighbors, and many destinations share each)
+/// and the metric, 24 bytes where a whole [`NextHop`] would take 48. A next-hop slot
+/// counts the entries using it and is reused once none do, so the table holds at most as
+/// many next hops as are in use at once.
 #[derive(Debug, Clone, Default)]
 pub struct Fib {
-    map: FxHashMap<[u8; NODE_ADDR_LEN], FibEntry>,
+    map: FxHashMap<[u8; NODE_ADDR_LEN], (u32, u16)>,
+    /// Distinct next hops and how many entries use each (0: free slot).
+    hops: Vec<(NextHop, u32)>,
 }
 
 impl Fib {
     /// The next hop toward the destination in its wire encoding.
     #[inline]
     pub fn lookup_raw(&self, dest: &[u8; NODE_ADDR_LEN]) -> Option<NextHop> {
-        self.map.get(dest).map(|e| e.hop)
+        let &(h, _) = self.map.get(dest)?;
+        self.hops.get(h as usize).map(|e| e.0)
     }
 
     /// The entry for `dest`, if reachable.
     #[inline]
     pub fn get(&self, dest: &NodeAddr) -> Option<FibEntry> {
-        self.map.get(&dest.to_bytes()).copied()
+        self.get_raw(&dest.to_bytes())
+    }
+
+    /// The entry for the destination in its wire encoding, if reachable.
+    #[inline]
+    pub fn get_raw(&self, dest: &[u8; NODE_ADDR_LEN]) -> Option<FibEntry> {
+        let &(h, metric) = self.map.get(dest)?;
+        self.hops
+            .get(h as usize)
+            .map(|e| FibEntry { hop: e.0, metric })
     }
 
     /// Every entry, by destination in its wire encoding (in no particular order).
     pub fn entries(&self) -> impl Iterator<Item = ([u8; NODE_ADDR_LEN], FibEntry)> + '_ {
-        self.map.iter().map(|(k, e)| (*k, *e))
+        self.map.iter().filter_map(|(k, &(h, metric))| {
+            let hop = self.hops.get(h as usize)?.0;
+            Some((*k, FibEntry { hop, metric }))
+        })
     }
 
     /// Reachable destinations.
@@ -61,12 +82,51 @@ impl Fib {
 
     /// Makes `dest` reachable via `hop` at `metric`.
     pub fn insert(&mut self, dest: &NodeAddr, hop: NextHop, metric: u16) {
-        self.map.insert(dest.to_bytes(), FibEntry { hop, metric });
+        let h = self.slot(hop);
+        if let Some((old, _)) = self.map.insert(dest.to_bytes(), (h, metric)) {
+            self.release(old);
+        }
     }
 
     /// Makes `dest` unreachable.
     pub fn remove(&mut self, dest: &NodeAddr) {
-        self.map.remove(&dest.to_bytes());
+        if let Some((old, _)) = self.map.remove(&dest.to_bytes()) {
+            self.release(old);
+        }
+    }
+
+    /// The slot of `hop` with one more user: its own, else a free one, else a new one.
+    fn slot(&mut self, hop: NextHop) -> u32 {
+        let i = match self.hops.iter().position(|e| e.0 == hop && e.1 > 0) {
+            Some(i) => i,
+            None => match self.hops.iter().position(|e| e.1 == 0) {
+                Some(i) => {
+                    if let Some(e) = self.hops.get_mut(i) {
+                        e.0 = hop;
+                    }
+                    i
+                }
+                None => {
+                    self.hops.push((hop, 0));
+                    self.hops.len() - 1
+                }
+            },
+        };
+        if let Some(e) = self.hops.get_mut(i) {
+            e.1 += 1;
+        }
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+
+    fn release(&mut self, h: u32) {
+        if let Some(e) = self.hops.get_mut(h as usize) {
+            e.1 = e.1.saturating_sub(1);
+        }
+    }
+
+    /// Distinct next hops in use (for tests and reports).
+    pub fn next_hops_in_use(&self) -> usize {
+        self.hops.iter().filter(|e| e.1 > 0).count()
     }
 }
 
@@ -119,6 +179,53 @@ impl ChangeLog {
 mod tests {
     use super::*;
     use anode_wire::addr::v4;
+
+    fn hop(link: u32) -> NextHop {
+        NextHop {
+            link: crate::LinkId(link),
+            addr: v4(198, 18, 0, 100, link as u16),
+        }
+    }
+
+    #[test]
+    fn next_hop_slots_are_shared_and_reused() {
+        let mut f = Fib::default();
+        let d = |i: u8| v4(198, 18, 1, i, 1);
+        for i in 0..10 {
+            f.insert(&d(i), hop(u32::from(i % 2)), u16::from(i));
+        }
+        assert_eq!((f.len(), f.next_hops_in_use(), f.hops.len()), (10, 2, 2));
+        assert_eq!(
+            f.get(&d(3)),
+            Some(FibEntry {
+                hop: hop(1),
+                metric: 3
+            })
+        );
+        assert_eq!(f.lookup_raw(&d(4).to_bytes()), Some(hop(0)));
+        // Every user of hop 1 moves to hop 2 (a third slot, while hop 1 still has users),
+        // which frees hop 1's slot.
+        for i in (1..10).step_by(2) {
+            f.insert(&d(i), hop(2), 1);
+        }
+        assert_eq!((f.next_hops_in_use(), f.hops.len()), (2, 3));
+        for i in (0..10).step_by(2) {
+            f.remove(&d(i));
+        }
+        assert_eq!((f.len(), f.next_hops_in_use()), (5, 1));
+        f.insert(&d(0), hop(7), 9);
+        f.insert(&d(2), hop(8), 9);
+        f.remove(&d(2));
+        assert_eq!(
+            f.hops.len(),
+            3,
+            "freed slots are reused, the table does not grow"
+        );
+        let mut e: Vec<_> = f.entries().map(|(_, e)| e.hop.link.0).collect();
+        e.sort_unstable();
+        assert_eq!(e, vec![2, 2, 2, 2, 2, 7]);
+        assert_eq!(f.get(&d(2)), None);
+    }
 
     #[test]
     fn change_log_is_off_by_default_and_bounded() {

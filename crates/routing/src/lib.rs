@@ -29,9 +29,11 @@ pub mod dv;
 pub mod fib;
 pub mod ls;
 pub mod neighbors;
+pub mod pool;
 mod service;
 
 pub use fib::{ChangeLog, Fib, FibEntry};
+pub use pool::LsaPool;
 pub use service::Routing;
 
 /// Which routing protocol a node runs.

@@ -93,6 +93,14 @@ impl Routing {
         }
     }
 
+    /// Shares LSA link lists with the other nodes given the same pool (link state; the
+    /// distance vector has none).
+    pub fn share_lsa_lists(&mut self, pool: crate::LsaPool) {
+        if let Routing::Ls(l) = self {
+            l.share_lists(pool);
+        }
+    }
+
     /// The log of forwarding changes.
     pub fn change_log(&mut self) -> &mut ChangeLog {
         match self {
@@ -139,7 +147,10 @@ impl Routing {
         matches!(
             (self, msg),
             (Routing::Dv(_), Control::Routes(_))
-                | (Routing::Ls(_), Control::Lsas(_) | Control::LsaSummary(_))
+                | (
+                    Routing::Ls(_),
+                    Control::Lsas(_) | Control::LsaSummary(_) | Control::LsaDigest(_)
+                )
         )
     }
 
@@ -150,6 +161,7 @@ impl Routing {
             (Routing::Dv(d), Control::Routes(r)) => d.on_update(now, link, r),
             (Routing::Ls(l), Control::Lsas(m)) => l.on_lsas(now, link, m),
             (Routing::Ls(l), Control::LsaSummary(m)) => l.on_summary(link, m),
+            (Routing::Ls(l), Control::LsaDigest(m)) => l.on_digest(link, m),
             _ => false,
         }
     }

@@ -26,9 +26,15 @@
 //!   u8, seq: u32)*`: the (origin, fragment, seq) of every LSA the sender holds with a key
 //!   in [lo, hi) (the last range of a sync reaches the largest key), so the receiver can send
 //!   what the sender lacks (database sync).
+//! - 9 LsaDigest: `sender (18) pad (2) count: u32, digest: u64`: how many LSAs the sender
+//!   holds and an order-independent digest of their (origin, fragment, seq) keys; a
+//!   receiver whose own database differs answers with its [`LsaSummary`] messages (the
+//!   periodic sync costs one small message per link while databases agree).
 //!
 //! A body longer than its kind needs is accepted (later versions append fields); an unknown
 //! kind is an error the node counts.
+
+use std::sync::Arc;
 
 use crate::{NodeAddr, WireError, addr::NODE_ADDR_LEN, capsule::CodeHash, util};
 
@@ -83,6 +89,8 @@ pub enum Control {
     Lsas(Lsas),
     /// A link-state database summary (one key range).
     LsaSummary(LsaSummary),
+    /// A digest of a whole link-state database.
+    LsaDigest(LsaDigest),
     /// An execution environment's own link-local message.
     Ee {
         /// The EE's ANEP Type ID.
@@ -127,8 +135,9 @@ pub struct Lsa {
     pub seq: u32,
     /// Milliseconds it stays valid unless refreshed.
     pub lifetime_ms: u32,
-    /// (neighbor, cost) for each up link; at most [`MAX_LSA_LINKS`].
-    pub links: Vec<(NodeAddr, u16)>,
+    /// (neighbor, cost) for each up link; at most [`MAX_LSA_LINKS`]. Shared, so a node that
+    /// stores and re-floods an LSA keeps and sends the list it parsed, copying nothing.
+    pub links: Arc<[(NodeAddr, u16)]>,
 }
 
 impl Lsa {
@@ -170,6 +179,20 @@ const KIND_CODE_UNAVAILABLE: u8 = 5;
 const KIND_EE: u8 = 6;
 const KIND_LSAS: u8 = 7;
 const KIND_LSA_SUMMARY: u8 = 8;
+const KIND_LSA_DIGEST: u8 = 9;
+
+/// A whole link-state database in 12 bytes: its LSA count and digest (see
+/// `anode_routing`'s link state for how the digest is formed; equal databases give equal
+/// digests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LsaDigest {
+    /// The sending node (one hop away).
+    pub sender: NodeAddr,
+    /// LSAs (fragments) the sender holds.
+    pub count: u32,
+    /// Digest of their keys and sequence numbers.
+    pub digest: u64,
+}
 
 impl Control {
     /// Parses a control message (the ANEP payload).
@@ -258,6 +281,11 @@ impl Control {
             }),
             KIND_LSAS => parse_lsas(body).map(Control::Lsas),
             KIND_LSA_SUMMARY => parse_summary(body).map(Control::LsaSummary),
+            KIND_LSA_DIGEST => Ok(Control::LsaDigest(LsaDigest {
+                sender: NodeAddr::read(body, 0)?,
+                count: util::u32_at(body, 20, "lsa digest")?,
+                digest: util::u64_at(body, 24, "lsa digest")?,
+            })),
             KIND_EE => Ok(Control::Ee {
                 type_id: util::u16_at(body, 0, "ee control")?,
                 data: util::get(body, 4, body.len().saturating_sub(4), "ee control")?.to_vec(),
@@ -364,6 +392,13 @@ impl Control {
                 }
                 KIND_LSA_SUMMARY
             }
+            Control::LsaDigest(d) => {
+                b.extend_from_slice(&d.sender.to_bytes());
+                b.extend_from_slice(&[0, 0]);
+                b.extend_from_slice(&d.count.to_be_bytes());
+                b.extend_from_slice(&d.digest.to_be_bytes());
+                KIND_LSA_DIGEST
+            }
             Control::Ee { type_id, data } => {
                 b.extend_from_slice(&type_id.to_be_bytes());
                 b.extend_from_slice(&[0, 0]);
@@ -414,7 +449,7 @@ fn parse_lsas(body: &[u8]) -> Result<Lsas, WireError> {
                     util::u16_at(body, p + 18, "lsa link")?,
                 ))
             })
-            .collect::<Result<Vec<_>, WireError>>()?;
+            .collect::<Result<Arc<[_]>, WireError>>()?;
         at += k * 20;
         lsas.push(Lsa {
             origin,
@@ -486,7 +521,7 @@ fn emit_lsas(l: &Lsas, b: &mut Vec<u8>) -> Result<(), WireError> {
         b.extend_from_slice(&a.lifetime_ms.to_be_bytes());
         b.extend_from_slice(&(a.links.len() as u16).to_be_bytes());
         b.extend_from_slice(&[0, 0]);
-        for (nb, c) in &a.links {
+        for (nb, c) in a.links.iter() {
             b.extend_from_slice(&nb.to_bytes());
             b.extend_from_slice(&c.to_be_bytes());
         }
@@ -531,7 +566,7 @@ mod tests {
                 fragment: 1,
                 seq: 9,
                 lifetime_ms: 120_000,
-                links: vec![(v4(198, 18, 0, 3, 3322), 5)],
+                links: vec![(v4(198, 18, 0, 3, 3322), 5)].into(),
             }],
         });
         let b = m.to_bytes().unwrap();
@@ -564,10 +599,28 @@ mod tests {
     }
 
     #[test]
+    fn lsa_digest_fixture() {
+        let m = Control::LsaDigest(LsaDigest {
+            sender: v4(198, 18, 0, 1, 3322),
+            count: 3815,
+            digest: 0x0123_4567_89ab_cdef,
+        });
+        let b = m.to_bytes().unwrap();
+        assert_eq!(&b[..4], &[9, 1, 0, 32]);
+        assert_eq!(&b[4 + 20..4 + 24], &[0, 0, 0x0e, 0xe7], "count");
+        assert_eq!(
+            &b[4 + 24..4 + 32],
+            &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]
+        );
+        assert_eq!(Control::parse(&b).unwrap(), m);
+        assert!(Control::parse(&b[..b.len() - 1]).is_err(), "truncated");
+    }
+
+    #[test]
     fn malformed() {
         assert!(matches!(
-            Control::parse(&[9, 1, 0, 0]),
-            Err(WireError::UnknownControlKind(9))
+            Control::parse(&[10, 1, 0, 0]),
+            Err(WireError::UnknownControlKind(10))
         ));
         assert!(matches!(
             Control::parse(&[1, 2, 0, 0]),
@@ -650,7 +703,7 @@ mod tests {
                             fragment,
                             seq,
                             lifetime_ms,
-                            links
+                            links: links.into()
                         })
                         .collect()
                 })),
@@ -671,6 +724,13 @@ mod tests {
                     }
                 }),
             any::<[u8; 32]>().prop_map(|hash| Control::CodeUnavailable { hash }),
+            (arb_addr(), any::<u32>(), any::<u64>()).prop_map(|(sender, count, digest)| {
+                Control::LsaDigest(LsaDigest {
+                    sender,
+                    count,
+                    digest,
+                })
+            }),
             (any::<u16>(), proptest::collection::vec(any::<u8>(), 0..100))
                 .prop_map(|(type_id, data)| Control::Ee { type_id, data }),
         ]

@@ -11,10 +11,14 @@
 //! failed node's stale LSA stops carrying traffic as soon as its neighbors' LSAs drop it.
 //!
 //! Flooding is not acknowledged; instead every `update_interval` each node sends each
-//! neighbor a summary of its database (origin, fragment, sequence number per LSA, in key
-//! ranges), and a node that holds something newer or missing from a neighbor's summary sends
-//! it (IS-IS's CSNP-style sync). So an LSA lost to a full queue or a lossy link is repaired
-//! within one interval.
+//! neighbor a digest of its database (the LSA count and the XOR of a 64-bit hash of every
+//! (origin, fragment, seq), kept up to date on every change). A neighbor whose database
+//! differs answers with a summary of its own (origin, fragment, sequence number per LSA, in
+//! key ranges), and a node that holds something newer or missing from a neighbor's summary
+//! sends it (IS-IS's CSNP-style sync). Both sides send digests, so a difference either way is
+//! found, and an LSA lost to a full queue or a lossy link is repaired within one interval and
+//! two round trips. While databases agree the sync costs one 36-byte message per link and
+//! interval, not one summary entry per LSA.
 //!
 //! Batching, so the cost grows with changes rather than with LSAs x links: floods leave in
 //! batches `triggered_delay` after the first pending one, packed into messages of up to
@@ -30,18 +34,24 @@
 //!   above ours (we restarted) makes us re-originate above it;
 //! - nothing reads a clock: `now` comes in, deadlines go out ([`LinkState::poll_timeout`]).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anode_wire::NodeAddr;
 use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{
-    Control, Lsa, LsaSummary, Lsas, MAX_LSA_LINKS, MAX_LSAS_BODY, MAX_SUMMARY_ENTRIES,
+    Control, Lsa, LsaDigest, LsaSummary, Lsas, MAX_LSA_LINKS, MAX_LSAS_BODY, MAX_SUMMARY_ENTRIES,
 };
 use rustc_hash::FxHashMap;
 
+mod db;
+mod spf;
+
+use db::{Db, Key, Stored};
+use spf::Spf;
+
+use crate::LsaPool;
 use crate::dv::{Route, RouteKind, StaticRoute};
 use crate::fib::{ChangeLog, Fib};
 use crate::{LinkId, NextHop, RoutingConfig};
@@ -49,20 +59,9 @@ use crate::{LinkId, NextHop, RoutingConfig};
 /// A node address in its 18-byte wire form (compact keys for the database).
 type Raw = [u8; NODE_ADDR_LEN];
 
-/// Metric reported for a path whose cost does not fit (never reached in practice).
-const METRIC_MAX: u16 = u16::MAX - 1;
-
 /// Most LSA bytes one flood round sends a neighbor: the rest waits for the next round
 /// (`triggered_delay` later), so a burst never overflows a link queue that holds 64 KiB.
 const FLOOD_BUDGET_BYTES: usize = 24 * 1024;
-
-/// One stored LSA fragment.
-#[derive(Debug, Clone)]
-struct Stored {
-    seq: u32,
-    expires: Instant,
-    links: Box<[(Raw, u16)]>,
-}
 
 /// The link-state state machine of one node.
 #[derive(Debug)]
@@ -72,8 +71,8 @@ pub struct LinkState {
     cfg: RoutingConfig,
     /// Up neighbors: address -> (link, cost).
     neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
-    /// The database: (origin, fragment) -> LSA, ordered (summaries cover key ranges).
-    db: BTreeMap<(Raw, u8), Stored>,
+    /// The database, with its digest and keys in order.
+    db: Db,
     own_seq: u32,
     /// Fragments this node has ever originated (emptied ones are still re-originated
     /// empty, so their old contents are replaced everywhere).
@@ -96,6 +95,8 @@ pub struct LinkState {
     changes: u64,
     spf_runs: u64,
     outbox: VecDeque<(LinkId, NodeAddr, Control)>,
+    /// Where stored link lists are shared with other nodes of the process, if anywhere.
+    pool: Option<LsaPool>,
 }
 
 impl LinkState {
@@ -106,7 +107,7 @@ impl LinkState {
             me_raw: me.to_bytes(),
             cfg,
             neighbors: FxHashMap::default(),
-            db: BTreeMap::new(),
+            db: Db::default(),
             own_seq: 0,
             own_frags: 1,
             next_refresh: now + cfg.lsa_refresh,
@@ -124,6 +125,7 @@ impl LinkState {
             changes: 0,
             spf_runs: 0,
             outbox: VecDeque::new(),
+            pool: None,
         }
     }
 
@@ -131,6 +133,11 @@ impl LinkState {
     #[inline]
     pub fn lookup(&self, dest: &NodeAddr) -> Option<NextHop> {
         self.fib.get(dest).map(|e| e.hop)
+    }
+
+    /// Stores link lists in `pool`, shared with the other nodes using it.
+    pub fn share_lists(&mut self, pool: LsaPool) {
+        self.pool = Some(pool);
     }
 
     /// The forwarding table.
@@ -248,12 +255,14 @@ impl LinkState {
             if !newer {
                 continue;
             }
-            let links: Box<[(Raw, u16)]> =
-                lsa.links.iter().map(|(a, c)| (a.to_bytes(), *c)).collect();
+            let links = match &self.pool {
+                Some(p) => p.intern(&lsa.origin, lsa.fragment, lsa.seq, &lsa.links),
+                None => Arc::clone(&lsa.links),
+            };
             let life = Duration::from_millis(u64::from(lsa.lifetime_ms).max(1));
             let expires = now + life;
             let same = self.db.get(&key).is_some_and(|s| s.links == links);
-            self.db.insert(
+            self.db.put(
                 key,
                 Stored {
                     seq: lsa.seq,
@@ -290,59 +299,92 @@ impl LinkState {
             .map(|(a, f, seq)| ((a.to_bytes(), *f), *seq))
             .collect();
         theirs.sort_unstable();
-        let keys: Vec<(Raw, u8)> = self
-            .db
-            .range(lo..hi)
-            .filter(|(k, s)| match theirs.binary_search_by(|t| t.0.cmp(k)) {
-                Ok(i) => theirs.get(i).is_some_and(|t| t.1 < s.seq),
-                Err(_) => true,
+        let in_range = self.db.range(&lo, &hi);
+        let keys: Vec<Key> = in_range
+            .into_iter()
+            .filter(|k| {
+                let Some(s) = self.db.get(k) else {
+                    return false;
+                };
+                match theirs.binary_search_by(|t| t.0.cmp(k)) {
+                    Ok(i) => theirs.get(i).is_some_and(|t| t.1 < s.seq),
+                    Err(_) => true,
+                }
             })
-            .map(|(k, _)| *k)
             .collect();
         let lsas: Vec<Lsa> = keys.iter().filter_map(|k| self.lsa_of(k)).collect();
         self.pack(link, msg.sender, lsas);
         true
     }
 
-    /// Queues a summary of the whole database to every neighbor, in key ranges.
+    /// Queues a digest of the database to every neighbor.
     fn sync(&mut self) {
-        let keys: Vec<((Raw, u8), u32)> = self.db.iter().map(|(k, s)| (*k, s.seq)).collect();
         let mut ns: Vec<(NodeAddr, LinkId)> =
             self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
         ns.sort_unstable();
-        let chunks: Vec<&[((Raw, u8), u32)]> = keys.chunks(MAX_SUMMARY_ENTRIES).collect();
+        let count = u32::try_from(self.db.len()).unwrap_or(u32::MAX);
         for (addr, link) in ns {
-            for (i, c) in chunks.iter().enumerate() {
-                let lo = if i == 0 {
-                    ([0u8; NODE_ADDR_LEN], 0)
-                } else {
-                    c.first().map_or(([0u8; NODE_ADDR_LEN], 0), |e| e.0)
-                };
-                // Ranges are [lo, hi): up to the next chunk's first key, so together they cover
-                // every key (the last one reaches the largest key there can be).
-                let hi = chunks
-                    .get(i + 1)
-                    .and_then(|n| n.first())
-                    .map_or(([0xffu8; NODE_ADDR_LEN], u8::MAX), |e| e.0);
-                let entries = c
-                    .iter()
-                    .filter_map(|(k, seq)| Some((NodeAddr::read(&k.0, 0).ok()?, k.1, *seq)))
-                    .collect();
-                let (Ok(lo_a), Ok(hi_a)) = (NodeAddr::read(&lo.0, 0), NodeAddr::read(&hi.0, 0))
-                else {
-                    continue;
-                };
-                self.outbox.push_back((
-                    link,
-                    addr,
-                    Control::LsaSummary(LsaSummary {
-                        sender: self.me,
-                        lo: (lo_a, lo.1),
-                        hi: (hi_a, hi.1),
-                        entries,
-                    }),
-                ));
-            }
+            self.outbox.push_back((
+                link,
+                addr,
+                Control::LsaDigest(LsaDigest {
+                    sender: self.me,
+                    count,
+                    digest: self.db.digest(),
+                }),
+            ));
+        }
+    }
+
+    /// Handles a database digest from neighbor `msg.sender` on `link`: if our database
+    /// differs, sends it our summary, so it sends us nothing we have and we learn from its
+    /// answer what it lacks. False (ignored) if the sender is not an up neighbor on that
+    /// link.
+    pub fn on_digest(&mut self, link: LinkId, msg: &LsaDigest) -> bool {
+        match self.neighbors.get(&msg.sender) {
+            Some(&(l, _)) if l == link => {}
+            _ => return false,
+        }
+        let count = u32::try_from(self.db.len()).unwrap_or(u32::MAX);
+        if (msg.count, msg.digest) != (count, self.db.digest()) {
+            self.summaries_to(link, msg.sender);
+        }
+        true
+    }
+
+    /// Queues a summary of the whole database to one neighbor, in key ranges.
+    fn summaries_to(&mut self, link: LinkId, addr: NodeAddr) {
+        let keys: Vec<(Key, u32)> = self.db.ordered().map(|(k, s)| (*k, s.seq)).collect();
+        let chunks: Vec<&[((Raw, u8), u32)]> = keys.chunks(MAX_SUMMARY_ENTRIES).collect();
+        for (i, c) in chunks.iter().enumerate() {
+            let lo = if i == 0 {
+                ([0u8; NODE_ADDR_LEN], 0)
+            } else {
+                c.first().map_or(([0u8; NODE_ADDR_LEN], 0), |e| e.0)
+            };
+            // Ranges are [lo, hi): up to the next chunk's first key, so together they cover
+            // every key (the last one reaches the largest key there can be).
+            let hi = chunks
+                .get(i + 1)
+                .and_then(|n| n.first())
+                .map_or(([0xffu8; NODE_ADDR_LEN], u8::MAX), |e| e.0);
+            let entries = c
+                .iter()
+                .filter_map(|(k, seq)| Some((NodeAddr::read(&k.0, 0).ok()?, k.1, *seq)))
+                .collect();
+            let (Ok(lo_a), Ok(hi_a)) = (NodeAddr::read(&lo.0, 0), NodeAddr::read(&hi.0, 0)) else {
+                continue;
+            };
+            self.outbox.push_back((
+                link,
+                addr,
+                Control::LsaSummary(LsaSummary {
+                    sender: self.me,
+                    lo: (lo_a, lo.1),
+                    hi: (hi_a, hi.1),
+                    entries,
+                }),
+            ));
         }
     }
 
@@ -356,10 +398,9 @@ impl LinkState {
             self.sync();
         }
         if self.expiry_bound.is_some_and(|t| t <= now) {
-            let before = self.db.len();
-            self.db.retain(|_, s| s.expires > now);
-            self.expiry_bound = self.db.values().map(|s| s.expires).min();
-            if self.db.len() != before {
+            let gone = self.db.expire(now);
+            self.expiry_bound = self.db.earliest_expiry();
+            if gone > 0 {
                 self.schedule_spf(now);
             }
         }
@@ -398,11 +439,7 @@ impl LinkState {
             fragment: key.1,
             seq: s.seq,
             lifetime_ms: u32::try_from(self.cfg.lsa_lifetime.as_millis()).unwrap_or(u32::MAX),
-            links: s
-                .links
-                .iter()
-                .filter_map(|(a, c)| Some((NodeAddr::read(a, 0).ok()?, *c)))
-                .collect(),
+            links: Arc::clone(&s.links),
         })
     }
 
@@ -411,20 +448,17 @@ impl LinkState {
     fn originate(&mut self, now: Instant) {
         self.own_seq = self.own_seq.wrapping_add(1);
         self.next_refresh = now + self.cfg.lsa_refresh;
-        let mut links: Vec<(Raw, u16)> = self
-            .neighbors
-            .iter()
-            .map(|(a, (_, c))| (a.to_bytes(), *c))
-            .collect();
+        let mut links: Vec<(NodeAddr, u16)> =
+            self.neighbors.iter().map(|(a, (_, c))| (*a, *c)).collect();
         links.sort_unstable();
-        let chunks: Vec<&[(Raw, u16)]> = links.chunks(MAX_LSA_LINKS).collect();
+        let chunks: Vec<&[(NodeAddr, u16)]> = links.chunks(MAX_LSA_LINKS).collect();
         let frags = u8::try_from(chunks.len().max(1)).unwrap_or(u8::MAX);
         self.own_frags = self.own_frags.max(frags);
         let expires = now + self.cfg.lsa_lifetime;
         for f in 0..self.own_frags {
             let part = chunks.get(usize::from(f)).copied().unwrap_or(&[]);
             let key = (self.me_raw, f);
-            self.db.insert(
+            self.db.put(
                 key,
                 Stored {
                     seq: self.own_seq,
@@ -551,31 +585,70 @@ impl LinkState {
         self.spf_at = None;
         self.last_spf = Some(now);
         self.spf_runs += 1;
-        let mut next: FxHashMap<Raw, (u16, NextHop)> = self.shortest_paths();
+        let mut mine: Vec<(Raw, NextHop, u16)> = self
+            .neighbors
+            .iter()
+            .map(|(a, (link, c))| {
+                let hop = NextHop {
+                    link: *link,
+                    addr: *a,
+                };
+                (a.to_bytes(), hop, *c)
+            })
+            .collect();
+        mine.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(x.1.link.0.cmp(&y.1.link.0)));
+        let mut spf = Spf::default();
+        spf.run(&self.db, &self.me_raw, &mine);
+        let (raws, best) = (spf.origins(), spf.best());
+        let mut statics: Vec<(Raw, (u16, NextHop))> = Vec::new();
         for s in &self.statics {
             if let Some(&(link, _)) = self.neighbors.get(&s.via) {
-                next.insert(s.dest.to_bytes(), (s.metric, NextHop { link, addr: s.via }));
+                statics.push((s.dest.to_bytes(), (s.metric, NextHop { link, addr: s.via })));
             }
         }
-        next.remove(&self.me_raw);
-        let old: Vec<(Raw, NextHop, u16)> = self
-            .fib
-            .entries()
-            .map(|(k, e)| (k, e.hop, e.metric))
-            .collect();
+        statics.sort_unstable_by_key(|e| e.0);
+        statics.dedup_by_key(|e| e.0);
+        let me = self.me_raw;
+        // What the table should say for `k`: a static route wins over the database.
+        let want = |k: &Raw, computed: Option<(u16, NextHop)>| {
+            if *k == me {
+                return None;
+            }
+            match statics.binary_search_by(|e| e.0.cmp(k)) {
+                Ok(i) => statics.get(i).map(|e| e.1),
+                Err(_) => computed,
+            }
+        };
         let mut fib_changes: Vec<(Raw, Option<(u16, NextHop)>)> = Vec::new();
-        for (k, hop, metric) in old {
-            match next.get(&k) {
-                None => fib_changes.push((k, None)),
-                Some(&(m, h)) if h != hop || m != metric => fib_changes.push((k, Some((m, h)))),
-                Some(_) => {}
+        let mut wanted = 0;
+        let mut diff = |k: &Raw, w: Option<(u16, NextHop)>| {
+            let have = self.fib.get_raw(k).map(|e| (e.metric, e.hop));
+            if w.is_some() && have.is_some() {
+                wanted += 1;
+            }
+            if have != w {
+                fib_changes.push((*k, w));
+            }
+        };
+        for (k, b) in raws.iter().zip(best) {
+            diff(k, want(k, *b));
+        }
+        for (k, v) in &statics {
+            if raws.binary_search(k).is_err() && *k != me {
+                diff(k, Some(*v));
             }
         }
-        for (k, v) in &next {
-            if self.fib.lookup_raw(k).is_none() {
-                fib_changes.push((*k, Some(*v)));
+        // Entries for destinations neither the database nor a static route names any more.
+        if self.fib.len() > wanted {
+            for (k, _) in self.fib.entries() {
+                let in_db = raws.binary_search(&k).is_ok();
+                let in_statics = statics.binary_search_by(|e| e.0.cmp(&k)).is_ok();
+                if !in_db && !in_statics {
+                    fib_changes.push((k, None));
+                }
             }
         }
+        drop(spf);
         if fib_changes.is_empty() {
             return;
         }
@@ -595,107 +668,6 @@ impl LinkState {
             }
             self.changes += 1;
         }
-    }
-
-    /// First hop and cost of a shortest path to every node the database reaches. Origins
-    /// get dense indices in key order (the database is sorted), so ties break by address.
-    fn shortest_paths(&self) -> FxHashMap<Raw, (u16, NextHop)> {
-        let mut ids: FxHashMap<Raw, u32> = FxHashMap::default();
-        let mut raws: Vec<Raw> = Vec::new();
-        for (origin, _) in self.db.keys() {
-            if raws.last() != Some(origin) {
-                ids.insert(*origin, raws.len() as u32);
-                raws.push(*origin);
-            }
-        }
-        let n = raws.len();
-        let mut adj: Vec<Vec<(u32, u16)>> = vec![Vec::new(); n];
-        for ((origin, _), st) in &self.db {
-            let (Some(&u), links) = (ids.get(origin), &st.links) else {
-                continue;
-            };
-            if let Some(list) = adj.get_mut(u as usize) {
-                list.extend(links.iter().filter_map(|(v, c)| Some((*ids.get(v)?, *c))));
-            }
-        }
-        for list in &mut adj {
-            list.sort_unstable();
-        }
-        let lists = |u: u32| adj.get(u as usize).map_or(&[][..], |l| l.as_slice());
-        let two_way = |u: u32, v: u32| lists(v).binary_search_by(|e| e.0.cmp(&u)).is_ok();
-        let mut out = FxHashMap::default();
-        let Some(&me) = ids.get(&self.me_raw) else {
-            return out;
-        };
-        let mut dist = vec![u32::MAX; n];
-        let mut first = vec![u32::MAX; n];
-        let mut hops: Vec<NextHop> = Vec::new();
-        let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::new();
-        // Our own links come from the neighbor table (current), checked two-way.
-        let mut mine: Vec<(NodeAddr, LinkId, u16)> = self
-            .neighbors
-            .iter()
-            .map(|(a, (l, c))| (*a, *l, *c))
-            .collect();
-        mine.sort_unstable();
-        for (a, link, c) in mine {
-            let Some(&v) = ids.get(&a.to_bytes()) else {
-                continue;
-            };
-            let d = u32::from(c);
-            if !two_way(me, v) {
-                continue;
-            }
-            if let (Some(dv), Some(fv)) = (dist.get_mut(v as usize), first.get_mut(v as usize))
-                && d < *dv
-            {
-                *dv = d;
-                *fv = hops.len() as u32;
-                hops.push(NextHop { link, addr: a });
-                heap.push(Reverse((d, v)));
-            }
-        }
-        if let Some(x) = dist.get_mut(me as usize) {
-            *x = 0;
-        }
-        let mut done = vec![false; n];
-        if let Some(x) = done.get_mut(me as usize) {
-            *x = true;
-        }
-        while let Some(Reverse((d, u))) = heap.pop() {
-            let ui = u as usize;
-            if done.get(ui).copied().unwrap_or(true) || dist.get(ui) != Some(&d) {
-                continue;
-            }
-            if let Some(x) = done.get_mut(ui) {
-                *x = true;
-            }
-            let f = first.get(ui).copied().unwrap_or(u32::MAX);
-            for &(v, c) in lists(u) {
-                let vi = v as usize;
-                if done.get(vi).copied().unwrap_or(true) || !two_way(u, v) {
-                    continue;
-                }
-                let nd = d.saturating_add(u32::from(c));
-                if let (Some(dv), Some(fv)) = (dist.get_mut(vi), first.get_mut(vi))
-                    && nd < *dv
-                {
-                    *dv = nd;
-                    *fv = f;
-                    heap.push(Reverse((nd, v)));
-                }
-            }
-        }
-        for (i, raw) in raws.iter().enumerate() {
-            let (Some(&d), Some(&f)) = (dist.get(i), first.get(i)) else {
-                continue;
-            };
-            if let (true, Some(h)) = (d != u32::MAX && i != me as usize, hops.get(f as usize)) {
-                let m = u16::try_from(d).unwrap_or(METRIC_MAX).min(METRIC_MAX);
-                out.insert(*raw, (m, *h));
-            }
-        }
-        out
     }
 }
 
@@ -722,6 +694,8 @@ mod tests {
         now: Instant,
         /// Directions (from, to) whose messages are lost.
         lose: Vec<(usize, usize)>,
+        /// Messages delivered so far: (digests, summaries).
+        syncs: (usize, usize),
     }
 
     impl Net {
@@ -743,6 +717,7 @@ mod tests {
                 adj,
                 now,
                 lose: Vec::new(),
+                syncs: (0, 0),
             };
             for a in 0..n {
                 for (li, &b) in net.adj[a].clone().iter().enumerate() {
@@ -770,7 +745,14 @@ mod tests {
                         }
                         match msg {
                             Control::Lsas(m) => self.nodes[b].on_lsas(now, back, &m),
-                            Control::LsaSummary(m) => self.nodes[b].on_summary(back, &m),
+                            Control::LsaSummary(m) => {
+                                self.syncs.1 += 1;
+                                self.nodes[b].on_summary(back, &m)
+                            }
+                            Control::LsaDigest(m) => {
+                                self.syncs.0 += 1;
+                                self.nodes[b].on_digest(back, &m)
+                            }
                             _ => unreachable!(),
                         };
                     }
@@ -873,9 +855,32 @@ mod tests {
         net.run(500);
         assert_eq!(net.hop(2, 0), None);
         net.lose.clear();
-        // The next summary 2 sends makes 1 send what 2 lacks (update_interval: 5 s).
+        // At the next sync (update_interval: 5 s) 1's digest differs from 2's database, so 2
+        // sends 1 its summary, and 1 sends what 2 lacks.
         net.run(5_600);
         assert_eq!(net.hop(2, 0), Some(1));
+    }
+
+    #[test]
+    fn agreeing_databases_exchange_only_digests() {
+        let ring: Vec<(usize, usize)> = (0..8).map(|i| (i, (i + 1) % 8)).collect();
+        let mut net = Net::new(8, &ring);
+        net.run(1_000);
+        assert!(net.hop(0, 4).is_some());
+        let digests = net.nodes.iter().map(|n| n.db.digest()).collect::<Vec<_>>();
+        assert!(digests.iter().all(|d| *d == digests[0] && *d != 0));
+        net.syncs = (0, 0);
+        // Two sync rounds: 8 nodes x 2 neighbors x 2 digests, and no summary at all.
+        net.run(10_500);
+        assert_eq!(net.syncs, (32, 0));
+        // A database that differs (an LSA expired early at 3) is answered with summaries
+        // and repaired.
+        let key = (net.addrs[0].to_bytes(), 0);
+        let st = net.nodes[3].db.forget(&key).unwrap();
+        net.run(5_000);
+        assert!(net.syncs.1 > 0);
+        assert_eq!(net.nodes[3].db.get(&key).map(|s| s.seq), Some(st.seq));
+        assert_eq!(net.nodes[3].db.digest(), digests[0]);
     }
 
     #[test]
@@ -892,7 +897,7 @@ mod tests {
                 fragment: 0,
                 seq: 500,
                 lifetime_ms: 60_000,
-                links: vec![],
+                links: Arc::from([]),
             }],
         };
         assert!(n.on_lsas(now, LinkId(0), &msg));
