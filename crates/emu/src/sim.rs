@@ -764,9 +764,11 @@ pub fn node_report(
     let all = n.routes();
     let route_count = all.len();
     let tables = specs.len() <= crate::report::ROUTE_TABLES_MAX_NODES;
+    // Not `filter(|_| tables)`: an in-place collect would keep the whole table's
+    // allocation behind every empty list (1.2 GB for a 3,815-node run).
+    let all = if tables { all } else { Vec::new() };
     let mut routes: Vec<(usize, RouteReport)> = all
         .into_iter()
-        .filter(|_| tables)
         .map(|r| {
             (
                 by_addr.get(&r.dest).copied().unwrap_or(usize::MAX),

@@ -56,6 +56,30 @@ impl Db {
         }
     }
 
+    /// Stores `st` under `key` if it is newer than the copy held (or there is none), in one
+    /// walk of the tree: `None` if it was not newer (nothing changed), else whether the old
+    /// copy had the same links (`Some(false)` for a new key).
+    pub(super) fn offer(&mut self, key: Key, st: Stored) -> Option<bool> {
+        use std::collections::btree_map::Entry;
+        match self.map.entry(key) {
+            Entry::Occupied(mut o) => {
+                let old = o.get_mut();
+                if old.seq >= st.seq {
+                    return None;
+                }
+                let same = old.links == st.links;
+                self.digest ^= entry_hash(&key, old.seq) ^ entry_hash(&key, st.seq);
+                *old = st;
+                Some(same)
+            }
+            Entry::Vacant(v) => {
+                self.digest ^= entry_hash(&key, st.seq);
+                v.insert(st);
+                Some(false)
+            }
+        }
+    }
+
     /// Drops the entries expired at `now`; how many.
     pub(super) fn expire(&mut self, now: Instant) -> usize {
         let before = self.map.len();
@@ -167,6 +191,36 @@ mod tests {
         assert_eq!(a.keys().copied().collect::<Vec<_>>(), vec![k(3, 0)]);
         assert_eq!(a.digest(), entry_hash(&k(3, 0), 2));
         assert_eq!(a.earliest_expiry(), Some(now + Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn offer_keeps_only_newer_copies_and_says_whether_the_links_changed() {
+        let now = Instant::now();
+        let k = ([7u8; NODE_ADDR_LEN], 0);
+        let links = |i: u8| -> std::sync::Arc<[(NodeAddr, u16)]> {
+            vec![(anode_wire::addr::v4(198, 18, 0, i, 1), 1)].into()
+        };
+        let with = |seq, l| Stored {
+            seq,
+            expires: now,
+            links: l,
+        };
+        let mut db = Db::default();
+        assert_eq!(db.offer(k, with(5, links(1))), Some(false), "a new key");
+        assert_eq!(db.offer(k, with(5, links(2))), None, "not newer");
+        assert_eq!(db.offer(k, with(4, links(2))), None, "older");
+        assert_eq!(
+            db.offer(k, with(6, links(1))),
+            Some(true),
+            "newer, same links"
+        );
+        assert_eq!(
+            db.offer(k, with(7, links(2))),
+            Some(false),
+            "newer, other links"
+        );
+        assert_eq!(db.get(&k).map(|s| s.seq), Some(7));
+        assert_eq!(db.digest(), entry_hash(&k, 7));
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub struct LinkState {
     next_refresh: Instant,
     next_sync: Instant,
     /// LSAs waiting to be flooded: key -> the neighbor it came from (not sent back there).
-    pending: FxHashMap<(Raw, u8), Option<NodeAddr>>,
+    /// The LSA itself rides along, so a flood round reads no database entry.
+    pending: FxHashMap<Key, (Option<NodeAddr>, Lsa)>,
     /// Per new neighbor: the database keys still to send it (paced like floods).
     backlog: FxHashMap<NodeAddr, VecDeque<(Raw, u8)>>,
     flood_at: Option<Instant>,
@@ -251,9 +252,8 @@ impl LinkState {
                 continue;
             }
             let key = (origin, lsa.fragment);
-            let newer = self.db.get(&key).is_none_or(|s| s.seq < lsa.seq);
-            if !newer {
-                continue;
+            if self.db.get(&key).is_some_and(|s| s.seq >= lsa.seq) {
+                continue; // the common case in a flood: a copy we hold, from another neighbor
             }
             let links = match &self.pool {
                 Some(p) => p.intern(&lsa.origin, lsa.fragment, lsa.seq, &lsa.links),
@@ -261,17 +261,23 @@ impl LinkState {
             };
             let life = Duration::from_millis(u64::from(lsa.lifetime_ms).max(1));
             let expires = now + life;
-            let same = self.db.get(&key).is_some_and(|s| s.links == links);
-            self.db.put(
-                key,
-                Stored {
-                    seq: lsa.seq,
-                    expires,
-                    links,
-                },
-            );
+            let st = Stored {
+                seq: lsa.seq,
+                expires,
+                links: Arc::clone(&links),
+            };
+            let Some(same) = self.db.offer(key, st) else {
+                continue;
+            };
             self.note_expiry(expires);
-            self.queue_flood(now, key, Some(msg.sender));
+            let out = Lsa {
+                origin: lsa.origin,
+                fragment: lsa.fragment,
+                seq: lsa.seq,
+                lifetime_ms: self.lifetime_ms(),
+                links,
+            };
+            self.queue_flood(now, key, Some(msg.sender), out);
             changed |= !same;
         }
         if changed {
@@ -438,7 +444,7 @@ impl LinkState {
             origin,
             fragment: key.1,
             seq: s.seq,
-            lifetime_ms: u32::try_from(self.cfg.lsa_lifetime.as_millis()).unwrap_or(u32::MAX),
+            lifetime_ms: self.lifetime_ms(),
             links: Arc::clone(&s.links),
         })
     }
@@ -458,21 +464,34 @@ impl LinkState {
         for f in 0..self.own_frags {
             let part = chunks.get(usize::from(f)).copied().unwrap_or(&[]);
             let key = (self.me_raw, f);
+            let links: Arc<[(NodeAddr, u16)]> = part.into();
             self.db.put(
                 key,
                 Stored {
                     seq: self.own_seq,
                     expires,
-                    links: part.into(),
+                    links: Arc::clone(&links),
                 },
             );
-            self.queue_flood(now, key, None);
+            let lsa = Lsa {
+                origin: self.me,
+                fragment: f,
+                seq: self.own_seq,
+                lifetime_ms: self.lifetime_ms(),
+                links,
+            };
+            self.queue_flood(now, key, None, lsa);
         }
         self.note_expiry(expires);
     }
 
-    fn queue_flood(&mut self, now: Instant, key: (Raw, u8), from: Option<NodeAddr>) {
-        self.pending.insert(key, from);
+    /// The lifetime this node gives the LSAs it sends.
+    fn lifetime_ms(&self) -> u32 {
+        u32::try_from(self.cfg.lsa_lifetime.as_millis()).unwrap_or(u32::MAX)
+    }
+
+    fn queue_flood(&mut self, now: Instant, key: Key, from: Option<NodeAddr>, lsa: Lsa) {
+        self.pending.insert(key, (from, lsa));
         if self.flood_at.is_none() {
             self.flood_at = Some(now + self.cfg.triggered_delay);
         }
@@ -483,16 +502,14 @@ impl LinkState {
     /// database backlog within the same budget. Whatever did not fit waits for the next
     /// round.
     fn flood(&mut self, now: Instant) {
-        let mut pending: Vec<((Raw, u8), Option<NodeAddr>)> = self.pending.drain().collect();
+        let mut pending: Vec<(Key, (Option<NodeAddr>, Lsa))> = self.pending.drain().collect();
         pending.sort_unstable_by_key(|p| p.0);
         let mut lsas: Vec<(Lsa, Option<NodeAddr>)> = Vec::new();
         let mut used = 0;
         let mut rest = pending.into_iter();
-        for (k, from) in rest.by_ref() {
-            if let Some(l) = self.lsa_of(&k) {
-                used += l.wire_len();
-                lsas.push((l, from));
-            }
+        for (_, (from, l)) in rest.by_ref() {
+            used += l.wire_len();
+            lsas.push((l, from));
             if used >= FLOOD_BUDGET_BYTES {
                 break;
             }
