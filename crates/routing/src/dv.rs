@@ -95,6 +95,13 @@ pub struct DistanceVector {
     next_periodic: Instant,
     triggered_at: Option<Instant>,
     outbox: VecDeque<(LinkId, NodeAddr, Routes)>,
+    /// Per neighbor, update messages not yet released to `outbox`: at most
+    /// [`crate::PACE_BYTES`] leave per neighbor per pacing round (`triggered_delay`), so a
+    /// full table of thousands of routes never overflows a link queue at once (its tail
+    /// would be lost every round, and the destinations in it never learned).
+    paced: std::collections::BTreeMap<NodeAddr, (LinkId, VecDeque<Routes>)>,
+    /// When the current pacing round ends (`None`: no round running, a release may go now).
+    pace_at: Option<Instant>,
     /// A lower bound of the earliest route expiry or garbage-collection deadline: lowered
     /// whenever a route gets a deadline (O(1)), recomputed exactly by a scan only in
     /// `handle_timeout`. So `poll_timeout` (called by drivers on every loop iteration) and
@@ -132,6 +139,8 @@ impl DistanceVector {
             next_periodic: now + cfg.update_interval,
             triggered_at: None,
             outbox: VecDeque::new(),
+            paced: std::collections::BTreeMap::new(),
+            pace_at: None,
             route_deadline: None,
             changes: 0,
             log: ChangeLog::default(),
@@ -257,13 +266,15 @@ impl DistanceVector {
             }
         }
         self.resolve_statics(now);
-        // Tell the new neighbor everything at once.
+        // Tell the new neighbor everything (paced).
         self.queue_full_update_to(addr, link);
+        self.release(now);
     }
 
     /// A neighbor went down: every route through it becomes unreachable.
     pub fn neighbor_down(&mut self, now: Instant, addr: NodeAddr) {
         self.neighbors.remove(&addr);
+        self.paced.remove(&addr);
         let dead: Vec<NodeAddr> = self
             .routes
             .values()
@@ -381,6 +392,31 @@ impl DistanceVector {
         if due {
             self.refresh_route_deadline();
         }
+        if self.pace_at.is_some_and(|t| t <= now) {
+            self.pace_at = None;
+        }
+        self.release(now);
+    }
+
+    /// Starts a pacing round if none is running and messages wait: up to
+    /// [`crate::PACE_BYTES`] per neighbor move to the outbox, the rest wait for the next
+    /// round.
+    fn release(&mut self, now: Instant) {
+        if self.pace_at.is_some() || self.paced.is_empty() {
+            return;
+        }
+        for (to, (link, q)) in &mut self.paced {
+            let mut bytes = 0;
+            while bytes < crate::PACE_BYTES {
+                let Some(m) = q.pop_front() else {
+                    break;
+                };
+                bytes += 24 + m.entries.len() * 20;
+                self.outbox.push_back((*link, *to, m));
+            }
+        }
+        self.paced.retain(|_, (_, q)| !q.is_empty());
+        self.pace_at = Some(now + self.cfg.triggered_delay);
     }
 
     /// The next deadline: periodic update, triggered update, or a route's expiry or
@@ -395,7 +431,7 @@ impl DistanceVector {
             "the route deadline must not be later than the earliest route deadline"
         );
         let mut t = self.next_periodic;
-        for d in [self.triggered_at, self.route_deadline]
+        for d in [self.triggered_at, self.route_deadline, self.pace_at]
             .into_iter()
             .flatten()
         {
@@ -453,15 +489,17 @@ impl DistanceVector {
                 (r.dest, if poisoned { inf } else { r.metric.min(inf) })
             })
             .collect();
+        let slot = self
+            .paced
+            .entry(to)
+            .or_insert_with(|| (link, VecDeque::new()));
+        slot.0 = link;
+        let q = &mut slot.1;
         for chunk in entries.chunks(MAX_ROUTES_PER_MESSAGE) {
-            self.outbox.push_back((
-                link,
-                to,
-                Routes {
-                    sender: self.me,
-                    entries: chunk.to_vec(),
-                },
-            ));
+            q.push_back(Routes {
+                sender: self.me,
+                entries: chunk.to_vec(),
+            });
         }
     }
 
@@ -772,13 +810,73 @@ mod tests {
             );
         }
         dv.neighbor_up(t0, LinkId(1), a(3), 1);
-        let mut n = 0;
+        // The pacing round started by a(2)'s dump is still running: a(3) waits for it.
+        assert!(dv.poll_update().is_none());
+        let t1 = t0 + cfg().triggered_delay;
+        assert!(dv.poll_timeout().is_some_and(|t| t <= t1));
+        dv.handle_timeout(t1);
+        let mut dests = std::collections::BTreeSet::new();
         while let Some((_, to, m)) = dv.poll_update() {
             assert!(m.entries.len() <= 64);
             if to == a(3) {
-                n += m.entries.len();
+                dests.extend(m.entries.iter().map(|e| e.0));
             }
         }
-        assert_eq!(n, 202); // 200 learned + self + a(2)
+        // 200 learned + self + a(2) (the triggered update of the learned routes, due at
+        // the same time, repeats some of them).
+        assert_eq!(dests.len(), 202);
+    }
+
+    #[test]
+    fn a_full_table_leaves_in_paced_rounds() {
+        // 3,000 routes (60 KB of entries) to a new neighbor: at most PACE_BYTES per round
+        // of triggered_delay, all of it in the end, in order.
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        while dv.poll_update().is_some() {}
+        let entries: Vec<(NodeAddr, u16)> = (0..3000u16)
+            .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 1), 1))
+            .collect();
+        for c in entries.chunks(64) {
+            dv.on_update(
+                t0,
+                LinkId(0),
+                &Routes {
+                    sender: a(2),
+                    entries: c.to_vec(),
+                },
+            );
+        }
+        let mut now = t0 + cfg().triggered_delay;
+        dv.handle_timeout(now);
+        while dv.poll_update().is_some() {}
+        dv.neighbor_up(now, LinkId(1), a(3), 1);
+        let mut rounds = Vec::new();
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            let mut bytes = 0;
+            while let Some((_, to, m)) = dv.poll_update() {
+                if to == a(3) {
+                    bytes += 24 + m.entries.len() * 20;
+                    seen.extend(m.entries.iter().map(|e| e.0));
+                }
+            }
+            if bytes > 0 {
+                rounds.push(bytes);
+            }
+            now += cfg().triggered_delay;
+            dv.handle_timeout(now);
+        }
+        assert!(rounds.len() >= 3, "{rounds:?}");
+        assert!(
+            rounds.iter().all(|b| *b < crate::PACE_BYTES + 24 + 64 * 20),
+            "{rounds:?}"
+        );
+        assert_eq!(seen.len(), 3002);
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 3002, "each destination once");
     }
 }

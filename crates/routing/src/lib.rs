@@ -33,6 +33,11 @@ pub mod pool;
 mod service;
 
 pub use fib::{ChangeLog, Fib, FibEntry};
+
+/// Most routing-message bytes a node sends one neighbor per pacing round
+/// (`triggered_delay`): the rest of a large table or flood waits for the next round, so a
+/// burst never overflows a link queue that holds 64 KiB (the emulator's, a socket buffer).
+pub const PACE_BYTES: usize = 24 * 1024;
 pub use pool::LsaPool;
 pub use service::Routing;
 

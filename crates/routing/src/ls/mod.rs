@@ -59,9 +59,8 @@ use crate::{LinkId, NextHop, RoutingConfig};
 /// A node address in its 18-byte wire form (compact keys for the database).
 type Raw = [u8; NODE_ADDR_LEN];
 
-/// Most LSA bytes one flood round sends a neighbor: the rest waits for the next round
-/// (`triggered_delay` later), so a burst never overflows a link queue that holds 64 KiB.
-const FLOOD_BUDGET_BYTES: usize = 24 * 1024;
+/// Most LSA bytes one flood round sends a neighbor (see [`crate::PACE_BYTES`]).
+const FLOOD_BUDGET_BYTES: usize = crate::PACE_BYTES;
 
 /// The link-state state machine of one node.
 #[derive(Debug)]
