@@ -26,6 +26,10 @@
 //! arriving within twice the current hold of the last run, the hold doubles up to
 //! `spf_max_delay` (OSPF's SPF throttling).
 //!
+//! Files: this one is the protocol (floods, sync, timers, the forwarding-table update);
+//! `db.rs` the database and its digest; `spf.rs` Dijkstra. In an emulator the link lists of
+//! stored LSAs can be shared among nodes ([`LsaPool`]).
+//!
 //! Invariants:
 //! - the forwarding table ([`Fib`]) holds exactly the destinations the last SPF run (or a
 //!   static route whose neighbor is up) reached, with the first hop of a shortest path; ties
