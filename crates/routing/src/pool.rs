@@ -19,13 +19,13 @@ use anode_wire::addr::NODE_ADDR_LEN;
 use rustc_hash::FxHashMap;
 
 /// A shared LSA link list.
-pub type LinkList = Arc<[(NodeAddr, u16)]>;
+pub type LinkList = Arc<Vec<(NodeAddr, u16)>>;
 
 type Key = ([u8; NODE_ADDR_LEN], u8, u32);
 
 #[derive(Debug, Default)]
 struct Table {
-    map: FxHashMap<Key, Weak<[(NodeAddr, u16)]>>,
+    map: FxHashMap<Key, Weak<Vec<(NodeAddr, u16)>>>,
     /// Entries after the last sweep (the next sweep comes at twice as many).
     swept_at: usize,
 }
@@ -78,7 +78,7 @@ mod tests {
     use anode_wire::addr::v4;
 
     fn list(v: &[(u8, u16)]) -> LinkList {
-        v.iter().map(|(i, c)| (v4(198, 18, 0, *i, 1), *c)).collect()
+        Arc::new(v.iter().map(|(i, c)| (v4(198, 18, 0, *i, 1), *c)).collect())
     }
 
     #[test]

@@ -137,7 +137,7 @@ pub struct Lsa {
     pub lifetime_ms: u32,
     /// (neighbor, cost) for each up link; at most [`MAX_LSA_LINKS`]. Shared, so a node that
     /// stores and re-floods an LSA keeps and sends the list it parsed, copying nothing.
-    pub links: Arc<[(NodeAddr, u16)]>,
+    pub links: Arc<Vec<(NodeAddr, u16)>>,
 }
 
 impl Lsa {
@@ -449,7 +449,8 @@ fn parse_lsas(body: &[u8]) -> Result<Lsas, WireError> {
                     util::u16_at(body, p + 18, "lsa link")?,
                 ))
             })
-            .collect::<Result<Arc<[_]>, WireError>>()?;
+            .collect::<Result<Vec<_>, WireError>>()
+            .map(Arc::new)?;
         at += k * 20;
         lsas.push(Lsa {
             origin,

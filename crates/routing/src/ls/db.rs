@@ -7,9 +7,8 @@
 //! origin, so this is the emulator's largest table (n² entries), and a B-tree packs ~60
 //! bytes an entry where a hash table past its load factor takes twice that.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use anode_wire::NodeAddr;
 use std::collections::BTreeMap;
 
 use super::Raw;
@@ -21,20 +20,46 @@ pub(super) type Key = (Raw, u8);
 #[derive(Debug, Clone)]
 pub(super) struct Stored {
     pub(super) seq: u32,
-    pub(super) expires: Instant,
+    /// Whole seconds since the database's epoch, rounded up ([`Db::expiry`]).
+    pub(super) expires: u32,
     /// As parsed from the LSA that brought it (shared with the floods that pass it on, and
-    /// with other nodes through an `LsaPool`).
-    pub(super) links: std::sync::Arc<[(NodeAddr, u16)]>,
+    /// with other nodes through an `LsaPool`); a thin pointer, 8 bytes.
+    pub(super) links: crate::pool::LinkList,
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Db {
     map: BTreeMap<Key, Stored>,
     digest: u64,
+    /// Expiry times count whole seconds from here.
+    epoch: Instant,
 }
 
 impl Db {
+    /// An empty database whose expiry clock starts at `epoch`.
+    pub(super) fn new(epoch: Instant) -> Self {
+        Db {
+            map: BTreeMap::new(),
+            digest: 0,
+            epoch,
+        }
+    }
+
+    /// `t` as an entry's expiry: whole seconds since the epoch, rounded up, so an entry
+    /// takes 16 bytes instead of 32 and an LSA lives at most a second past its lifetime
+    /// (lifetimes are an hour by default).
+    pub(super) fn expiry(&self, t: Instant) -> u32 {
+        let d = t.saturating_duration_since(self.epoch);
+        let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        u32::try_from(s).unwrap_or(u32::MAX)
+    }
+
+    /// The instant an expiry stands for.
+    pub(super) fn instant(&self, expiry: u32) -> Instant {
+        self.epoch + Duration::from_secs(u64::from(expiry))
+    }
+
     pub(super) fn len(&self) -> usize {
         self.map.len()
     }
@@ -84,8 +109,9 @@ impl Db {
     pub(super) fn expire(&mut self, now: Instant) -> usize {
         let before = self.map.len();
         let mut gone = 0;
+        let now = now.saturating_duration_since(self.epoch).as_secs();
         self.map.retain(|k, s| {
-            let keep = s.expires > now;
+            let keep = u64::from(s.expires) > now;
             if !keep {
                 gone ^= entry_hash(k, s.seq);
             }
@@ -97,7 +123,11 @@ impl Db {
 
     /// The earliest expiry, if any entry.
     pub(super) fn earliest_expiry(&self) -> Option<Instant> {
-        self.map.values().map(|s| s.expires).min()
+        self.map
+            .values()
+            .map(|s| s.expires)
+            .min()
+            .map(|e| self.instant(e))
     }
 
     /// Every key, in order.
@@ -155,11 +185,11 @@ mod tests {
     use anode_wire::addr::NODE_ADDR_LEN;
     use std::time::Duration;
 
-    fn st(seq: u32, expires: Instant) -> Stored {
+    fn st(seq: u32, expires: u32) -> Stored {
         Stored {
             seq,
             expires,
-            links: std::sync::Arc::from([]),
+            links: std::sync::Arc::new(Vec::new()),
         }
     }
 
@@ -167,14 +197,14 @@ mod tests {
     fn the_digest_follows_every_change_whatever_the_order() {
         let now = Instant::now();
         let k = |i: u8, f: u8| ([i; NODE_ADDR_LEN], f);
-        let mut a = Db::default();
-        let mut b = Db::default();
+        let mut a = Db::new(now);
+        let mut b = Db::new(now);
         // Same entries, other order: same digest.
         for (i, f, s) in [(3, 0, 1), (1, 0, 4), (1, 1, 2)] {
-            a.put(k(i, f), st(s, now + Duration::from_secs(u64::from(i))));
+            a.put(k(i, f), st(s, u32::from(i)));
         }
         for (i, f, s) in [(1, 1, 2), (3, 0, 1), (1, 0, 4)] {
-            b.put(k(i, f), st(s, now + Duration::from_secs(u64::from(i))));
+            b.put(k(i, f), st(s, u32::from(i)));
         }
         assert_eq!(a.digest(), b.digest());
         let keys: Vec<Key> = a.keys().copied().collect();
@@ -182,11 +212,13 @@ mod tests {
         assert_eq!(a.range(&k(1, 1), &k(3, 0)), vec![k(1, 1)]);
         assert!(a.range(&k(3, 0), &k(1, 0)).is_empty(), "an empty range");
         // A newer sequence number changes the digest.
-        a.put(k(3, 0), st(2, now + Duration::from_secs(3)));
+        a.put(k(3, 0), st(2, 3));
         assert_ne!(a.digest(), b.digest());
-        b.put(k(3, 0), st(2, now + Duration::from_secs(3)));
+        b.put(k(3, 0), st(2, 3));
         assert_eq!(a.digest(), b.digest());
-        // Expiry drops the entries due, in the digest and the keys too.
+        // Expiry drops the entries due (expiry 1 s: gone at 1 s, not before), in the
+        // digest and the keys too.
+        assert_eq!(a.expire(now + Duration::from_millis(999)), 0);
         assert_eq!(a.expire(now + Duration::from_secs(2)), 2);
         assert_eq!(a.keys().copied().collect::<Vec<_>>(), vec![k(3, 0)]);
         assert_eq!(a.digest(), entry_hash(&k(3, 0), 2));
@@ -194,18 +226,28 @@ mod tests {
     }
 
     #[test]
+    fn expiries_round_up_to_whole_seconds() {
+        let now = Instant::now();
+        let db = Db::new(now);
+        assert_eq!(db.expiry(now), 0);
+        assert_eq!(db.expiry(now + Duration::from_millis(1)), 1);
+        assert_eq!(db.expiry(now + Duration::from_secs(3600)), 3600);
+        assert_eq!(db.instant(7), now + Duration::from_secs(7));
+    }
+
+    #[test]
     fn offer_keeps_only_newer_copies_and_says_whether_the_links_changed() {
         let now = Instant::now();
         let k = ([7u8; NODE_ADDR_LEN], 0);
-        let links = |i: u8| -> std::sync::Arc<[(NodeAddr, u16)]> {
-            vec![(anode_wire::addr::v4(198, 18, 0, i, 1), 1)].into()
+        let links = |i: u8| -> crate::pool::LinkList {
+            std::sync::Arc::new(vec![(anode_wire::addr::v4(198, 18, 0, i, 1), 1)])
         };
         let with = |seq, l| Stored {
             seq,
-            expires: now,
+            expires: 60,
             links: l,
         };
-        let mut db = Db::default();
+        let mut db = Db::new(now);
         assert_eq!(db.offer(k, with(5, links(1))), Some(false), "a new key");
         assert_eq!(db.offer(k, with(5, links(2))), None, "not newer");
         assert_eq!(db.offer(k, with(4, links(2))), None, "older");

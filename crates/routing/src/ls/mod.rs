@@ -111,7 +111,7 @@ impl LinkState {
             me_raw: me.to_bytes(),
             cfg,
             neighbors: FxHashMap::default(),
-            db: Db::default(),
+            db: Db::new(now),
             own_seq: 0,
             own_frags: 1,
             next_refresh: now + cfg.lsa_refresh,
@@ -263,7 +263,7 @@ impl LinkState {
                 None => Arc::clone(&lsa.links),
             };
             let life = Duration::from_millis(u64::from(lsa.lifetime_ms).max(1));
-            let expires = now + life;
+            let expires = self.db.expiry(now + life);
             let st = Stored {
                 seq: lsa.seq,
                 expires,
@@ -272,7 +272,7 @@ impl LinkState {
             let Some(same) = self.db.offer(key, st) else {
                 continue;
             };
-            self.note_expiry(expires);
+            self.note_expiry(self.db.instant(expires));
             let out = Lsa {
                 origin: lsa.origin,
                 fragment: lsa.fragment,
@@ -463,11 +463,11 @@ impl LinkState {
         let chunks: Vec<&[(NodeAddr, u16)]> = links.chunks(MAX_LSA_LINKS).collect();
         let frags = u8::try_from(chunks.len().max(1)).unwrap_or(u8::MAX);
         self.own_frags = self.own_frags.max(frags);
-        let expires = now + self.cfg.lsa_lifetime;
+        let expires = self.db.expiry(now + self.cfg.lsa_lifetime);
         for f in 0..self.own_frags {
             let part = chunks.get(usize::from(f)).copied().unwrap_or(&[]);
             let key = (self.me_raw, f);
-            let links: Arc<[(NodeAddr, u16)]> = part.into();
+            let links = Arc::new(part.to_vec());
             self.db.put(
                 key,
                 Stored {
@@ -485,7 +485,7 @@ impl LinkState {
             };
             self.queue_flood(now, key, None, lsa);
         }
-        self.note_expiry(expires);
+        self.note_expiry(self.db.instant(expires));
     }
 
     /// The lifetime this node gives the LSAs it sends.
@@ -917,7 +917,7 @@ mod tests {
                 fragment: 0,
                 seq: 500,
                 lifetime_ms: 60_000,
-                links: Arc::from([]),
+                links: Arc::new(Vec::new()),
             }],
         };
         assert!(n.on_lsas(now, LinkId(0), &msg));

@@ -201,7 +201,7 @@ mod tests {
     use anode_wire::NodeAddr;
     use anode_wire::addr::v4;
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     /// Random connected graphs with random costs: every metric is the Floyd-Warshall
     /// distance, and every first hop starts a shortest path.
@@ -234,17 +234,17 @@ mod tests {
                 }
             }
             let now = Instant::now();
-            let mut db = Db::default();
+            let mut db = Db::new(now);
             for (u, row) in cost.iter().enumerate() {
-                let links: Arc<[(NodeAddr, u16)]> = row
+                let links: Vec<(NodeAddr, u16)> = row
                     .iter()
                     .enumerate()
                     .filter_map(|(v, c)| Some((addr(v), (*c)?)))
                     .collect();
                 let st = Stored {
                     seq: 1,
-                    expires: now + Duration::from_secs(60),
-                    links,
+                    expires: 60,
+                    links: Arc::new(links),
                 };
                 db.put((addr(u).to_bytes(), 0), st);
             }
