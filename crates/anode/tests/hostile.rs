@@ -448,6 +448,7 @@ fn a_node_whose_socket_file_was_deleted_still_stops() {
     let a = addr(ip, free_port(ip));
     let n = anode().start_node(&dir, "a", &a, &node_config(&a, &[], &dir.path("a.sock")));
     std::fs::remove_file(&n.socket).unwrap();
+    let log = n.log.clone();
     let t0 = Instant::now();
     n.proc.signal(libc::SIGTERM);
     let out = n.proc.finish(Duration::from_secs(5));
@@ -455,7 +456,12 @@ fn a_node_whose_socket_file_was_deleted_still_stops() {
         "FIGURE unstoppable node: socket file deleted, SIGTERM stopped the node in {:.0} ms",
         t0.elapsed().as_secs_f64() * 1e3
     );
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
 }
 
 #[test]

@@ -57,6 +57,9 @@ pub fn run(args: Args) -> super::CmdResult {
         print_summary(&file);
         return config::check_dirs(&file);
     }
+    // Before the control socket exists: a SIGTERM sent as soon as it appears must stop the
+    // node cleanly, not kill it by the default action (leaving the socket file behind).
+    super::install_signals()?;
     let node = NodeBuilder::from_file(&file)
         .build(std::time::Instant::now())
         .map_err(|e| e.to_string())?;
@@ -65,7 +68,6 @@ pub fn run(args: Args) -> super::CmdResult {
     if let Some(a) = running.metrics_addr() {
         eprintln!("anode: metrics on http://{a}/metrics");
     }
-    super::install_signals()?;
     eprintln!(
         "anode: node {} running on UDP {} with {} link(s); control socket {}\n\
          anode: try `anode status --socket {}`; Ctrl-C stops the node (--log info shows neighbors and routes)",
