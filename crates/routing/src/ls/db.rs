@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeMap;
 
 use super::Raw;
+use crate::pool::LinkList;
 
 /// A database key: (origin in its wire form, fragment).
 pub(super) type Key = (Raw, u8);
@@ -24,7 +25,7 @@ pub(super) struct Stored {
     pub(super) expires: u32,
     /// As parsed from the LSA that brought it (shared with the floods that pass it on, and
     /// with other nodes through an `LsaPool`); a thin pointer, 8 bytes.
-    pub(super) links: crate::pool::LinkList,
+    pub(super) links: LinkList,
 }
 
 /// See the module docs.
@@ -68,7 +69,8 @@ impl Db {
         self.map.get(key)
     }
 
-    /// The digest of every (key, seq).
+    /// The digest of every (key, seq) (tests; the protocol reads [`Db::summary`]).
+    #[cfg(test)]
     pub(super) fn digest(&self) -> u64 {
         self.digest
     }
@@ -81,26 +83,42 @@ impl Db {
         }
     }
 
-    /// Stores `st` under `key` if it is newer than the copy held (or there is none), in one
-    /// walk of the tree: `None` if it was not newer (nothing changed), else whether the old
-    /// copy had the same links (`Some(false)` for a new key).
-    pub(super) fn offer(&mut self, key: Key, st: Stored) -> Option<bool> {
+    /// The database in 12 bytes: (LSA count, digest), as an `LsaDigest` carries it.
+    pub(super) fn summary(&self) -> (u32, u64) {
+        let count = u32::try_from(self.map.len()).unwrap_or(u32::MAX);
+        (count, self.digest)
+    }
+
+    /// Stores the entry `make` builds under `key` if `seq` is newer than the copy held (or
+    /// there is none), in one walk of the tree; `make` runs only then. `None` if it was not
+    /// newer (nothing changed), else whether the old copy had the same links (`false` for a
+    /// new key) and the stored list.
+    pub(super) fn offer(
+        &mut self,
+        key: Key,
+        seq: u32,
+        make: impl FnOnce() -> Stored,
+    ) -> Option<(bool, LinkList)> {
         use std::collections::btree_map::Entry;
         match self.map.entry(key) {
             Entry::Occupied(mut o) => {
                 let old = o.get_mut();
-                if old.seq >= st.seq {
+                if old.seq >= seq {
                     return None;
                 }
+                let st = make();
                 let same = old.links == st.links;
                 self.digest ^= entry_hash(&key, old.seq) ^ entry_hash(&key, st.seq);
+                let links = std::sync::Arc::clone(&st.links);
                 *old = st;
-                Some(same)
+                Some((same, links))
             }
             Entry::Vacant(v) => {
+                let st = make();
                 self.digest ^= entry_hash(&key, st.seq);
+                let links = std::sync::Arc::clone(&st.links);
                 v.insert(st);
-                Some(false)
+                Some((false, links))
             }
         }
     }
@@ -239,7 +257,7 @@ mod tests {
     fn offer_keeps_only_newer_copies_and_says_whether_the_links_changed() {
         let now = Instant::now();
         let k = ([7u8; NODE_ADDR_LEN], 0);
-        let links = |i: u8| -> crate::pool::LinkList {
+        let links = |i: u8| -> LinkList {
             std::sync::Arc::new(vec![(anode_wire::addr::v4(198, 18, 0, i, 1), 1)])
         };
         let with = |seq, l| Stored {
@@ -248,19 +266,24 @@ mod tests {
             links: l,
         };
         let mut db = Db::new(now);
-        assert_eq!(db.offer(k, with(5, links(1))), Some(false), "a new key");
-        assert_eq!(db.offer(k, with(5, links(2))), None, "not newer");
-        assert_eq!(db.offer(k, with(4, links(2))), None, "older");
+        let mut made = 0;
+        let mut offer = |db: &mut Db, seq: u32, l: LinkList| {
+            db.offer(k, seq, || {
+                made += 1;
+                with(seq, l)
+            })
+            .map(|(same, _)| same)
+        };
+        assert_eq!(offer(&mut db, 5, links(1)), Some(false), "a new key");
+        assert_eq!(offer(&mut db, 5, links(2)), None, "not newer");
+        assert_eq!(offer(&mut db, 4, links(2)), None, "older");
+        assert_eq!(offer(&mut db, 6, links(1)), Some(true), "newer, same links");
         assert_eq!(
-            db.offer(k, with(6, links(1))),
-            Some(true),
-            "newer, same links"
-        );
-        assert_eq!(
-            db.offer(k, with(7, links(2))),
+            offer(&mut db, 7, links(2)),
             Some(false),
             "newer, other links"
         );
+        assert_eq!(made, 3, "the entry is built only when it is stored");
         assert_eq!(db.get(&k).map(|s| s.seq), Some(7));
         assert_eq!(db.digest(), entry_hash(&k, 7));
     }

@@ -86,7 +86,7 @@ pub struct LinkState {
     /// The LSA itself rides along, so a flood round reads no database entry.
     pending: FxHashMap<Key, (Option<NodeAddr>, Lsa)>,
     /// Per new neighbor: the database keys still to send it (paced like floods).
-    backlog: FxHashMap<NodeAddr, VecDeque<(Raw, u8)>>,
+    backlog: FxHashMap<NodeAddr, VecDeque<Key>>,
     flood_at: Option<Instant>,
     spf_at: Option<Instant>,
     last_spf: Option<Instant>,
@@ -240,9 +240,8 @@ impl LinkState {
     /// Handles LSAs from neighbor `msg.sender` on `link`; false (ignored) if the sender is
     /// not an up neighbor on that link.
     pub fn on_lsas(&mut self, now: Instant, link: LinkId, msg: &Lsas) -> bool {
-        match self.neighbors.get(&msg.sender) {
-            Some(&(l, _)) if l == link => {}
-            _ => return false,
+        if !self.is_neighbor_on(link, &msg.sender) {
+            return false;
         }
         let mut changed = false;
         for lsa in &msg.lsas {
@@ -255,21 +254,19 @@ impl LinkState {
                 continue;
             }
             let key = (origin, lsa.fragment);
-            if self.db.get(&key).is_some_and(|s| s.seq >= lsa.seq) {
-                continue; // the common case in a flood: a copy we hold, from another neighbor
-            }
-            let links = match &self.pool {
-                Some(p) => p.intern(&lsa.origin, lsa.fragment, lsa.seq, &lsa.links),
-                None => Arc::clone(&lsa.links),
-            };
             let life = Duration::from_millis(u64::from(lsa.lifetime_ms).max(1));
             let expires = self.db.expiry(now + life);
-            let st = Stored {
+            let pool = self.pool.as_ref();
+            // Interned only if newer: most copies in a flood are ones we hold already.
+            let offered = self.db.offer(key, lsa.seq, || Stored {
                 seq: lsa.seq,
                 expires,
-                links: Arc::clone(&links),
-            };
-            let Some(same) = self.db.offer(key, st) else {
+                links: match pool {
+                    Some(p) => p.intern(&lsa.origin, lsa.fragment, lsa.seq, &lsa.links),
+                    None => Arc::clone(&lsa.links),
+                },
+            });
+            let Some((same, links)) = offered else {
                 continue;
             };
             self.note_expiry(self.db.instant(expires));
@@ -293,16 +290,15 @@ impl LinkState {
     /// in the summary's range [lo, hi) that it lacks or holds an older copy of. False (ignored) if
     /// the sender is not an up neighbor on that link.
     pub fn on_summary(&mut self, link: LinkId, msg: &LsaSummary) -> bool {
-        match self.neighbors.get(&msg.sender) {
-            Some(&(l, _)) if l == link => {}
-            _ => return false,
+        if !self.is_neighbor_on(link, &msg.sender) {
+            return false;
         }
         let lo = (msg.lo.0.to_bytes(), msg.lo.1);
         let hi = (msg.hi.0.to_bytes(), msg.hi.1);
         if lo >= hi {
             return true;
         }
-        let mut theirs: Vec<((Raw, u8), u32)> = msg
+        let mut theirs: Vec<(Key, u32)> = msg
             .entries
             .iter()
             .map(|(a, f, seq)| ((a.to_bytes(), *f), *seq))
@@ -328,21 +324,29 @@ impl LinkState {
 
     /// Queues a digest of the database to every neighbor.
     fn sync(&mut self) {
+        let (count, digest) = self.db.summary();
+        for (addr, link) in self.sorted_neighbors() {
+            let msg = LsaDigest {
+                sender: self.me,
+                count,
+                digest,
+            };
+            self.outbox.push_back((link, addr, Control::LsaDigest(msg)));
+        }
+    }
+
+    /// The up neighbors (address, link) in address order.
+    fn sorted_neighbors(&self) -> Vec<(NodeAddr, LinkId)> {
         let mut ns: Vec<(NodeAddr, LinkId)> =
             self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
         ns.sort_unstable();
-        let count = u32::try_from(self.db.len()).unwrap_or(u32::MAX);
-        for (addr, link) in ns {
-            self.outbox.push_back((
-                link,
-                addr,
-                Control::LsaDigest(LsaDigest {
-                    sender: self.me,
-                    count,
-                    digest: self.db.digest(),
-                }),
-            ));
-        }
+        ns
+    }
+
+    /// True if `sender` is an up neighbor on `link` (routing messages from anyone else are
+    /// ignored).
+    fn is_neighbor_on(&self, link: LinkId, sender: &NodeAddr) -> bool {
+        self.neighbors.get(sender).is_some_and(|&(l, _)| l == link)
     }
 
     /// Handles a database digest from neighbor `msg.sender` on `link`: if our database
@@ -350,12 +354,10 @@ impl LinkState {
     /// answer what it lacks. False (ignored) if the sender is not an up neighbor on that
     /// link.
     pub fn on_digest(&mut self, link: LinkId, msg: &LsaDigest) -> bool {
-        match self.neighbors.get(&msg.sender) {
-            Some(&(l, _)) if l == link => {}
-            _ => return false,
+        if !self.is_neighbor_on(link, &msg.sender) {
+            return false;
         }
-        let count = u32::try_from(self.db.len()).unwrap_or(u32::MAX);
-        if (msg.count, msg.digest) != (count, self.db.digest()) {
+        if (msg.count, msg.digest) != self.db.summary() {
             self.summaries_to(link, msg.sender);
         }
         true
@@ -364,7 +366,7 @@ impl LinkState {
     /// Queues a summary of the whole database to one neighbor, in key ranges.
     fn summaries_to(&mut self, link: LinkId, addr: NodeAddr) {
         let keys: Vec<(Key, u32)> = self.db.ordered().map(|(k, s)| (*k, s.seq)).collect();
-        let chunks: Vec<&[((Raw, u8), u32)]> = keys.chunks(MAX_SUMMARY_ENTRIES).collect();
+        let chunks: Vec<&[(Key, u32)]> = keys.chunks(MAX_SUMMARY_ENTRIES).collect();
         for (i, c) in chunks.iter().enumerate() {
             let lo = if i == 0 {
                 ([0u8; NODE_ADDR_LEN], 0)
@@ -440,7 +442,7 @@ impl LinkState {
         self.expiry_bound = Some(self.expiry_bound.map_or(t, |b| b.min(t)));
     }
 
-    fn lsa_of(&self, key: &(Raw, u8)) -> Option<Lsa> {
+    fn lsa_of(&self, key: &Key) -> Option<Lsa> {
         let s = self.db.get(key)?;
         let origin = NodeAddr::read(&key.0, 0).ok()?;
         Some(Lsa {
@@ -518,10 +520,7 @@ impl LinkState {
             }
         }
         self.pending.extend(rest);
-        let mut ns: Vec<(NodeAddr, LinkId)> =
-            self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
-        ns.sort_unstable();
-        for (addr, link) in ns {
+        for (addr, link) in self.sorted_neighbors() {
             let mut out: Vec<Lsa> = lsas
                 .iter()
                 .filter(|(_, from)| *from != Some(addr))
@@ -668,7 +667,6 @@ impl LinkState {
                 }
             }
         }
-        drop(spf);
         if fib_changes.is_empty() {
             return;
         }
