@@ -503,11 +503,8 @@ pub trait Net {
         let mut t = vec![NO_HOP; n * n];
         for u in 0..n {
             for d in 0..n {
-                let Some(v) = self.next_hop(u, d) else {
-                    continue;
-                };
-                let up = self.link_between(u, v).is_some_and(|l| self.link_up(l));
-                if let (true, Some(slot), Ok(v)) = (up, t.get_mut(d * n + u), u32::try_from(v)) {
+                let hop = hop_over_up_link(self, u, d).and_then(|v| u32::try_from(v).ok());
+                if let (Some(v), Some(slot)) = (hop, t.get_mut(d * n + u)) {
                     *slot = v;
                 }
             }
@@ -644,13 +641,15 @@ pub const NO_HOP: u32 = u32::MAX;
 /// a node that does not, or back onto itself, does not).
 pub(crate) fn reachers(net: &mut dyn Net, to: usize) -> Vec<bool> {
     let n = net.nodes().len();
-    reach_by(n, to, |at| {
-        let next = net.next_hop(at, to)?;
-        match net.link_between(at, next) {
-            Some(l) if net.link_up(l) => Some(next),
-            _ => None,
-        }
-    })
+    reach_by(n, to, |at| hop_over_up_link(net, at, to))
+}
+
+/// The next hop `at`'s table names toward `to`, if the link to it is up (what [`walk`]
+/// follows, without its reasons).
+fn hop_over_up_link<N: Net + ?Sized>(net: &mut N, at: usize, to: usize) -> Option<usize> {
+    let next = net.next_hop(at, to)?;
+    let l = net.link_between(at, next)?;
+    net.link_up(l).then_some(next)
 }
 
 /// [`reachers`] from a [`Net::next_hop_table`] (no lookups at all).

@@ -379,6 +379,13 @@ impl Sim {
         }
     }
 
+    /// The link behind node `u`'s port `link` and the node at its other end (up or not).
+    fn across(&self, u: usize, link: LinkId) -> Option<(&Link, usize)> {
+        let &(li, dir) = self.ports.get(u)?.get(link.0 as usize)?;
+        let l = self.links.get(li)?;
+        Some((l, if dir == 0 { l.spec.b } else { l.spec.a }))
+    }
+
     fn update_reachability(&mut self) {
         if !self.dirty {
             return;
@@ -515,9 +522,7 @@ impl Net for Sim {
     fn next_hop(&mut self, from: usize, to: usize) -> Option<usize> {
         let dst = self.specs.get(to)?.address;
         let hop = self.nodes.get(from)?.lookup(&dst)?;
-        let &(li, dir) = self.ports.get(from)?.get(hop.link.0 as usize)?;
-        let l = self.links.get(li)?;
-        Some(if dir == 0 { l.spec.b } else { l.spec.a })
+        self.across(from, hop.link).map(|(_, v)| v)
     }
 
     /// Reads each node's forwarding table once, in table order (one node's table stays in
@@ -536,14 +541,9 @@ impl Net for Sim {
                 let Some(&d) = by_raw.get(&raw) else {
                     continue;
                 };
-                let Some(&(li, dir)) = self.ports.get(u).and_then(|p| p.get(e.hop.link.0 as usize))
-                else {
+                let Some((_, v)) = self.across(u, e.hop.link).filter(|(l, _)| l.is_up()) else {
                     continue;
                 };
-                let Some(l) = self.links.get(li).filter(|l| l.is_up()) else {
-                    continue;
-                };
-                let v = if dir == 0 { l.spec.b } else { l.spec.a };
                 if let (Some(slot), Ok(v)) = (t.get_mut(d * n + u), u32::try_from(v)) {
                     *slot = v;
                 }
@@ -568,12 +568,8 @@ impl Hops for Sim {
     fn hop(&self, u: usize, d: usize) -> Option<usize> {
         let dst = self.specs.get(d)?.address;
         let hop = self.nodes.get(u)?.lookup(&dst)?;
-        let &(li, dir) = self.ports.get(u)?.get(hop.link.0 as usize)?;
-        let l = self.links.get(li)?;
-        if !l.is_up() {
-            return None;
-        }
-        Some(if dir == 0 { l.spec.b } else { l.spec.a })
+        let (l, v) = self.across(u, hop.link)?;
+        l.is_up().then_some(v)
     }
 }
 
