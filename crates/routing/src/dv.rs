@@ -790,25 +790,29 @@ mod tests {
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
     }
 
-    #[test]
-    fn large_tables_split_into_messages() {
-        let t0 = Instant::now();
+    /// Node a(1) with neighbor a(2) on link 0, from which it learned `n` routes (one hop
+    /// beyond a(2)); its outbox drained.
+    fn learned_from_a2(t0: Instant, n: u16) -> DistanceVector {
         let mut dv = DistanceVector::new(a(1), cfg(), t0);
         dv.neighbor_up(t0, LinkId(0), a(2), 1);
         while dv.poll_update().is_some() {}
-        let entries: Vec<(NodeAddr, u16)> = (0..200u16)
+        let entries: Vec<(NodeAddr, u16)> = (0..n)
             .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 1), 1))
             .collect();
         for c in entries.chunks(64) {
-            dv.on_update(
-                t0,
-                LinkId(0),
-                &Routes {
-                    sender: a(2),
-                    entries: c.to_vec(),
-                },
-            );
+            let msg = Routes {
+                sender: a(2),
+                entries: c.to_vec(),
+            };
+            dv.on_update(t0, LinkId(0), &msg);
         }
+        dv
+    }
+
+    #[test]
+    fn large_tables_split_into_messages() {
+        let t0 = Instant::now();
+        let mut dv = learned_from_a2(t0, 200);
         dv.neighbor_up(t0, LinkId(1), a(3), 1);
         // The pacing round started by a(2)'s dump is still running: a(3) waits for it.
         assert!(dv.poll_update().is_none());
@@ -832,22 +836,7 @@ mod tests {
         // 3,000 routes (60 KB of entries) to a new neighbor: at most PACE_BYTES per round
         // of triggered_delay, all of it in the end, in order.
         let t0 = Instant::now();
-        let mut dv = DistanceVector::new(a(1), cfg(), t0);
-        dv.neighbor_up(t0, LinkId(0), a(2), 1);
-        while dv.poll_update().is_some() {}
-        let entries: Vec<(NodeAddr, u16)> = (0..3000u16)
-            .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 1), 1))
-            .collect();
-        for c in entries.chunks(64) {
-            dv.on_update(
-                t0,
-                LinkId(0),
-                &Routes {
-                    sender: a(2),
-                    entries: c.to_vec(),
-                },
-            );
-        }
+        let mut dv = learned_from_a2(t0, 3000);
         let mut now = t0 + cfg().triggered_delay;
         dv.handle_timeout(now);
         while dv.poll_update().is_some() {}
