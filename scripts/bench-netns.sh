@@ -6,30 +6,41 @@
 #   cfwd    the C baseline `fwd LISTEN DST mmsg SECS` (ip_forward=0)
 #   anode   an anode node (anode-fwd-node: static neighbors s and d, anode-io driver) forwarding
 #           on its fast path (ip_forward=0); traffic is addressed (transit dst) to d's node address
-#   anode-capsule  the same anode-fwd-node with `--capsule`: a capsule EE with protocols::FORWARD
-#           pre-installed; the blaster sends capsules (transit FLAG_EVAL_EVERY_HOP, code =
-#           SHA-256 of FORWARD, no code source) instead of datagrams, so the capsule's code runs in
-#           r on every packet; the EE's counters (ran, drops by reason) are in the report
+#   anode-capsule  `anode node --config r.toml` (the real command) with protocols::FORWARD put
+#           into its code cache (`anode code put forward`) and the per-protocol bandwidth cap
+#           lifted; the blaster sends capsules (transit FLAG_EVAL_EVERY_HOP, code = SHA-256 of
+#           FORWARD, no code source) instead of datagrams, so the capsule's code runs in r on
+#           every packet
+#   anode-fwd-capsule  the same through the harness, `anode-fwd-node --capsule` (opt-in); the
+#           EE's counters (ran, drops by reason) are in the report
 #   anode-module  the same anode-fwd-node with `--module null`: the null service module (a
 #           WebAssembly packet processor at pre-routing whose filter matches every packet) installed
 #           and active, so every datagram passes through it (NetServ's module-layer comparison); the
 #           module's packet count is in the JSON report
-#   anode-node  the same node run by the real command, `anode node --config r.toml` (opt-in:
-#           FORWARDERS="kernel cfwd anode anode-node"; builds the `anode` binary)
+#   anode-node  the same node run by the real command, `anode node --config r.toml`, with its
+#           default data plane (`[dataplane] mode = "auto"`: passive transit forwarded by the
+#           kernel fast path, eBPF at TC ingress, when it loads)
+#   anode-node-socket  the same with `[dataplane] mode = "socket"`: every packet through the
+#           node's UDP socket and its user-space fast path (opt-in)
 #   anode-node-scraped  anode-node with `[metrics] listen` on r's loopback, scraped once a
 #           second for the whole point (what Prometheus does; opt-in, compare with anode-node)
-# for each packet size at full offered load and at fixed rates; prints a markdown table and writes
-# JSON to bench-out/. Must be run as root. Every run is bounded in time; only namespace addresses.
+# for each packet size at full offered load and at fixed rates; then, for each forwarder, the
+# one-way latency (p50/p99) of stamped packets at a low rate (LAT_RATE, one packet per send):
+# sender and sink share CLOCK_MONOTONIC, and one-way suits the C forwarder, which forwards one
+# way only. Prints markdown tables and writes JSON to bench-out/. Must be run as root. Every run
+# is bounded in time; only namespace addresses.
 #
 # usage: sudo scripts/bench-netns.sh
 # env:   SECS=5 (per point)  SIZES="84 1472"  RATES="0 50000 100000 200000 300000" (0 = full speed)
-#        FORWARDERS="kernel cfwd anode anode-capsule"  PREFIX=anb  BATCH=32
+#        FORWARDERS="kernel cfwd anode anode-node anode-capsule"  PREFIX=anb  BATCH=32
 #        NICE=0 (e.g. -19 on a machine busy with other work: blaster, forwarder and sink get the CPU)
+#        LAT_SIZES="92 1472" (92: the smallest datagram with an 8-byte stamp; capsules at least 144)
+#        LAT_RATE=2000 LAT_SECS=3 (LAT_SIZES="" skips the latency points)
 #        CARGO_TARGET_DIR (default: target/ in the repo)  NO_BUILD=1 (reuse its release binaries)
 # Note: the smallest ANEP datagram is 84 bytes (8 ANEP + 72 transit + 4 datagram header), so the
 # "64-byte" point is run at 84 bytes, the same for all forwarders. The smallest capsule is 136 bytes
-# (8 ANEP + 72 transit + 56 capsule header), so anode-capsule runs any size below 136 at 136: with
-# the default SIZES its rows are 136 and 1472 bytes.
+# (8 ANEP + 72 transit + 56 capsule header), so the capsule rows run any size below 136 at 136: with
+# the default SIZES their rows are 136 and 1472 bytes.
 set -euo pipefail
 
 if [[ $EUID -ne 0 ]]; then
@@ -43,8 +54,12 @@ P=${PREFIX:-anb}
 SECS=${SECS:-5}
 SIZES=${SIZES:-"84 1472"}
 RATES=${RATES:-"0 50000 100000 200000 300000"}
-FORWARDERS=${FORWARDERS:-"kernel cfwd anode anode-capsule"}
+FORWARDERS=${FORWARDERS:-"kernel cfwd anode anode-node anode-capsule"}
 BATCH=${BATCH:-32}
+LAT_SIZES=${LAT_SIZES-"92 1472"}
+LAT_RATE=${LAT_RATE:-2000}
+LAT_SECS=${LAT_SECS:-3}
+LAT=0
 NICE=${NICE:-0}
 target=${CARGO_TARGET_DIR:-$repo/target}
 tmp=$(mktemp -d /tmp/anode-bench.XXXXXX)
@@ -72,7 +87,7 @@ make -s -C "$shared" O="$tmp" >&2
 echo "== building anode release binaries (target $target)" >&2
 pkgs=(-p anode-netbench)
 need=(anode-blast anode-sink anode-fwd-node)
-if [[ " $FORWARDERS " == *" anode-node "* || " $FORWARDERS " == *" anode-node-scraped "* ]]; then pkgs+=(-p anode); need+=(anode); fi
+if [[ " $FORWARDERS " == *" anode-node"* || " $FORWARDERS " == *" anode-capsule "* ]]; then pkgs+=(-p anode); need+=(anode); fi
 if [[ -z ${NO_BUILD:-} ]]; then
   CARGO_TARGET_DIR=$target cargo build -q --release "${pkgs[@]}" --manifest-path "$repo/Cargo.toml" >&2
 fi
@@ -91,10 +106,14 @@ kv() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" "$2" | tail -n1 | grep . || echo 0; 
 
 # point FWD SIZE RATE -> appends a JSON object to $tmp/points and a row to $tmp/rows
 point() {
-  local fwd=$1 size=$2 rate=$3 dst fpid="" kind=()
+  local fwd=$1 size=$2 rate=$3 dst fpid="" kind=() sinkx=() blastx=() batch=$BATCH secs=$SECS
+  # The smallest capsule is 136 B, 144 B with a stamp: smaller sizes run at that.
+  local min_capsule=136
+  if ((LAT)); then sinkx=(--latency); blastx=(--stamp); batch=1; secs=$LAT_SECS; min_capsule=144; fi
+  if [[ $fwd == *capsule ]] && ((size < min_capsule)); then size=$min_capsule; fi
   nsx r sysctl -qw net.ipv4.ip_forward=$([[ $fwd == kernel ]] && echo 1 || echo 0)
-  ip netns exec "${P}d" nice -n "$NICE" timeout $((SECS + 10)) "$bin/anode-sink" --bind $D:$PORT --max-secs $((SECS + 6)) --idle 1 --min-secs $((SECS + 1)) \
-    >"$tmp/sink.out" 2>&1 &
+  ip netns exec "${P}d" nice -n "$NICE" timeout $((secs + 10)) "$bin/anode-sink" --bind $D:$PORT --max-secs $((secs + 6)) --idle 1 --min-secs $((secs + 1)) \
+    "${sinkx[@]}" >"$tmp/sink.out" 2>&1 &
   local spid=$!; pids+=("$spid")
   case $fwd in
     kernel) dst=$D:$PORT ;;
@@ -107,7 +126,7 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-capsule)
+    anode-fwd-capsule)
       dst=$R:$PORT; kind=(--capsule)
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --capsule >"$tmp/fwd.out" 2>&1 &
@@ -117,12 +136,21 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-scraped)
+    anode-node | anode-node-socket | anode-node-scraped | anode-capsule)
       dst=$R:$PORT
+      [[ $fwd == anode-capsule ]] && kind=(--capsule)
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
       if [[ $fwd == anode-node-scraped ]]; then
         printf '[metrics]\nlisten = "127.0.0.1:9464"\n' >>"$tmp/r.toml"
+      fi
+      if [[ $fwd == anode-node-socket ]]; then
+        printf '[dataplane]\nmode = "socket"\n' >>"$tmp/r.toml"
+      fi
+      if [[ $fwd == anode-capsule ]]; then
+        # 10 Gbit/s for the capsule protocol: the node's speed, not the default 2 MB/s cap.
+        printf '["capsule/*"]\nchannel_bandwidth = 1250000000\nmemory_bytes = 16777216\ncode_bytes = 4194304\n' >"$tmp/policy.toml"
+        printf '[nodeos]\npolicy = "%s"\n[capsule]\ncache_dir = "%s"\n' "$tmp/policy.toml" "$tmp/code" >>"$tmp/r.toml"
       fi
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode" node --config "$tmp/r.toml" >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid")
@@ -142,12 +170,15 @@ point() {
       { [[ -z $fpid ]] || grep -Eq 'ready|running on UDP' "$tmp/fwd.out" 2>/dev/null; } && break
     sleep 0.1
   done
-  nsx s timeout $((SECS + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
-    --size "$size" --secs "$SECS" --rate "$rate" --batch "$BATCH" "${kind[@]}" >"$tmp/blast.out" 2>&1 || true
+  if [[ $fwd == anode-capsule ]]; then
+    ip netns exec "${P}r" timeout 10 "$bin/anode" code put forward --socket "$tmp/r.sock" >/dev/null
+  fi
+  nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
+    --size "$size" --secs "$secs" --rate "$rate" --batch "$batch" "${kind[@]}" "${blastx[@]}" >"$tmp/blast.out" 2>&1 || true
   wait "$spid" || true
   # CPU seconds the anode node process used during the point (user + system, 10 ms ticks).
   local cpu=null apid
-  if [[ $fwd == anode-node* ]]; then
+  if [[ $fwd == anode-node* || $fwd == anode-capsule ]]; then
     apid=$(pgrep -f "anode node --config $tmp/r.toml" | tail -n1 || true)
     if [[ -n $apid && -r /proc/$apid/stat ]]; then
       cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$apid/stat")
@@ -163,20 +194,29 @@ point() {
   offered=$(awk -v s="$sent" -v t="$bsecs" 'BEGIN{printf "%.0f", (t > 0 ? s / t : 0)}')
   loss=$(awk -v s="$sent" -v r="$rcvd" 'BEGIN{printf "%.4f", (s > 0 ? (s - r) / s * 100 : 100)}')
   local fwdinfo=null
-  if [[ $fwd == anode || $fwd == anode-capsule || $fwd == anode-module ]]; then
+  if [[ $fwd == anode || $fwd == anode-fwd-capsule || $fwd == anode-module ]]; then
     fwdinfo=$(grep '^{' "$tmp/fwd.out" | tail -n1 || true); fwdinfo=${fwdinfo:-null}
-  elif [[ $fwd == anode-node || $fwd == anode-node-scraped ]]; then
-    fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded.*/{"rx":\1,"tx":\2,"forwarded":\3}/p' "$tmp/fwd.out")
+  elif [[ $fwd == anode-node* || $fwd == anode-capsule ]]; then
+    fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded, [0-9]* delivered, \([0-9]*\) forwarded in the kernel.*/{"rx":\1,"tx":\2,"forwarded":\3,"kernel_forwarded":\4}/p' "$tmp/fwd.out")
     fwdinfo=${fwdinfo:-null}
   elif [[ $fwd == cfwd ]]; then
     fwdinfo=$(sed -n 's/^fwd rx=\([0-9]*\) tx=\([0-9]*\) drop=\([0-9]*\) txerr=\([0-9]*\).*/{"rx":\1,"tx":\2,"drop":\3,"txerr":\4}/p' "$tmp/fwd.out")
     fwdinfo=${fwdinfo:-null}
   fi
+  if ((LAT)); then
+    local p50 p99
+    p50=$(kv lat_p50_us "$tmp/sink.out"); p99=$(kv lat_p99_us "$tmp/sink.out")
+    printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"rcvd":%s,"loss_pct":%s,"lat_p50_us":%s,"lat_p99_us":%s}\n' \
+      "$fwd" "$size" "$rate" "$sent" "$rcvd" "$loss" "$p50" "$p99" >>"$tmp/latpoints"
+    printf '| %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" "$rate" "$p50" "$p99" "$loss" >>"$tmp/latrows"
+    echo "   latency $fwd size=$size rate=$rate: p50=${p50}us p99=${p99}us loss=$loss%" >&2
+    return
+  fi
   printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s}\n' \
     "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
-  if [[ $fwd == anode-capsule ]]; then
+  if [[ $fwd == anode-fwd-capsule ]]; then
     # capsule EE counters: capsules handed to it, accept runs, traps, drops by reason
     local cap
     cap=$(printf '%s' "$fwdinfo" | sed -n 's/.*"capsule":\({[^{}]*\({[^{}]*}\)\?[^{}]*}\).*/\1/p')
@@ -192,18 +232,22 @@ point() {
   echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes" >&2
 }
 
-: >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"
+: >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"; : >"$tmp/latpoints"; : >"$tmp/latrows"
 for size in $SIZES; do
   for fwd in $FORWARDERS; do
     for rate in $RATES; do
-      if [[ $fwd == anode-capsule ]] && ((size < 136)); then
-        point "$fwd" 136 "$rate"
-      else
-        point "$fwd" "$size" "$rate"
-      fi
+      point "$fwd" "$size" "$rate"
     done
   done
 done
+# Latency: one stamped packet per send at LAT_RATE.
+LAT=1
+for size in $LAT_SIZES; do
+  for fwd in $FORWARDERS; do
+    point "$fwd" "$size" "$LAT_RATE"
+  done
+done
+LAT=0
 
 # Maximum loss-free rate: the highest *achieved* offered rate (fixed or full speed) with < 0.1% loss.
 summary=$(awk '
@@ -224,7 +268,9 @@ mkdir -p "$outdir"
   paste -sd, "$tmp/points"
   printf '],"max_loss_free_pps":{'
   echo "$summary" | awk '{printf "%s\"%s/%s\":%s", (NR > 1 ? "," : ""), $1, $2, $3}'
-  printf '}}\n'
+  printf '},"latency":['
+  paste -sd, "$tmp/latpoints"
+  printf ']}\n'
 } >"$json"
 
 echo
@@ -244,6 +290,15 @@ if [[ -s $tmp/caprows ]]; then
   echo "| size (B) | offered rate | capsules / ran / traps | capsule drops by reason |"
   echo "|---|---|---|---|"
   cat "$tmp/caprows"
+fi
+echo
+if [[ -s $tmp/latrows ]]; then
+  echo
+  echo "One-way latency s -> d through r, one stamped packet per send at $LAT_RATE pps for ${LAT_SECS}s (p50/p99, us):"
+  echo
+  echo "| forwarder | size (B) | rate (pps) | p50 (us) | p99 (us) | loss |"
+  echo "|---|---|---|---|---|---|"
+  cat "$tmp/latrows"
 fi
 echo
 echo "JSON: $json"

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked -q
 export RUSTC_BOOTSTRAP=1
+# One target directory for every fuzz crate: the dependencies they share (wasmtime among
+# them) are built once, and a clean clone does not hold eight copies of them on disk.
+target_dir="$PWD/target/fuzz"
 run_dir() { # dir
     local dir=$1
     for t in $(cd "$dir" && cargo fuzz list); do
@@ -26,7 +29,7 @@ run_dir() { # dir
                 done
             done < "$dir/$t.seeds"
         fi
-        (cd "$dir" && cargo fuzz run -s none -O "$t" "$work" -- \
+        (cd "$dir" && cargo fuzz run -s none -O --target-dir "$target_dir" "$t" "$work" -- \
             -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 2>&1 | tail -n 3)
         rm -rf "$work"
     done

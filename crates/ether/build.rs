@@ -1,6 +1,6 @@
-//! Compiles the kernel fast path (`bpf/fastpath.c`) and the AF_XDP redirect program
+//! Compiles the kernel fast path (`bpf/fastpath.c`), the transit fast path (`bpf/transit.c`) and the AF_XDP redirect program
 //! (`bpf/xsk.c`) into eBPF objects in `OUT_DIR`, which `src/fastpath` and `src/xsk` embed
-//! with `include_bytes!`; both the same way. Needs clang with the BPF target (`clang-14`
+//! with `include_bytes!`; all the same way. Needs clang with the BPF target (`clang-14`
 //! or `clang`; the environment variable `CLANG` names another) and the kernel UAPI headers
 //! (linux-libc-dev); `scripts/setup.sh` installs both.
 
@@ -10,7 +10,8 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");
-    for name in ["fastpath", "xsk"] {
+    println!("cargo:rerun-if-changed=bpf/anode_bpf.h");
+    for name in ["fastpath", "xsk", "transit"] {
         compile(name);
     }
 }

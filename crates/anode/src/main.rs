@@ -62,6 +62,10 @@ enum Command {
     /// containerlab or bare hosts.
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
+    /// The seed papers' experiments rerun on anode, the paper's values beside anode's
+    /// (`list`, `run NAME`, `run --all`; reports in docs/experiments/).
+    #[command(subcommand)]
+    Experiment(cmd::experiment::ExperimentCommand),
     /// Capsules of your own code: send them from a running node (the code loads hop by hop).
     #[command(subcommand)]
     Capsule(cmd::capsule::CapsuleCommand),
@@ -165,6 +169,7 @@ fn main() {
         Command::New(c) => cmd::new::run(c),
         Command::Topo(c) => cmd::topo::run(c),
         Command::Lab(c) => cmd::lab::run(c),
+        Command::Experiment(c) => cmd::experiment::run(c),
         Command::Capsule(c) => cmd::capsule::run(c),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Multicast(c) => cmd::multicast::run(c),

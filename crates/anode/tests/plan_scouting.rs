@@ -13,7 +13,8 @@
 //! datagrams per second the flow must take the long path, before and after it the short
 //! one. Everything the node needs is its own: the scouting services are installed by the
 //! node's EE assembly, the device load comes from the links' transmit rates, and a scout
-//! fits the default 1472-byte MTU.
+//! fits the default 1472-byte MTU. The application is `anode_experiment::scouting`, shared
+//! with the `planet-route-scouts` experiment.
 
 mod node_util;
 
@@ -22,157 +23,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anode_ctl::{Client, StreamItem};
-use anode_plan::Value;
-use anode_plan::ee::{FLOW_ROUTE, PacketSpec, PlanEe, build_packet};
+use anode_ctl::Client;
+use anode_experiment::scouting::{App, Arrival, PORT, collect_arrivals, congest};
 use anode_wire::NodeAddr;
 use anode_wire::anep::TYPE_PLAN;
-use anode_wire::datagram::Datagram;
-use anode_wire::transit::TransitRepr;
 use node_util::*;
-
-/// PLAN port of the application at `a` (scout results) and at `d` (arrivals).
-const PORT: u16 = 7;
-/// The data program: `d` delivers (sequence number, the neighbor it came from).
-const ARRIVE: &str = "\
-fun via(a : host, n : host * dev) : host = if snd n = getSrcDev() then fst n else a
-fun arrive(k : int) : unit =
-  deliver(getImplicitPort(), (k, foldl(via, hd(thisHost()), getNeighbors())))
-";
-
-fn scout_program() -> String {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../plan/programs/scout.plan");
-    std::fs::read_to_string(p).expect("scout.plan")
-}
 
 fn node_addr(s: &str) -> NodeAddr {
     s.parse().expect("a node address")
-}
-
-/// A value delivered to a PLAN port, decoded.
-fn delivered(item: StreamItem) -> Option<Value> {
-    match item {
-        StreamItem::Delivery(d) if d.type_id == TYPE_PLAN && d.port == PORT => {
-            anode_plan::marshal::decode_value(d.payload.as_bytes()).ok()
-        }
-        _ => None,
-    }
-}
-
-fn pair(v: &Value) -> Option<(&Value, &Value)> {
-    match v {
-        Value::Tuple(t) => match t.items() {
-            [x, y] => Some((x, y)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// What `d` saw: (time since the flow started, sequence number, previous hop).
-type Arrival = (Duration, i64, String);
-
-/// Collects the arrivals at `d` until `stop`.
-fn collect_arrivals(mut c: Client, t0: Instant, stop: Arc<AtomicBool>) -> Vec<Arrival> {
-    let mut out = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        let deadline = Instant::now() + Duration::from_millis(50);
-        let Ok(item) = c.next_item(Some(deadline)) else {
-            continue;
-        };
-        let Some(v) = delivered(item) else { continue };
-        if let Some((Value::Int(k), Value::Host(h))) = pair(&v) {
-            out.push((t0.elapsed(), *k, h.to_string()));
-        }
-    }
-    out
-}
-
-/// Sends 2000 datagrams per second from `b` to `d` while `on` (they load `b`'s link to `d`).
-fn congest(mut c: Client, b: NodeAddr, d: NodeAddr, on: Arc<AtomicBool>, stop: Arc<AtomicBool>) {
-    let dg = Datagram {
-        transit: TransitRepr {
-            flags: 0,
-            rb: 8,
-            flow: 0,
-            src: b,
-            dst: d,
-            prev_hop: b,
-        },
-        port: 9,
-        payload: vec![0; 200],
-    };
-    let pkt = dg.to_packet().expect("a datagram");
-    while !stop.load(Ordering::Relaxed) {
-        if on.load(Ordering::Relaxed) {
-            c.inject_many(pkt.clone(), false, 10).expect("inject at b");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// The controlling application at `a`: scout rounds, the flow, the flow id in use.
-struct App {
-    c: Client,
-    ee: PlanEe,
-    a: NodeAddr,
-    d: NodeAddr,
-    round: i64,
-    /// The flow in use and its metric.
-    flow: Option<(u64, i64)>,
-    /// (time, round, metric, flow) of every switch.
-    switches: Vec<(Duration, i64, i64, u64)>,
-}
-
-impl App {
-    fn scout(&mut self) {
-        self.round += 1;
-        let mut sp = PacketSpec::new(self.a, self.a, 40);
-        sp.session = u32::from(PORT);
-        let entry = format!(
-            "scout({a}, {d}, {k}, 0, [{a}])",
-            a = self.a,
-            d = self.d,
-            k = self.round
-        );
-        let pkt = build_packet(self.ee.interp(), &scout_program(), &entry, &sp).expect("scout");
-        assert!(pkt.len() <= 1472, "a scout is {} bytes", pkt.len());
-        self.c.inject(pkt, false).expect("inject the scout");
-    }
-
-    /// Reads the round's results for `window` and switches to its best flow.
-    fn settle(&mut self, window: Duration, t0: Instant) {
-        let end = Instant::now() + window;
-        let mut best: Option<(i64, u64)> = None;
-        while let Ok(item) = self.c.next_item(Some(end)) {
-            let Some(v) = delivered(item) else { continue };
-            if let Some((Value::Int(f), Value::Int(m))) = pair(&v)
-                && let Ok(f) = u64::try_from(*f)
-                && best.is_none_or(|(bm, _)| *m < bm)
-            {
-                best = Some((*m, f));
-            }
-        }
-        if let Some((m, f)) = best
-            && self.flow.is_none_or(|(_, old)| old != m)
-        {
-            self.switches.push((t0.elapsed(), self.round, m, f));
-        }
-        if let Some((m, f)) = best {
-            self.flow = Some((f, m));
-        }
-    }
-
-    fn send(&mut self, k: i64) {
-        let Some((flow, _)) = self.flow else { return };
-        let mut sp = PacketSpec::new(self.a, self.d, 8);
-        sp.session = u32::from(PORT);
-        sp.route_fun = FLOW_ROUTE.to_string();
-        sp.flow = flow;
-        let pkt = build_packet(self.ee.interp(), ARRIVE, &format!("arrive({k})"), &sp)
-            .expect("data packet");
-        self.c.inject(pkt, false).expect("inject data");
-    }
 }
 
 /// Share of `arrivals` in `[from, to)` that came from `via`, and how many there were.
@@ -228,17 +86,9 @@ fn flow_moves_off_the_congested_path_and_back() {
         let (stop, on) = (Arc::clone(&stop), Arc::clone(&on));
         let cb = connect(&b);
         let (bn, dn) = (node_addr(&ba), node_addr(&da));
-        std::thread::spawn(move || congest(cb, bn, dn, on, stop))
+        std::thread::spawn(move || congest(cb, bn, dn, 2000, on, stop))
     };
-    let mut app = App {
-        c: ca_client,
-        ee: PlanEe::with_defaults(),
-        a: node_addr(&aa),
-        d: node_addr(&da),
-        round: 0,
-        flow: None,
-        switches: Vec::new(),
-    };
+    let mut app = App::new(ca_client, node_addr(&aa), node_addr(&da));
     // Phases: 0-1.6 s quiet, 1.6-3.6 s b-d congested, 3.6-5.6 s quiet again.
     let (c_on, c_off, end) = (
         Duration::from_millis(1600),
@@ -255,12 +105,12 @@ fn flow_moves_off_the_congested_path_and_back() {
             *if congested { &mut on_at } else { &mut off_at } = Some(now);
         }
         if k % 10 == 0 {
-            app.scout();
-            app.settle(Duration::from_millis(20), t0);
+            app.scout(Duration::from_millis(20), t0)
+                .expect("a scout round");
         } else {
             std::thread::sleep(Duration::from_millis(20));
         }
-        app.send(k);
+        app.send(k).expect("a flow packet");
         k += 1;
     }
     stop.store(true, Ordering::Relaxed);

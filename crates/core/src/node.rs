@@ -69,6 +69,19 @@ pub(crate) struct Core {
     pub view_epoch: u64,
 }
 
+/// What a copy of the fast path outside the node must leave to it ([`Node::transit_view`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TransitView {
+    /// Packet hooks run at ingress, pre- or post-routing: every packet goes through the node.
+    pub hooks: bool,
+    /// A cut-through table is installed: the node classifies every EE packet.
+    pub cut_through: bool,
+    /// The Type IDs of the node's EEs, in registration order.
+    pub ee_types: Vec<u16>,
+    /// Links with a queueing discipline: the node paces what leaves on them.
+    pub qdisc_links: Vec<LinkId>,
+}
+
 /// A neighbor as reported by [`Node::neighbors`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct NeighborInfo {
@@ -599,6 +612,30 @@ impl Node {
             .get(link.0 as usize)?
             .as_ref()?;
         Some((q.qdisc.name(), q.qdisc.len()))
+    }
+
+    /// What the node does besides its fast path for packets that only pass through, which a
+    /// copy of the fast path elsewhere (the kernel's: `anode_ether::transit`) must leave to
+    /// the node. Cheap: no table is copied.
+    pub fn transit_view(&self) -> TransitView {
+        let hooks = self.core.hooks.as_ref().is_some_and(|h| {
+            [
+                HookPoint::Ingress,
+                HookPoint::PreRouting,
+                HookPoint::PostRouting,
+            ]
+            .into_iter()
+            .any(|p| h.wants(p))
+        });
+        TransitView {
+            hooks,
+            cut_through: self.core.cut.is_some(),
+            ee_types: self.ees.iter().map(|e| e.type_id()).collect(),
+            qdisc_links: (0..self.core.links.len())
+                .map(|i| LinkId(i as u32))
+                .filter(|l| self.link_qdisc(*l).is_some())
+                .collect(),
+        }
     }
 
     /// Installs a cut-through table (see `cut.rs`), replacing any earlier one. EEs open

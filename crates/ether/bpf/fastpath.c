@@ -34,14 +34,8 @@
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 
-#define SEC(n) __attribute__((section(n), used))
-#define __uint(n, v) int (*n)[v]
-#define __type(n, t) t *n
-#define INLINE static __attribute__((always_inline)) inline
+#include "anode_bpf.h"
 
-static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
-static long (*bpf_redirect)(__u32 ifindex, __u64 flags) = (void *)BPF_FUNC_redirect;
-static long (*bpf_skb_pull_data)(struct __sk_buff *skb, __u32 len) = (void *)BPF_FUNC_skb_pull_data;
 static long (*bpf_skb_change_tail)(struct __sk_buff *skb, __u32 len, __u64 flags) =
 	(void *)BPF_FUNC_skb_change_tail;
 static long (*bpf_xdp_adjust_tail)(struct xdp_md *ctx, int delta) = (void *)BPF_FUNC_xdp_adjust_tail;

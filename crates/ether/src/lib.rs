@@ -127,6 +127,8 @@ pub mod pktgen;
 mod ring;
 pub mod signals;
 mod sys;
+/// The kernel (eBPF, TC ingress) fast path for passive ANEP transit of an `anode node` on UDP.
+pub mod transit;
 pub mod xsk;
 
 pub use datapath::{DataPath, FastPathSync, Hooks, LinkReport, NoHooks, Stopped, Waker};

@@ -27,6 +27,9 @@ pub struct DriverConfig {
     /// Capacity of the event channel (at least 1, default 4096). When it is full, events are
     /// dropped and counted; the data path never blocks on a slow consumer.
     pub event_capacity: usize,
+    /// The kernel fast path for passive transit (default off; `anode node` asks for
+    /// [`KernelTransit::Auto`](crate::KernelTransit::Auto)).
+    pub kernel_transit: crate::KernelTransit,
 }
 
 impl DriverConfig {
@@ -39,6 +42,7 @@ impl DriverConfig {
             impairments: Vec::new(),
             seed: 0,
             event_capacity: 4096,
+            kernel_transit: crate::KernelTransit::Off,
         }
     }
 

@@ -36,6 +36,7 @@ use anode_wire::NodeAddr;
 
 use crate::DriverConfig;
 use crate::impair::{Impairments, Offer};
+use crate::kernel::Kernel;
 use crate::stats::{DriverStats, SharedStats};
 use crate::sys::{self, EventFd, MsgBatch, UdpSocket};
 use crate::tap::{Direction, Tap, Taps};
@@ -93,6 +94,7 @@ pub(crate) struct DataPath {
     last_peer: Option<(SocketAddr, Option<LinkId>)>,
     st: DriverStats,
     taps: Taps,
+    kernel: Option<Kernel>,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -116,6 +118,7 @@ impl DataPath {
         calls: Receiver<Job>,
         events: SyncSender<Event>,
         cfg: &DriverConfig,
+        kernel: Option<Kernel>,
     ) -> Self {
         let batch = cfg.batch;
         DataPath {
@@ -137,6 +140,7 @@ impl DataPath {
             last_peer: None,
             st: DriverStats::default(),
             taps: Taps::default(),
+            kernel,
         }
     }
 
@@ -156,9 +160,16 @@ impl DataPath {
             }
             self.flush(now);
             self.forward_events();
+            if let Some(k) = self.kernel.as_mut() {
+                k.sync(&self.node, !self.taps.is_empty(), now);
+                k.count(&mut self.st, now, false);
+            }
             self.publish();
             let readable = more || self.idle();
             more = readable && self.recv_batch(Instant::now()) >= self.batch;
+        }
+        if let Some(k) = self.kernel.as_mut() {
+            k.count(&mut self.st, Instant::now(), true);
         }
         self.publish();
         self.node

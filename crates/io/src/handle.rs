@@ -18,6 +18,7 @@ use std::time::Instant;
 use std::{io, thread};
 
 use anode_core::{Event, Node};
+use anode_wire::NodeAddr;
 
 use crate::DriverConfig;
 use crate::driver::{DataPath, Job, Shared};
@@ -47,6 +48,12 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let sock = UdpSocket::bind(cfg.bind, cfg.socket_buffer)?;
     let local = sock.local_addr()?;
+    let impaired = cfg
+        .impairments
+        .iter()
+        .map(|i| NodeAddr::from(i.peer))
+        .collect();
+    let kernel = crate::kernel::start(cfg.kernel_transit, cfg.bind, node.address(), impaired)?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         wake_flag: AtomicBool::new(false),
@@ -59,7 +66,7 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
     let sh = Arc::clone(&shared);
     let thread = thread::Builder::new()
         .name(format!("anode-io {local}"))
-        .spawn(move || DataPath::new(node, sock, sh, call_rx, ev_tx, &cfg).run())?;
+        .spawn(move || DataPath::new(node, sock, sh, call_rx, ev_tx, &cfg, kernel).run())?;
     Ok(NodeHandle {
         shared,
         calls: call_tx,
@@ -135,14 +142,20 @@ impl NodeHandle {
 
     /// Stops the thread and returns the node for inspection. If the data-path thread panicked
     /// (a bug), its panic is re-raised here.
-    pub fn shutdown(mut self) -> Node {
+    pub fn shutdown(self) -> Node {
+        self.shutdown_with_stats().0
+    }
+
+    /// [`NodeHandle::shutdown`], with the driver's final counters (read after the data path
+    /// published its last ones).
+    pub fn shutdown_with_stats(mut self) -> (Node, DriverStats) {
         let Some(t) = self.thread.take() else {
             // Unreachable: only `shutdown` (which consumes self) and Drop take the thread.
             resume_unwind(Box::new("anode-io: driver thread already taken"));
         };
         self.stop();
         match t.join() {
-            Ok(node) => node,
+            Ok(node) => (node, self.shared.stats.snapshot()),
             Err(panic) => resume_unwind(panic),
         }
     }

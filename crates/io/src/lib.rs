@@ -26,6 +26,12 @@
 //! `poll_transmit` into `sendmmsg` batches to many destinations, recycling the buffers; timers;
 //! events to a bounded channel; pending calls. Under load a full batch skips `ppoll`.
 //!
+//! ## Kernel fast path
+//! With [`DriverConfig::kernel_transit`] on, packets that only pass through the node are
+//! forwarded by an eBPF program at TC ingress (`anode_ether::transit`), with the node's own
+//! forwarding table kept in its maps by the data-path thread (`kernel.rs`); the rest reach
+//! the socket as before. Its counters are the `kernel_*` fields of [`DriverStats`].
+//!
 //! ## Capture
 //! [`NodeHandle::capture`] copies received and sent datagrams to a bounded channel for
 //! another thread (`anode capture`); see [`tap`].
@@ -51,11 +57,13 @@ mod config;
 mod driver;
 mod handle;
 mod impair;
+mod kernel;
 mod stats;
 mod sys;
 pub mod tap;
 
 pub use config::{ConfigError, DriverConfig, Impairment, MAX_BATCH};
 pub use handle::{DriverGone, NodeHandle, spawn};
+pub use kernel::KernelTransit;
 pub use stats::DriverStats;
 pub use tap::{Capture, CaptureSpec, Captured, Direction};

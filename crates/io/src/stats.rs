@@ -82,11 +82,86 @@ stats! {
     impairment_queue_drops,
     /// `NodeHandle::call` closures run.
     calls,
+    /// Packets the kernel fast path forwarded (they never reached the socket).
+    kernel_forwarded,
+    /// Their ANEP bytes.
+    kernel_forwarded_bytes,
+    /// Kernel fast path: passed on to the socket, not UDP to the node's address and port.
+    kernel_pass_not_node,
+    /// Kernel fast path: passed on to the socket, an ANEP or transit header the node would refuse.
+    kernel_pass_malformed,
+    /// Kernel fast path: passed on to the socket, ANEP options (maybe an integrity checksum).
+    kernel_pass_anep_options,
+    /// Kernel fast path: passed on to the socket, control, an unknown Type ID, or an EE's while cut-through channels exist.
+    kernel_pass_type,
+    /// Kernel fast path: passed on to the socket, from no enabled link's peer.
+    kernel_pass_peer,
+    /// Kernel fast path: passed on to the socket, evaluate at every hop, or EE routing.
+    kernel_pass_active,
+    /// Kernel fast path: passed on to the socket, addressed to the node.
+    kernel_pass_for_node,
+    /// Kernel fast path: passed on to the socket, resource bound 0.
+    kernel_pass_rb_exhausted,
+    /// Kernel fast path: passed on to the socket, no route in the node's table.
+    kernel_pass_no_route,
+    /// Kernel fast path: passed on to the socket, next hop's link down, impaired, paced, of the other family, or MTU too small.
+    kernel_pass_next_hop,
+    /// Kernel fast path: passed on to the socket, the kernel has no neighbor entry for the next hop yet.
+    kernel_pass_no_neighbor,
+    /// Kernel fast path: passed on to the socket, hooks or a capture: all to the node.
+    kernel_pass_punt_all,
+    /// Kernel fast path: passed on to the socket, a helper failed.
+    kernel_pass_error,
+}
+
+impl DriverStats {
+    /// Adds `n` to the kernel fast path's pass counter named `reason`
+    /// (`anode_ether::transit` names them).
+    pub(crate) fn add_kernel_pass(&mut self, reason: &str, n: u64) {
+        let c = match reason {
+            "not_node" => &mut self.kernel_pass_not_node,
+            "malformed" => &mut self.kernel_pass_malformed,
+            "anep_options" => &mut self.kernel_pass_anep_options,
+            "type" => &mut self.kernel_pass_type,
+            "peer" => &mut self.kernel_pass_peer,
+            "active" => &mut self.kernel_pass_active,
+            "for_node" => &mut self.kernel_pass_for_node,
+            "rb_exhausted" => &mut self.kernel_pass_rb_exhausted,
+            "no_route" => &mut self.kernel_pass_no_route,
+            "next_hop" => &mut self.kernel_pass_next_hop,
+            "no_neighbor" => &mut self.kernel_pass_no_neighbor,
+            "punt_all" => &mut self.kernel_pass_punt_all,
+            "error" => &mut self.kernel_pass_error,
+            _ => return,
+        };
+        *c += n;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kernel_pass_reason_has_its_own_counter() {
+        let mut d = DriverStats::default();
+        for (i, (_, name)) in anode_ether::transit::PASS_REASONS.iter().enumerate() {
+            d.add_kernel_pass(name, 1 << i);
+        }
+        let fields: Vec<(&str, u64)> = d
+            .fields()
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("kernel_pass_"))
+            .collect();
+        assert_eq!(fields.len(), anode_ether::transit::PASS_REASONS.len());
+        for (i, (_, name)) in anode_ether::transit::PASS_REASONS.iter().enumerate() {
+            let field = format!("kernel_pass_{name}");
+            assert!(
+                fields.contains(&(field.as_str(), 1 << i)),
+                "{name}: {fields:?}"
+            );
+        }
+    }
 
     #[test]
     fn add_and_snapshot() {

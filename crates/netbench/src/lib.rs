@@ -22,6 +22,18 @@ pub mod mmsg;
 pub mod pace;
 pub mod packet;
 
+/// `CLOCK_MONOTONIC` in nanoseconds. One clock for every network namespace of a host, so a
+/// sender's stamp and a receiver's reading in two namespaces give the one-way latency.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
+
 /// True if `x` is a number in `(0, max]` (false for NaN).
 pub fn positive_at_most(x: f64, max: f64) -> bool {
     x > 0.0 && x <= max

@@ -83,6 +83,17 @@ impl BatchSender {
         self.packets.is_empty()
     }
 
+    /// Writes `ns` into the last [`crate::packet::STAMP_LEN`] bytes of the first `n` packets
+    /// (in place: the iovecs stay valid).
+    pub fn stamp(&mut self, n: usize, ns: u64) {
+        for p in self.packets.iter_mut().take(n) {
+            let len = p.len();
+            if let Some(t) = p.get_mut(len.saturating_sub(crate::packet::STAMP_LEN)..) {
+                t.copy_from_slice(&ns.to_be_bytes());
+            }
+        }
+    }
+
     /// `sendmmsg` of the first `n` packets; returns how many went.
     pub fn send(&mut self, sock: &UdpSocket, n: usize) -> io::Result<usize> {
         let n = n.min(self.hdrs.len());

@@ -21,6 +21,27 @@ pub const OVERHEAD: usize = BASIC_HEADER_LEN + transit::LEN + datagram::LEN;
 pub const CAPSULE_OVERHEAD: usize = BASIC_HEADER_LEN + transit::LEN + anode_wire::capsule::LEN;
 /// Largest UDP payload over IPv4.
 pub const MAX_SIZE: usize = 65507;
+/// Bytes of the send-time stamp (`anode-blast --stamp`): the packet's last 8 bytes, the
+/// sender's `CLOCK_MONOTONIC` in ns, big endian, inside the payload (no forwarder rewrites
+/// it). A stamped datagram has at least [`OVERHEAD`] + 8 bytes, a capsule
+/// [`CAPSULE_OVERHEAD`] + 8.
+pub const STAMP_LEN: usize = 8;
+
+/// The smallest packet of kind `capsule` that carries a stamp after its headers.
+pub fn min_stamped(capsule: bool) -> usize {
+    STAMP_LEN + if capsule { CAPSULE_OVERHEAD } else { OVERHEAD }
+}
+
+/// The send-time stamp of a stamped packet of kind `capsule` (`None` if it is too short to
+/// carry one).
+pub fn stamp_of(pkt: &[u8], capsule: bool) -> Option<u64> {
+    if pkt.len() < min_stamped(capsule) {
+        return None;
+    }
+    let b: [u8; STAMP_LEN] = pkt.get(pkt.len() - STAMP_LEN..)?.try_into().ok()?;
+    Some(u64::from_be_bytes(b))
+}
+
 /// The application port the benchmark datagrams are addressed to.
 pub const BENCH_PORT: u16 = 9;
 

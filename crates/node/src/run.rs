@@ -69,6 +69,7 @@ impl RunOptions {
             .iter()
             .map(crate::config::impair::LinkImpairment::to_driver)
             .collect();
+        driver.kernel_transit = file.dataplane;
         RunOptions {
             driver,
             socket: Some(file.socket.clone()),
@@ -141,6 +142,8 @@ impl StopCause {
 pub struct Stopped {
     /// The node with its final state and counters.
     pub node: Option<Node>,
+    /// The UDP driver's final counters (the kernel fast path's among them).
+    pub driver: anode_io::DriverStats,
 }
 
 /// The UDP driver as the control server's [`Driver`].
@@ -352,12 +355,19 @@ impl RunningNode {
         let udp = Arc::clone(&self.udp);
         drop(self);
         match Arc::try_unwrap(udp) {
-            Ok(Udp(h)) => Stopped {
-                node: Some(h.shutdown()),
-            },
+            Ok(Udp(h)) => {
+                let (node, driver) = h.shutdown_with_stats();
+                Stopped {
+                    node: Some(node),
+                    driver,
+                }
+            }
             // A metrics scrape or control thread still holds the driver; dropping it here
             // stops the data path once that thread lets go.
-            Err(_) => Stopped { node: None },
+            Err(u) => Stopped {
+                node: None,
+                driver: u.0.stats(),
+            },
         }
     }
 }

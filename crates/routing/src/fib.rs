@@ -37,6 +37,8 @@ pub struct Fib {
     map: FxHashMap<[u8; NODE_ADDR_LEN], (u32, u16)>,
     /// Distinct next hops and how many entries use each (0: free slot).
     hops: Vec<(NextHop, u32)>,
+    /// Changes so far (see [`Fib::version`]).
+    version: u64,
 }
 
 impl Fib {
@@ -70,6 +72,12 @@ impl Fib {
         })
     }
 
+    /// A number that changes whenever an entry is inserted or removed, so a reader that
+    /// mirrors the table elsewhere (the kernel fast path's map) knows when to look again.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// Reachable destinations.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -82,6 +90,7 @@ impl Fib {
 
     /// Makes `dest` reachable via `hop` at `metric`.
     pub fn insert(&mut self, dest: &NodeAddr, hop: NextHop, metric: u16) {
+        self.version += 1;
         let h = self.slot(hop);
         if let Some((old, _)) = self.map.insert(dest.to_bytes(), (h, metric)) {
             self.release(old);
@@ -91,6 +100,7 @@ impl Fib {
     /// Makes `dest` unreachable.
     pub fn remove(&mut self, dest: &NodeAddr) {
         if let Some((old, _)) = self.map.remove(&dest.to_bytes()) {
+            self.version += 1;
             self.release(old);
         }
     }
@@ -225,6 +235,13 @@ mod tests {
         e.sort_unstable();
         assert_eq!(e, vec![2, 2, 2, 2, 2, 7]);
         assert_eq!(f.get(&d(2)), None);
+        // Every insert and every removal that found an entry changed the version.
+        let v = f.version();
+        f.remove(&d(2));
+        assert_eq!(f.version(), v, "removing nothing changes nothing");
+        f.insert(&d(2), hop(8), 9);
+        f.remove(&d(2));
+        assert_eq!(f.version(), v + 2);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod client;
 pub mod code;
 pub mod demo;
 pub mod emulate;
+pub mod experiment;
 pub mod lab;
 pub mod module;
 pub mod module_ops;

@@ -79,16 +79,18 @@ pub fn run(args: Args) -> super::CmdResult {
     );
     let why = running.wait(signals::stop_requested).as_str();
     tracing::info!("stopping: {why}");
-    match running.stop().node {
+    let stopped = running.stop();
+    match stopped.node {
         Some(n) => {
             let c = n.counters();
             eprintln!(
-                "anode: node {} stopped ({why}): {} packets in, {} out, {} forwarded, {} delivered",
+                "anode: node {} stopped ({why}): {} packets in, {} out, {} forwarded, {} delivered, {} forwarded in the kernel",
                 n.address(),
                 c.rx_packets,
                 c.tx_packets,
                 c.fast_path,
-                c.delivered
+                c.delivered,
+                stopped.driver.kernel_forwarded
             );
         }
         None => eprintln!("anode: node stopped ({why})"),
@@ -151,7 +153,17 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
             "startup": f.modules.startup.iter().map(|m| m.source.to_string()).collect::<Vec<_>>(),
         },
         "metrics": f.metrics.map(|a| a.to_string()),
+        "dataplane": { "mode": dataplane_mode(f.dataplane) },
     })
+}
+
+/// `[dataplane] mode` as the file spells it.
+fn dataplane_mode(k: anode_io::KernelTransit) -> &'static str {
+    match k {
+        anode_io::KernelTransit::Auto => "auto",
+        anode_io::KernelTransit::Tc => "tc",
+        anode_io::KernelTransit::Off => "socket",
+    }
 }
 
 fn print_summary(f: &NodeFile) {
@@ -194,6 +206,15 @@ fn print_summary(f: &NodeFile) {
     for r in &f.routes {
         println!("route    {} via {} metric {}", r.dest, r.via, r.metric);
     }
+    println!(
+        "dataplane {}",
+        match f.dataplane {
+            anode_io::KernelTransit::Auto =>
+                "auto: passive transit in the kernel (eBPF, TC ingress) where it loads, else sockets",
+            anode_io::KernelTransit::Tc => "tc: passive transit in the kernel (eBPF, TC ingress)",
+            anode_io::KernelTransit::Off => "socket: every packet through the node's UDP socket",
+        }
+    );
     println!(
         "control  {} (at most {} connections, idle ones closed after {} s)",
         f.socket.display(),

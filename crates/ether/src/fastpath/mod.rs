@@ -61,7 +61,7 @@
 //!   hand on the trimmed frame, counted as `error`.
 
 mod maps;
-mod sys;
+pub(crate) mod sys;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -179,7 +179,7 @@ pub enum FastPathError {
     },
 }
 
-fn map_err(map: &'static str, op: &'static str) -> impl Fn(MapError) -> FastPathError {
+pub(crate) fn map_err(map: &'static str, op: &'static str) -> impl Fn(MapError) -> FastPathError {
     move |e| FastPathError::Map {
         map,
         op,
@@ -323,8 +323,8 @@ impl FastPathStats {
 
 /// One interface the program is attached to.
 #[derive(Debug)]
-struct Attached {
-    ifindex: u32,
+pub(crate) struct Attached {
+    pub(crate) ifindex: u32,
     /// We added its clsact qdisc (so we delete it on drop).
     added_clsact: bool,
 }
@@ -360,7 +360,8 @@ fn is_eperm(s: &str) -> bool {
     s.contains("Operation not permitted") || s.contains("os error 1)")
 }
 
-fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, FastPathError>
+/// Takes map `name` out of a loaded object as a `T` (shared with [`crate::transit`]).
+pub(crate) fn take<T>(ebpf: &mut Ebpf, name: &'static str) -> Result<T, FastPathError>
 where
     T: TryFrom<aya::maps::Map, Error = MapError>,
 {
@@ -406,56 +407,7 @@ impl FastPath {
     /// [`FastPath::test_run`]).
     #[doc(hidden)]
     pub fn load_unattached(hook: Hook, ifaces: &[u32]) -> Result<FastPath, FastPathError> {
-        let mut ebpf = EbpfLoader::new().load(OBJECT).map_err(|e| {
-            let reason = match &e {
-                EbpfError::MapError(m) => format!("{m}: {}", source_chain(m)),
-                other => format!("{other}: {}", source_chain(other)),
-            };
-            if is_eperm(&reason) {
-                FastPathError::Permission { reason }
-            } else {
-                FastPathError::Object { reason }
-            }
-        })?;
-        let name = hook.program();
-        let prog = ebpf.program_mut(name).ok_or(FastPathError::Object {
-            reason: format!("program {name} missing from the object"),
-        })?;
-        let loaded = match hook {
-            Hook::Tc => <&mut SchedClassifier>::try_from(prog)
-                .map_err(|e| FastPathError::Object {
-                    reason: e.to_string(),
-                })?
-                .load(),
-            Hook::Xdp => <&mut Xdp>::try_from(prog)
-                .map_err(|e| FastPathError::Object {
-                    reason: e.to_string(),
-                })?
-                .load(),
-        };
-        if let Err(e) = loaded {
-            return Err(match e {
-                ProgramError::LoadError {
-                    io_error,
-                    verifier_log,
-                } => {
-                    if io_error.raw_os_error() == Some(libc::EPERM) {
-                        FastPathError::Permission {
-                            reason: io_error.to_string(),
-                        }
-                    } else {
-                        FastPathError::Verifier {
-                            hook,
-                            reason: io_error.to_string(),
-                            log: verifier_log.to_string(),
-                        }
-                    }
-                }
-                other => FastPathError::Object {
-                    reason: other.to_string(),
-                },
-            });
-        }
+        let mut ebpf = load_object(OBJECT, hook, hook.program())?;
         Ok(FastPath {
             hook,
             ifindex: ifaces.to_vec(),
@@ -472,56 +424,21 @@ impl FastPath {
     }
 
     fn attach(&mut self, ifindex: u32) -> Result<(), FastPathError> {
-        let hook = self.hook;
-        let name = sys::if_name(ifindex).unwrap_or_default();
-        let fail = |reason: String| FastPathError::Attach {
-            hook,
-            ifindex,
-            name: name.clone(),
-            reason,
-        };
         let Some(ebpf) = self.ebpf.as_mut() else {
-            return Err(fail("program already released".into()));
+            return Err(FastPathError::Attach {
+                hook: self.hook,
+                ifindex,
+                name: String::new(),
+                reason: "program already released".into(),
+            });
         };
-        let prog = ebpf
-            .program_mut(hook.program())
-            .ok_or_else(|| fail("program missing".into()))?;
-        match hook {
-            Hook::Tc => {
-                if name.is_empty() {
-                    return Err(fail("no such interface".into()));
-                }
-                let added = match aya::programs::tc::qdisc_add_clsact(&name) {
-                    Ok(()) => true,
-                    Err(TcError::NetlinkError(e)) if e.raw_os_error() == Some(libc::EEXIST) => {
-                        false
-                    }
-                    Err(e) => return Err(fail(format!("adding the clsact qdisc: {e}"))),
-                };
-                // Recorded before the filter, so a failed attach still removes our qdisc.
-                self.attached.push(Attached {
-                    ifindex,
-                    added_clsact: added,
-                });
-                let p = <&mut SchedClassifier>::try_from(prog).map_err(|e| fail(e.to_string()))?;
-                p.attach_with_options(
-                    &name,
-                    TcAttachType::Ingress,
-                    TcAttachOptions::Netlink(NlOptions::default()),
-                )
-                .map_err(|e| fail(format!("{e}: {}", source_chain(&e))))?;
-            }
-            Hook::Xdp => {
-                let p = <&mut Xdp>::try_from(prog).map_err(|e| fail(e.to_string()))?;
-                p.attach_to_if_index(ifindex, XdpMode::Default)
-                    .map_err(|e| fail(format!("{e}: {}", source_chain(&e))))?;
-                self.attached.push(Attached {
-                    ifindex,
-                    added_clsact: false,
-                });
-            }
-        }
-        Ok(())
+        attach(
+            ebpf,
+            self.hook,
+            self.hook.program(),
+            ifindex,
+            &mut self.attached,
+        )
     }
 
     /// The hook it runs on.
@@ -655,13 +572,9 @@ impl FastPath {
     /// The program's counters summed over CPUs.
     pub fn stats(&self) -> Result<FastPathStats, FastPathError> {
         let per_cpu = self.stats.get(&0, 0).map_err(map_err("stats", "read"))?;
-        let mut sum = [0u64; stat::COUNT];
-        for s in per_cpu.iter() {
-            for (acc, v) in sum.iter_mut().zip(s.c.iter()) {
-                *acc = acc.wrapping_add(*v);
-            }
-        }
-        Ok(FastPathStats::from_counters(&sum))
+        Ok(FastPathStats::from_counters(&sum_per_cpu(
+            per_cpu.iter().map(|s| &s.c),
+        )))
     }
 
     /// Runs the loaded program once on `frame` as if it had arrived on `ingress_ifindex`
@@ -729,19 +642,12 @@ impl FastPath {
 impl Drop for FastPath {
     fn drop(&mut self) {
         // Detach (aya's links detach when the program goes), then our qdiscs.
-        drop(self.ebpf.take());
-        for a in &self.attached {
-            if a.added_clsact
-                && let Err(e) = sys::del_clsact(a.ifindex)
-            {
-                tracing::warn!(ifindex = a.ifindex, error = %e, "fast path: removing the clsact qdisc we added");
-            }
-        }
+        detach(self.ebpf.take(), &self.attached, "fast path");
     }
 }
 
 /// A map delete that found nothing is fine (the shadow is only a belief after an error).
-fn remove_ok(r: Result<(), MapError>) -> Result<(), MapError> {
+pub(crate) fn remove_ok(r: Result<(), MapError>) -> Result<(), MapError> {
     match r {
         Err(MapError::KeyNotFound) => Ok(()),
         Err(MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
@@ -836,8 +742,145 @@ fn old_keys_only(old: &Desired) -> Desired {
     }
 }
 
+/// Loads an embedded eBPF object and its program `name` for `hook` (shared with
+/// [`crate::transit`]).
+pub(crate) fn load_object(object: &[u8], hook: Hook, name: &str) -> Result<Ebpf, FastPathError> {
+    let mut ebpf = EbpfLoader::new().load(object).map_err(|e| {
+        let reason = match &e {
+            EbpfError::MapError(m) => format!("{m}: {}", source_chain(m)),
+            other => format!("{other}: {}", source_chain(other)),
+        };
+        if is_eperm(&reason) {
+            FastPathError::Permission { reason }
+        } else {
+            FastPathError::Object { reason }
+        }
+    })?;
+    let prog = ebpf.program_mut(name).ok_or(FastPathError::Object {
+        reason: format!("program {name} missing from the object"),
+    })?;
+    let loaded = match hook {
+        Hook::Tc => <&mut SchedClassifier>::try_from(prog)
+            .map_err(|e| FastPathError::Object {
+                reason: e.to_string(),
+            })?
+            .load(),
+        Hook::Xdp => <&mut Xdp>::try_from(prog)
+            .map_err(|e| FastPathError::Object {
+                reason: e.to_string(),
+            })?
+            .load(),
+    };
+    if let Err(e) = loaded {
+        return Err(match e {
+            ProgramError::LoadError {
+                io_error,
+                verifier_log,
+            } => {
+                if io_error.raw_os_error() == Some(libc::EPERM) {
+                    FastPathError::Permission {
+                        reason: io_error.to_string(),
+                    }
+                } else {
+                    FastPathError::Verifier {
+                        hook,
+                        reason: io_error.to_string(),
+                        log: verifier_log.to_string(),
+                    }
+                }
+            }
+            other => FastPathError::Object {
+                reason: other.to_string(),
+            },
+        });
+    }
+    Ok(ebpf)
+}
+
+/// Attaches the loaded program `name` to `ifindex` at `hook` and records it in `attached`
+/// (TC: a clsact qdisc is added where there is none, recorded before the filter so a failed
+/// attach still removes it).
+pub(crate) fn attach(
+    ebpf: &mut Ebpf,
+    hook: Hook,
+    name: &str,
+    ifindex: u32,
+    attached: &mut Vec<Attached>,
+) -> Result<(), FastPathError> {
+    let if_name = sys::if_name(ifindex).unwrap_or_default();
+    let fail = |reason: String| FastPathError::Attach {
+        hook,
+        ifindex,
+        name: if_name.clone(),
+        reason,
+    };
+    let prog = ebpf
+        .program_mut(name)
+        .ok_or_else(|| fail("program missing".into()))?;
+    match hook {
+        Hook::Tc => {
+            if if_name.is_empty() {
+                return Err(fail("no such interface".into()));
+            }
+            let added = match aya::programs::tc::qdisc_add_clsact(&if_name) {
+                Ok(()) => true,
+                Err(TcError::NetlinkError(e)) if e.raw_os_error() == Some(libc::EEXIST) => false,
+                Err(e) => return Err(fail(format!("adding the clsact qdisc: {e}"))),
+            };
+            attached.push(Attached {
+                ifindex,
+                added_clsact: added,
+            });
+            let p = <&mut SchedClassifier>::try_from(prog).map_err(|e| fail(e.to_string()))?;
+            p.attach_with_options(
+                &if_name,
+                TcAttachType::Ingress,
+                TcAttachOptions::Netlink(NlOptions::default()),
+            )
+            .map_err(|e| fail(format!("{e}: {}", source_chain(&e))))?;
+        }
+        Hook::Xdp => {
+            let p = <&mut Xdp>::try_from(prog).map_err(|e| fail(e.to_string()))?;
+            p.attach_to_if_index(ifindex, XdpMode::Default)
+                .map_err(|e| fail(format!("{e}: {}", source_chain(&e))))?;
+            attached.push(Attached {
+                ifindex,
+                added_clsact: false,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Detaches (drops the object, which detaches its links), then removes the clsact qdiscs
+/// we added.
+pub(crate) fn detach(ebpf: Option<Ebpf>, attached: &[Attached], what: &str) {
+    drop(ebpf);
+    for a in attached {
+        if a.added_clsact
+            && let Err(e) = sys::del_clsact(a.ifindex)
+        {
+            tracing::warn!(ifindex = a.ifindex, error = %e, "{what}: removing the clsact qdisc we added");
+        }
+    }
+}
+
+/// Per-CPU counter rows summed (wrapping, like the counters themselves); shared with
+/// [`crate::transit`].
+pub(crate) fn sum_per_cpu<'a, const N: usize>(
+    rows: impl Iterator<Item = &'a [u64; N]>,
+) -> [u64; N] {
+    let mut sum = [0u64; N];
+    for row in rows {
+        for (acc, v) in sum.iter_mut().zip(row) {
+            *acc = acc.wrapping_add(*v);
+        }
+    }
+    sum
+}
+
 /// An error's sources, joined.
-fn source_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn source_chain(e: &dyn std::error::Error) -> String {
     let mut parts = Vec::new();
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -96,12 +96,9 @@ pub fn if_name(ifindex: u32) -> io::Result<String> {
 /// `tc qdisc del dev IF clsact`: one rtnetlink `RTM_DELQDISC` request built with
 /// `netlink-packet-route`, sent and acknowledged over a `netlink-sys` socket.
 pub fn del_clsact(ifindex: u32) -> io::Result<()> {
-    use netlink_packet_core::{
-        NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
-    };
+    use netlink_packet_core::NetlinkPayload;
     use netlink_packet_route::RouteNetlinkMessage;
     use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
-    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
     let index = i32::try_from(ifindex).map_err(|_| io::Error::from_raw_os_error(libc::ENODEV))?;
     let mut tc = TcMessage::with_index(index);
@@ -111,16 +108,33 @@ pub fn del_clsact(ifindex: u32) -> io::Result<()> {
     };
     tc.header.parent = TcHandle::CLSACT;
     tc.attributes.push(TcAttribute::Kind("clsact".into()));
-    let mut msg = NetlinkMessage::new(
-        NetlinkHeader::default(),
-        NetlinkPayload::from(RouteNetlinkMessage::DelQueueDiscipline(tc)),
-    );
-    msg.header.flags = NLM_F_REQUEST | NLM_F_ACK;
+    match rtnl_exchange(RouteNetlinkMessage::DelQueueDiscipline(tc), true)? {
+        NetlinkPayload::Error(e) => match e.code {
+            None => Ok(()),
+            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+        },
+        _ => Err(io::Error::from_raw_os_error(libc::EPROTO)),
+    }
+}
+
+/// Sends one rtnetlink request (asking for an acknowledgement if `ack`) and returns the one
+/// answer's payload.
+fn rtnl_exchange(
+    req: netlink_packet_route::RouteNetlinkMessage,
+    ack: bool,
+) -> io::Result<netlink_packet_core::NetlinkPayload<netlink_packet_route::RouteNetlinkMessage>> {
+    use netlink_packet_core::{
+        NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    };
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+
+    let mut msg = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(req));
+    msg.header.flags = NLM_F_REQUEST | if ack { NLM_F_ACK } else { 0 };
     msg.header.sequence_number = 1;
     msg.finalize();
     let mut buf = vec![0u8; msg.buffer_len()];
     msg.serialize(&mut buf);
-
     let mut sock = Socket::new(NETLINK_ROUTE)?;
     sock.bind_auto()?;
     sock.connect(&SocketAddr::new(0, 0))?;
@@ -129,11 +143,115 @@ pub fn del_clsact(ifindex: u32) -> io::Result<()> {
     let n = sock.recv(&mut &mut reply[..], 0)?;
     let answer = NetlinkMessage::<RouteNetlinkMessage>::deserialize(reply.get(..n).unwrap_or(&[]))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    match answer.payload {
-        NetlinkPayload::Error(e) => match e.code {
-            None => Ok(()),
-            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
-        },
+    Ok(answer.payload)
+}
+
+/// One rtnetlink request and its one answer (an error answer becomes the `Err`).
+fn rtnl_request(
+    req: netlink_packet_route::RouteNetlinkMessage,
+) -> io::Result<netlink_packet_route::RouteNetlinkMessage> {
+    use netlink_packet_core::NetlinkPayload;
+    match rtnl_exchange(req, false)? {
+        NetlinkPayload::InnerMessage(m) => Ok(m),
+        NetlinkPayload::Error(e) => Err(match e.code {
+            Some(code) => io::Error::from_raw_os_error(-code.get()),
+            None => io::Error::from_raw_os_error(libc::EPROTO),
+        }),
         _ => Err(io::Error::from_raw_os_error(libc::EPROTO)),
     }
+}
+
+/// How a packet from this host to one address leaves: interface, its MTU and MAC, and the
+/// MAC of the next hop on it (the address itself or the route's gateway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L2Path {
+    /// The outgoing interface.
+    pub oif: u32,
+    /// Its MTU (IP bytes).
+    pub mtu: u32,
+    /// Its MAC.
+    pub smac: [u8; 6],
+    /// The next hop's MAC.
+    pub dmac: [u8; 6],
+}
+
+/// The kernel's answer to "how does a packet to `dst` leave?" (`ip route get DST`, then
+/// `ip neigh get NEXTHOP dev IF`). `Err` when there is no route, the next hop's neighbor
+/// entry is not (or no longer) valid, or the interface has no Ethernet address.
+pub fn l2_path(dst: std::net::IpAddr) -> io::Result<L2Path> {
+    use netlink_packet_route::neighbour::{
+        NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+    };
+    use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
+    use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+
+    let (family, plen, addr) = match dst {
+        std::net::IpAddr::V4(a) => (AddressFamily::Inet, 32, RouteAddress::Inet(a)),
+        std::net::IpAddr::V6(a) => (AddressFamily::Inet6, 128, RouteAddress::Inet6(a)),
+    };
+    let mut rm = RouteMessage::default();
+    rm.header.address_family = family;
+    rm.header.destination_prefix_length = plen;
+    rm.attributes.push(RouteAttribute::Destination(addr));
+    let RouteNetlinkMessage::NewRoute(route) = rtnl_request(RouteNetlinkMessage::GetRoute(rm))?
+    else {
+        return Err(io::Error::from_raw_os_error(libc::EPROTO));
+    };
+    let mut oif = None;
+    let mut hop = dst;
+    for a in &route.attributes {
+        match a {
+            RouteAttribute::Oif(i) => oif = Some(*i),
+            RouteAttribute::Gateway(RouteAddress::Inet(g)) => hop = (*g).into(),
+            RouteAttribute::Gateway(RouteAddress::Inet6(g)) => hop = (*g).into(),
+            _ => {}
+        }
+    }
+    let oif = oif.ok_or_else(|| io::Error::from_raw_os_error(libc::ENETUNREACH))?;
+    let mut nm = NeighbourMessage::default();
+    nm.header.family = family;
+    nm.header.ifindex = oif;
+    nm.attributes
+        .push(NeighbourAttribute::Destination(match hop {
+            std::net::IpAddr::V4(a) => NeighbourAddress::Inet(a),
+            std::net::IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+        }));
+    let RouteNetlinkMessage::NewNeighbour(n) = rtnl_request(RouteNetlinkMessage::GetNeighbour(nm))?
+    else {
+        return Err(io::Error::from_raw_os_error(libc::EPROTO));
+    };
+    let valid = matches!(
+        n.header.state,
+        NeighbourState::Reachable
+            | NeighbourState::Stale
+            | NeighbourState::Delay
+            | NeighbourState::Probe
+            | NeighbourState::Permanent
+    );
+    let dmac = n.attributes.iter().find_map(|a| match a {
+        NeighbourAttribute::LinkLayerAddress(m) => <[u8; 6]>::try_from(m.as_slice()).ok(),
+        _ => None,
+    });
+    let (true, Some(dmac)) = (valid, dmac) else {
+        return Err(io::Error::from_raw_os_error(libc::EHOSTUNREACH));
+    };
+    let name = if_name(oif)?;
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{f}"));
+    let mtu = read("mtu")?
+        .trim()
+        .parse()
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mac: Vec<u8> = read("address")?
+        .trim()
+        .split(':')
+        .filter_map(|h| u8::from_str_radix(h, 16).ok())
+        .collect();
+    let smac = <[u8; 6]>::try_from(mac.as_slice())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    Ok(L2Path {
+        oif,
+        mtu,
+        smac,
+        dmac,
+    })
 }

@@ -1,5 +1,6 @@
 //! anode-blast: sends pre-built ANEP datagrams (or, with `--capsule`, capsules running
 //! `protocols::FORWARD` at every hop) with `sendmmsg`, paced or at full speed, for a bounded time; prints `sent= secs= pps= errs=` (or one JSON object with `--json`).
+//! `--stamp` puts the send time in each packet for `anode-sink --latency`.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -47,6 +48,10 @@ struct Args {
     /// Distinct flow ids cycled over the batch.
     #[arg(long, default_value_t = 1024)]
     flows: u64,
+    /// Put the send time (`CLOCK_MONOTONIC`, ns) in each packet's last 8 bytes, for
+    /// `anode-sink --latency` (needs --size >= 92, or 144 with --capsule).
+    #[arg(long)]
+    stamp: bool,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -60,6 +65,13 @@ fn run(a: &Args) -> Result<(), BenchError> {
         return Err(BenchError::io("arguments")(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "need 0 < --secs <= 60, 1 <= --batch <= 1024, 0 <= --rate <= 1e9",
+        )));
+    }
+    let min_stamped = packet::min_stamped(a.capsule);
+    if a.stamp && a.size < min_stamped {
+        return Err(BenchError::io("arguments")(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("--stamp needs --size >= {min_stamped} (the stamp goes after the headers)"),
         )));
     }
     let sock = UdpSocket::bind(a.bind).map_err(BenchError::io(format!("bind {}", a.bind)))?;
@@ -101,6 +113,9 @@ fn run(a: &Args) -> Result<(), BenchError> {
             }
             Step::Send(n) => n,
         };
+        if a.stamp {
+            tx.stamp(n, anode_netbench::mono_ns());
+        }
         match tx.send(&sock, n) {
             Ok(k) => sent += k as u64,
             // ECONNREFUSED (ICMP from a sink not yet up), ENOBUFS: count and carry on.

@@ -5,6 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use anode_core::{LinkConfig, NodeConfig};
+use anode_io::KernelTransit;
 use anode_wire::NodeAddr;
 use toml::Spanned;
 
@@ -90,6 +91,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     let plan = super::plan::check(text, &raw.plan)?;
+    let dataplane = check_dataplane(&cx, &raw)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -105,7 +107,30 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         modules,
         nodeos,
         plan,
+        dataplane,
     })
+}
+
+/// `[dataplane] mode`: where packets that only pass through are forwarded.
+fn check_dataplane(cx: &Ctx<'_>, raw: &RawFile) -> Result<KernelTransit, Problem> {
+    let Some(m) = &raw.dataplane.mode else {
+        return Ok(KernelTransit::Auto);
+    };
+    match m.get_ref().as_str() {
+        "auto" => Ok(KernelTransit::Auto),
+        "tc" => Ok(KernelTransit::Tc),
+        "socket" => Ok(KernelTransit::Off),
+        "xdp" => Err(cx.at(
+            m,
+            "dataplane mode \"xdp\" is not available for ANEP transit".to_string(),
+            "use \"tc\" (the UDP checksum helpers the rewrite needs exist only at TC, which is also the faster hook on veth) or \"auto\"",
+        )),
+        other => Err(cx.at(
+            m,
+            format!("dataplane mode \"{other}\" is not one anode knows"),
+            "give \"auto\" (the kernel fast path where it loads, else sockets), \"tc\" (kernel fast path or fail) or \"socket\"",
+        )),
+    }
 }
 
 /// Every node address in the file names its port: a bare IP would silently mean port 3322.

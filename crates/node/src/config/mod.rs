@@ -40,6 +40,10 @@
 //! # enabled = true, policy = "policies.toml", memory_bytes = 268435456,
 //! # terminate = true, cpu_percent = 50
 //!
+//! [dataplane]
+//! # mode = "auto"              # passive transit forwarded in the kernel (eBPF at TC ingress)
+//! #                            # where it loads, else sockets; "tc": kernel or fail; "socket"
+//!
 //! [plan]                       # the PLAN EE: see `plan.rs`
 //! # trusted_keys = ["HEX"]     # keys whose signed chunks authEval runs
 //! # [plan.hosts] b = "127.0.0.1:4002"   # names getHostByName resolves
@@ -97,6 +101,8 @@ pub struct NodeFile {
     pub nodeos: nodeos::NodeOsFile,
     /// The PLAN EE's trusted keys and host names (`[plan]`).
     pub plan: plan::PlanFile,
+    /// Where passive transit is forwarded (`[dataplane] mode`; default auto).
+    pub dataplane: anode_io::KernelTransit,
 }
 
 /// A static route from the file.

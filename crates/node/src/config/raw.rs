@@ -32,6 +32,15 @@ pub(super) struct RawFile {
     pub nodeos: super::nodeos::RawNodeOs,
     #[serde(default)]
     pub plan: super::plan::RawPlan,
+    #[serde(default)]
+    pub dataplane: RawDataplane,
+}
+
+/// `[dataplane]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDataplane {
+    pub mode: Option<Spanned<String>>,
 }
 
 /// `[node]`.

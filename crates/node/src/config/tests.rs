@@ -367,3 +367,33 @@ fn link_impairments() {
     ));
     assert!(msg.contains("jitter_ms"), "{msg}");
 }
+
+#[test]
+fn dataplane_mode() {
+    use anode_io::KernelTransit;
+    let f = parse(Path::new("a.toml"), &with("", "")).unwrap();
+    assert_eq!(f.dataplane, KernelTransit::Auto, "auto by default");
+    for (mode, want) in [
+        ("auto", KernelTransit::Auto),
+        ("tc", KernelTransit::Tc),
+        ("socket", KernelTransit::Off),
+    ] {
+        let f = parse(
+            Path::new("a.toml"),
+            &with("", &format!("[dataplane]\nmode = \"{mode}\"")),
+        )
+        .unwrap();
+        assert_eq!(f.dataplane, want, "{mode}");
+    }
+    let text = with("", "[dataplane]\nmode = \"xdp\"");
+    let (line, msg) = err(&text);
+    assert_eq!(text.lines().nth(line - 1), Some("mode = \"xdp\""), "{msg}");
+    assert!(
+        msg.contains("not available for ANEP transit") && msg.contains("\"tc\""),
+        "{msg}"
+    );
+    let (_, msg) = err(&with("", "[dataplane]\nmode = \"fast\""));
+    assert!(msg.contains("\"fast\" is not one anode knows"), "{msg}");
+    let (_, msg) = err(&with("", "[dataplane]\nmod = \"tc\""));
+    assert!(msg.contains("mod"), "{msg}");
+}
