@@ -1,11 +1,13 @@
 // Loads an anode view page in headless Chromium (Debian's /usr/bin/chromium) over the
 // DevTools protocol and reports what the page shows, as one JSON line on stdout:
-//   node [--experimental-websocket] tools/browser/check-view.mjs URL [--updates N] [--screenshot PNG]
-// It waits (at most 30 s) until the page has received N updates over its WebSocket
-// (default 3) and records the header numbers after each, then prints
+//   node [--experimental-websocket] tools/browser/check-view.mjs URL [--updates N] [--timeout S]
+//        [--screenshot PNG]
+// It waits (at most S seconds, default 60) until the page has received N updates over its
+// WebSocket (default 3) and records the header numbers after each, then prints
 //   {"title", "nodes", "circles", "links", "conn", "updates", "times": [...], "events": [...]}.
 // Exit status 1 with a message on stderr if Chromium does not start or the page never
-// reaches N updates.
+// reaches N updates; the message says how far it got (Chromium started, page loaded, the
+// updates seen and what the page last showed).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ const opt = (name, dflt) => {
 };
 const wantUpdates = Number(opt("--updates", "3"));
 const shot = opt("--screenshot", null);
+const timeoutS = Number(opt("--timeout", "60"));
 const chrome = process.env.CHROMIUM || "/usr/bin/chromium";
 const profile = mkdtempSync(join(tmpdir(), "anode-view-chromium-"));
 
@@ -32,7 +35,9 @@ function cleanup() {
   if (browser) browser.kill("SIGKILL");
   try { rmSync(profile, { recursive: true, force: true }); } catch {}
 }
-setTimeout(() => fail("timed out after 30 s"), 30000).unref();
+// How far the check got, for the message if it times out.
+let stage = "waiting for Chromium to start";
+setTimeout(() => fail(`timed out after ${timeoutS} s, ${stage}`), timeoutS * 1000).unref();
 
 browser = spawn(chrome, [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -54,6 +59,7 @@ const wsUrl = await new Promise(resolve => {
 // Node >= 22 has WebSocket, 20.10+ with --experimental-websocket; older ones use the `ws`
 // package, which scripts/setup.sh installs into tools/browser/node_modules for them.
 const WebSocketImpl = globalThis.WebSocket ?? (await import("ws")).default;
+stage = "Chromium started, connecting to it";
 const ws = new WebSocketImpl(wsUrl);
 await new Promise((res, rej) => { ws.onopen = res; ws.onerror = () => rej(new Error("CDP")); });
 let next = 1;
@@ -71,6 +77,7 @@ function send(method, params = {}, sessionId) {
   });
 }
 
+stage = `loading ${url}`;
 const { targetId } = await send("Target.createTarget", { url });
 const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
 const read = async () => {
@@ -98,6 +105,7 @@ while (seen < wantUpdates) {
   const now = await read();
   if (!now) continue;
   last = now;
+  stage = `page loaded, ${last.updates} of ${wantUpdates} updates, showing ${JSON.stringify(last)}`;
   if (last.updates > seen) {
     seen = last.updates;
     times.push(last.time);

@@ -1,6 +1,8 @@
 //! The live view in headless Chromium (Debian's chromium, driven over the DevTools protocol
-//! by tools/browser/check-view.mjs): `anode emulate topologies/grid50.toml --view --speed 3`
-//! shows the 50-node grid and its numbers advance update after update; `anode view` on a
+//! by tools/browser/check-view.mjs): `anode emulate topologies/grid50.toml --view --speed 1`
+//! shows the 50-node grid and its numbers advance update after update (at speed 1 the 30 s
+//! run leaves the browser 30 s to start and see its updates; Ctrl-C then finishes the run at
+//! full speed, so the test takes only as long as the browser does); `anode view` on a
 //! running node shows the node and its neighbor, with its domains and code cache in
 //! /state.json; other paths answer 404; a non-loopback address is refused.
 //!
@@ -35,6 +37,14 @@ fn node() -> Command {
         c.arg("--experimental-websocket");
     }
     c
+}
+
+/// One browser test at a time (each holds this from before its viewer starts): two
+/// Chromiums starting at once on a loaded 2-core machine once kept the emulation's page
+/// from its updates until the run was over.
+fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BROWSER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the page shows after `updates` updates (see check-view.mjs).
@@ -81,9 +91,10 @@ fn start_viewer(args: &[&str]) -> (Proc, String) {
 
 #[test]
 fn emulation_view_shows_the_grid_and_updates() {
+    let _one = one_browser();
     let topo = repo().join("topologies/grid50.toml");
     let topo = topo.to_string_lossy();
-    let (p, url) = start_viewer(&["emulate", &topo, "--view", "127.0.0.1:0", "--speed", "3"]);
+    let (p, url) = start_viewer(&["emulate", &topo, "--view", "127.0.0.1:0", "--speed", "1"]);
     let page = browser(&url, 4);
     assert_eq!(page["nodes"], 50, "{page}");
     assert_eq!(page["circles"], 50, "every node drawn: {page}");
@@ -112,6 +123,7 @@ fn emulation_view_shows_the_grid_and_updates() {
 
 #[test]
 fn node_view_shows_the_node_and_its_neighbor() {
+    let _one = one_browser();
     let dir = TestDir::new("view");
     let (a, _b) = anode().start_pair(&dir);
     let (a_addr, b_addr) = (a.addr.clone(), _b.addr.clone());
