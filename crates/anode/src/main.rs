@@ -11,7 +11,8 @@ mod cmd;
 ///
 /// Start here: `anode demo` runs a small emulated network end to end and tells what
 /// happened. `anode emulate FILE.toml` runs your own topology; `anode node --config FILE`
-/// runs a real node over UDP; the other commands talk to a running node.
+/// runs a real node over UDP; the other commands talk to a running node (on this host by its
+/// control socket, or remotely: `anode --node HOST:PORT --key BASE.key status`).
 #[derive(Debug, Parser)]
 #[command(name = "anode", version, propagate_version = true)]
 struct Cli {
@@ -137,8 +138,39 @@ fn quiet_on_closed_pipe(c: &Command) -> bool {
     }
 }
 
+/// `anode --node HOST:PORT --key FILE [--ttl S] COMMAND ...` is `anode COMMAND ... --node
+/// HOST:PORT --key FILE [--ttl S]`: the connection flags written before the command move
+/// after it, where the client commands take them.
+fn hoist_connection_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const WITH_VALUE: [&str; 3] = ["--node", "--key", "--ttl"];
+    let mut front = Vec::new();
+    let mut hoisted = Vec::new();
+    let mut it = args.into_iter();
+    front.extend(it.next());
+    let mut it = it.peekable();
+    while let Some(a) = it.peek() {
+        let s = a.to_string_lossy();
+        if WITH_VALUE.contains(&s.as_ref()) {
+            hoisted.extend(it.next());
+            hoisted.extend(it.next());
+        } else if WITH_VALUE.iter().any(|f| s.starts_with(&format!("{f}="))) {
+            hoisted.extend(it.next());
+        } else if s == "--log" {
+            front.extend(it.next());
+            front.extend(it.next());
+        } else if s.starts_with("--log=") {
+            front.extend(it.next());
+        } else {
+            break;
+        }
+    }
+    front.extend(it);
+    front.extend(hoisted);
+    front
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(hoist_connection_flags(std::env::args_os().collect()));
     if quiet_on_closed_pipe(&cli.command) {
         // SAFETY: restores the default disposition of SIGPIPE before any thread starts; no
         // handler runs, the process just ends when it writes to a closed pipe.
@@ -182,5 +214,37 @@ fn main() {
     if let Err(e) = r {
         eprintln!("anode: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hoist_connection_flags;
+
+    fn hoist(args: &[&str]) -> Vec<String> {
+        hoist_connection_flags(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn connection_flags_before_the_command_move_after_it() {
+        assert_eq!(
+            hoist(&[
+                "anode", "--node", "h:1", "--log", "info", "--key=k", "module", "list"
+            ]),
+            [
+                "anode", "--log", "info", "module", "list", "--node", "h:1", "--key=k"
+            ]
+        );
+        // After the command, and with nothing to move, the arguments stay as they are.
+        for args in [
+            &["anode", "status", "--node", "h:1", "--key", "k"][..],
+            &["anode", "--log=debug", "demo"][..],
+            &["anode"][..],
+        ] {
+            assert_eq!(hoist(args), args);
+        }
     }
 }

@@ -329,6 +329,87 @@ fn control_connections_are_bounded_and_memory_comes_back() {
     assert!(after < 150.0, "RSS after {after} MiB");
 }
 
+/// Floods the remote-management listener at `to` with requests signed for it by a trusted
+/// key's holder, but with the signature damaged (so each costs the node a full signature
+/// check), on one connection per thread, until `stop`; returns how many were answered.
+fn remote_flood(to: std::net::SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    use std::io::{BufRead, BufReader};
+    std::thread::spawn(move || {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+        let Ok(c) = std::net::TcpStream::connect(to) else {
+            return 0;
+        };
+        let mut w = c.try_clone().unwrap();
+        let mut r = BufReader::new(c);
+        let mut answered = 0u64;
+        let mut line = String::new();
+        while !stop.load(Ordering::Relaxed) {
+            let nonce = (answered as u128).to_le_bytes();
+            let req = r#"{"id":1,"op":"hello","protocol":1,"client":"flood"}"#;
+            let sealed = anode_ctl::remote::seal(&key, to, req, nonce, u64::MAX / 2);
+            // The last signature digit changed: the key is trusted, the signature wrong.
+            let cut = sealed.len() - 3;
+            let flip = if &sealed[cut..cut + 1] == "0" {
+                "1"
+            } else {
+                "0"
+            };
+            let bad = format!("{}{flip}{}", &sealed[..cut], &sealed[cut + 1..]);
+            if w.write_all(format!("{bad}\n").as_bytes()).is_err() {
+                break;
+            }
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(n) if n > 0 => answered += 1,
+                _ => break,
+            }
+        }
+        answered
+    })
+}
+
+#[test]
+fn a_remote_management_flood_is_refused_at_the_cost_of_its_signature_checks() {
+    let _one = serial();
+    let ip = localhost();
+    let listen = std::net::SocketAddr::new(ip, free_port(ip));
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let extra = format!(
+        "[remote]\nlisten = \"{listen}\"\n\n[[remote.key]]\nkey = \"{}\"\nmay = [\"read\"]\n",
+        hex::encode(key.verifying_key().as_bytes())
+    );
+    let line = Line::up("h-remote", &extra);
+    let flaps0 = line.flaps();
+    let alone = line.benign();
+    let stop = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let threads: Vec<_> = (0..4)
+        .map(|_| remote_flood(listen, Arc::clone(&stop)))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let attacked = line.benign();
+    stop.store(true, Ordering::Relaxed);
+    let answered: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+    let secs = t0.elapsed().as_secs_f64();
+    let kept = attacked / alone;
+    let (rss, peak) = rss_mib(line.hub.proc.id());
+    let st = line.hub.json(&["stats"]);
+    let r = &st["control"]["remote"];
+    let bad = r["refused"]["bad_signature"].as_u64().unwrap_or(0);
+    println!(
+        "FIGURE remote-management flood: {answered} requests with a trusted key and a damaged signature on 4 connections (~{:.0}/s), {bad} refused as bad_signature, {} accepted; benign {alone:.0} -> {attacked:.0} capsules/s ({:.0} %); adjacency flaps {}; hub RSS {rss:.1} MiB (peak {peak:.1})",
+        answered as f64 / secs,
+        r["accepted"],
+        100.0 * kept,
+        line.flaps() - flaps0
+    );
+    assert!(answered > 0 && bad >= answered, "{r}");
+    assert_eq!(r["accepted"], 0, "{r}");
+    assert!(kept >= 0.9, "benign flow kept {:.0} %", 100.0 * kept);
+    assert_eq!(line.flaps(), flaps0, "adjacencies flapped");
+    assert!(peak < 300.0, "peak RSS {peak} MiB");
+}
+
 /// A ~48 KB code object (a large data segment).
 fn big_code() -> Vec<u8> {
     let data: String = (0..48_000)

@@ -9,7 +9,8 @@
 //! - Nothing here panics on what the node sends: a bad line is a [`ClientError::BadMessage`].
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,6 +26,16 @@ use crate::{
 /// A client-side failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Nothing accepts connections at a remote node's address.
+    #[error(
+        "cannot reach a remote node at {addr} ({source}); is `[remote] listen` set in its config, and the address right?"
+    )]
+    NoRemote {
+        /// The address tried.
+        addr: SocketAddr,
+        /// Why connecting failed.
+        source: std::io::Error,
+    },
     /// Nothing listens at the socket path.
     #[error(
         "no node is running at {} ({source}); start one with `anode node --config FILE` (see examples/node-a.toml), or pass --socket PATH / --node-port PORT",
@@ -104,8 +115,10 @@ pub struct SendOptions {
 /// A connection to a node.
 #[derive(Debug)]
 pub struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    reader: BufReader<Stream>,
+    writer: Stream,
+    /// Signs every request line (a remote node, over TCP).
+    signer: Option<crate::remote::RemoteSigner>,
     line: Vec<u8>,
     next_id: u64,
     queued: VecDeque<StreamItem>,
@@ -123,10 +136,34 @@ impl Client {
             path: path.clone(),
             source,
         })?;
+        Client::start(Stream::Unix(stream), None, path, name)
+    }
+
+    /// Connects to a node's remote-management listener at `signer.to` over TCP and says
+    /// hello as `name`; every request is signed by `signer` (see [`crate::remote`]).
+    pub fn connect_remote(
+        signer: crate::remote::RemoteSigner,
+        name: &str,
+    ) -> Result<Client, ClientError> {
+        let addr = signer.to;
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+            .map_err(|source| ClientError::NoRemote { addr, source })?;
+        let _ = stream.set_nodelay(true);
+        let path = PathBuf::from(format!("tcp://{addr}"));
+        Client::start(Stream::Tcp(stream), Some(signer), path, name)
+    }
+
+    fn start(
+        stream: Stream,
+        signer: Option<crate::remote::RemoteSigner>,
+        path: PathBuf,
+        name: &str,
+    ) -> Result<Client, ClientError> {
         let writer = stream.try_clone()?;
         let mut c = Client {
             reader: BufReader::new(stream),
             writer,
+            signer,
             line: Vec::new(),
             next_id: 1,
             queued: VecDeque::new(),
@@ -157,7 +194,7 @@ impl Client {
         &self.hello
     }
 
-    /// The socket path.
+    /// The socket path (`tcp://ADDR` for a remote node).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -174,7 +211,15 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         let frame = RequestFrame { id, request: req };
-        self.writer.write_all(frame.to_line().as_bytes())?;
+        let mut line = frame.to_line();
+        if let Some(signer) = &self.signer {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            line = signer.seal(line.trim_end(), now);
+            line.push('\n');
+        }
+        self.writer.write_all(line.as_bytes())?;
         loop {
             match self.read_message(None)? {
                 ServerMessage::Reply { id: rid, result } if rid == id => return Ok(result),
@@ -523,6 +568,54 @@ impl Client {
                 }
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+}
+
+/// A control connection: the node's Unix socket, or TCP to a remote node.
+#[derive(Debug)]
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
         }
     }
 }

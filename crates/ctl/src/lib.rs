@@ -79,6 +79,7 @@ pub mod path;
 mod payload;
 pub mod ports;
 mod proto;
+pub mod remote;
 pub mod send;
 pub mod tools;
 
@@ -90,8 +91,8 @@ pub use payload::{Payload, PayloadError};
 pub use proto::{
     CaptureEndInfo, ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode,
     ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo,
-    Request, RequestFrame, Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo,
-    TerminationEntry, parse_request,
+    RemoteStats, Request, RequestFrame, Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo,
+    StatusInfo, TerminationEntry, parse_request,
 };
 
 #[cfg(test)]

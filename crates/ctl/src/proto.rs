@@ -556,6 +556,18 @@ pub struct ControlStats {
     /// Connections closed because they were idle (no request, no port, no subscription).
     #[serde(default)]
     pub idle_closed: u64,
+    /// Remote management's counters; absent when it is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteStats>,
+}
+
+/// Remote management's counters (`[remote]` at the node).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteStats {
+    /// Signed requests accepted.
+    pub accepted: u64,
+    /// Requests refused, by reason (`anode_ctl::remote::REFUSAL_REASONS`, every one listed).
+    pub refused: std::collections::BTreeMap<String, u64>,
 }
 
 /// One domain's counters.
@@ -758,6 +770,9 @@ pub enum ErrorCode {
     Busy,
     /// This node cannot do that (e.g. capture on a driver without a socket).
     Unsupported,
+    /// A remote request was refused: unsigned, untrusted or wrong key, expired, replayed,
+    /// or not permitted (the message says which).
+    Unauthorized,
     /// A code this client does not know.
     #[serde(other)]
     Other,
@@ -782,6 +797,7 @@ impl ErrorCode {
             ErrorCode::ModuleRefused => "module_refused",
             ErrorCode::Busy => "busy",
             ErrorCode::Unsupported => "unsupported",
+            ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Other => "other",
         }
     }

@@ -309,6 +309,20 @@ impl Snapshot {
                 None,
                 &[(vec![], cs.idle_closed)],
             )?;
+            if let Some(r) = &cs.remote {
+                let mut rows = vec![(vec![("result", "accepted")], r.accepted)];
+                rows.extend(
+                    r.refused
+                        .iter()
+                        .map(|(k, v)| (vec![("result", k.as_str())], *v)),
+                );
+                f.counter(
+                    "anode_remote_requests",
+                    "Signed remote-management requests: accepted, or refused by reason.",
+                    None,
+                    &rows,
+                )?;
+            }
         }
         Ok(())
     }

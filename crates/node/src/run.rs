@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub metrics: Option<SocketAddr>,
     /// The control server's bounds.
     pub control: control::Limits,
+    /// Remote management (`[remote]`): signed requests over TCP; needs a control socket.
+    pub remote: Option<control::RemoteConfig>,
     /// The module journal's directory (a node hosting modules), so modules installed at
     /// run time come back after a restart.
     pub modules_state: Option<PathBuf>,
@@ -55,6 +57,7 @@ impl RunOptions {
             socket: None,
             metrics: None,
             control: control::Limits::default(),
+            remote: None,
             modules_state: None,
             origin: format!("node on {bind}"),
             tee_events: false,
@@ -75,6 +78,7 @@ impl RunOptions {
             socket: Some(file.socket.clone()),
             metrics: file.metrics,
             control: file.control,
+            remote: file.remote.clone(),
             modules_state: (!file.modules.trusted_keys.is_empty())
                 .then(|| file.modules.state_dir.clone()),
             origin: file.path.display().to_string(),
@@ -97,6 +101,18 @@ pub enum RunError {
     Udp {
         /// The address.
         bind: SocketAddr,
+        /// The config file.
+        origin: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The remote-management listener could not be bound.
+    #[error(
+        "cannot listen for remote management on TCP {addr} ({source}); is the address this host's, and the port free? change [remote] listen in {origin}"
+    )]
+    Remote {
+        /// The address.
+        addr: SocketAddr,
         /// The config file.
         origin: String,
         /// Why.
@@ -196,6 +212,20 @@ impl RunningNode {
                 control::remove_socket(p);
             }
         };
+        let remote = match &opts.remote {
+            Some(cfg) => match std::net::TcpListener::bind(cfg.listen) {
+                Ok(l) => Some((l, cfg.clone())),
+                Err(source) => {
+                    cleanup(&opts);
+                    return Err(RunError::Remote {
+                        addr: cfg.listen,
+                        origin: opts.origin.clone(),
+                        source,
+                    });
+                }
+            },
+            None => None,
+        };
         let bind = opts.driver.bind;
         let handle = anode_io::spawn(node, opts.driver.clone()).map_err(|source| {
             cleanup(&opts);
@@ -223,11 +253,10 @@ impl RunningNode {
                 }
                 let driver: Arc<dyn Driver> = udp.clone();
                 Some(
-                    ControlServer::serve_with(l, path, driver, events, opts.control).inspect_err(
-                        |_| {
+                    ControlServer::serve_full(l, path, driver, events, opts.control, remote)
+                        .inspect_err(|_| {
                             cleanup(&opts);
-                        },
-                    )?,
+                        })?,
                 )
             }
             _ => None,

@@ -2,8 +2,9 @@
 //! `neighbors`, `links`, `stats`, `domains`, `send`, `listen`, `link up|down`, `stop`.
 //!
 //! Each takes `--socket PATH` or `--node-port PORT` to pick the node (default: the only node
-//! running under the default socket directory) and `--json` for the protocol's JSON instead
-//! of tables.
+//! running under the default socket directory), or `--node HOST:PORT --key BASE.key` for a
+//! remote node (its `[remote] listen`; every request signed, see `anode_ctl::remote`), and
+//! `--json` for the protocol's JSON instead of tables.
 
 mod show;
 pub(crate) mod table;
@@ -24,9 +25,16 @@ pub struct Conn {
     /// Pick the node by its UDP port (its default control socket).
     #[arg(long, value_name = "PORT", conflicts_with = "socket")]
     node_port: Option<u16>,
-    /// Pick a node of a running `anode emulate --realtime` by its name in the topology.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["socket", "node_port"])]
+    /// A remote node's management address (HOST:PORT, its `[remote] listen`; needs --key),
+    /// or a node of a running `anode emulate --realtime` by its name in the topology.
+    #[arg(long, value_name = "HOST:PORT|NAME", conflicts_with_all = ["socket", "node_port"])]
     node: Option<String>,
+    /// The secret key (BASE.key of `anode keygen`) that signs requests to a remote node.
+    #[arg(long, value_name = "FILE", requires = "node")]
+    key: Option<PathBuf>,
+    /// How long each signed request stays valid, in seconds (at most the node's max_ttl_s).
+    #[arg(long, value_name = "SECS", default_value_t = anode_ctl::remote::DEFAULT_TTL_S, requires = "key")]
+    ttl: u64,
     /// Print JSON (one object per line) instead of tables.
     #[arg(long)]
     json: bool,
@@ -150,6 +158,28 @@ impl Conn {
 }
 
 fn connect(c: &Conn) -> Result<Client, CliError> {
+    if let Some(to) = c.node.as_deref().and_then(remote_addr).transpose()? {
+        let Some(key) = &c.key else {
+            return Err(CliError::Usage(format!(
+                "--node {to} is a remote node: sign the requests with --key BASE.key (`anode keygen --out BASE`, BASE.pub in the node's [[remote.key]])"
+            )));
+        };
+        let key = anode_modules::read_key(key).map_err(|e| CliError::Usage(e.to_string()))?;
+        let signer = anode_ctl::remote::RemoteSigner {
+            key,
+            to,
+            ttl_s: c.ttl,
+        };
+        return Ok(Client::connect_remote(
+            signer,
+            concat!("anode-cli ", env!("CARGO_PKG_VERSION")),
+        )?);
+    }
+    if c.key.is_some() {
+        return Err(CliError::Usage(
+            "--key signs requests to a remote node: give --node HOST:PORT".into(),
+        ));
+    }
     let named = match c.node.as_deref() {
         Some(n) => Some(path::emulation_socket_path(n)?),
         None => None,
@@ -159,6 +189,22 @@ fn connect(c: &Conn) -> Result<Client, CliError> {
         p,
         concat!("anode-cli ", env!("CARGO_PKG_VERSION")),
     )?)
+}
+
+/// `--node` as a remote node's address: `None` for an emulation node's name (no colon).
+fn remote_addr(node: &str) -> Option<Result<std::net::SocketAddr, CliError>> {
+    use std::net::ToSocketAddrs;
+    if !node.contains(':') {
+        return None;
+    }
+    let found = node.to_socket_addrs().map(|mut a| a.next());
+    Some(match found {
+        Ok(Some(a)) => Ok(a),
+        Ok(None) => Err(CliError::Usage(format!("--node {node}: no address"))),
+        Err(e) => Err(CliError::Usage(format!(
+            "--node {node} is not HOST:PORT ({e}); give a remote node's [remote] listen address"
+        ))),
+    })
 }
 
 fn print<T: Serialize>(json: bool, v: &T, human: impl FnOnce(&T) -> String) {

@@ -68,6 +68,13 @@ pub fn run(args: Args) -> super::CmdResult {
     if let Some(a) = running.metrics_addr() {
         eprintln!("anode: metrics on http://{a}/metrics");
     }
+    if let Some(r) = &file.remote {
+        eprintln!(
+            "anode: remote management on TCP {} ({} key(s)); every remote action is logged",
+            r.listen,
+            r.keys.len()
+        );
+    }
     eprintln!(
         "anode: node {} running on UDP {} with {} link(s); control socket {}\n\
          anode: try `anode status --socket {}`; Ctrl-C stops the node (--log info shows neighbors and routes)",
@@ -154,6 +161,16 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
         },
         "metrics": f.metrics.map(|a| a.to_string()),
         "dataplane": { "mode": dataplane_mode(f.dataplane) },
+        "remote": f.remote.as_ref().map(|r| serde_json::json!({
+            "listen": r.listen.to_string(),
+            "max_ttl_s": r.max_ttl_s,
+            "max_connections": r.max_connections,
+            "keys": r.keys.iter().map(|k| serde_json::json!({
+                "name": k.name,
+                "key": hex::encode(k.key.as_bytes()),
+                "may": k.may.iter().map(|c| c.name()).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })),
     })
 }
 
@@ -221,6 +238,19 @@ fn print_summary(f: &NodeFile) {
         f.control.max_connections,
         f.control.idle.as_secs()
     );
+    match &f.remote {
+        None => println!("remote   off"),
+        Some(r) => {
+            println!(
+                "remote   signed requests on TCP {} (valid at most {} s, {} connections)",
+                r.listen, r.max_ttl_s, r.max_connections
+            );
+            for k in &r.keys {
+                let may: Vec<&str> = k.may.iter().map(|c| c.name()).collect();
+                println!("         key {} may {}", k.name, may.join(", "));
+            }
+        }
+    }
     println!(
         "EEs      PLAN, capsule (code cache {}, at most {} MiB)",
         f.code_cache.display(),

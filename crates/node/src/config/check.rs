@@ -28,6 +28,15 @@ pub(super) struct Problem {
     pub fix: String,
 }
 
+/// A problem at the place `s` was written in `text` (the other config modules' helper).
+pub(super) fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Problem {
+    Problem {
+        pos: pos_of(text, s.span().start),
+        what,
+        fix: fix.into(),
+    }
+}
+
 struct Ctx<'a> {
     text: &'a str,
 }
@@ -92,6 +101,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     let plan = super::plan::check(text, &raw.plan)?;
     let dataplane = check_dataplane(&cx, &raw)?;
+    let remote = super::remote::check(text, &raw.remote)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -108,6 +118,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         nodeos,
         plan,
         dataplane,
+        remote,
     })
 }
 

@@ -21,8 +21,7 @@ use anode_wire::NodeAddr;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::Problem;
-use super::locate::pos_of;
+use super::check::{Problem, at};
 use super::raw::RawLink;
 
 /// Longest emulated delay.
@@ -68,14 +67,6 @@ impl LinkImpairment {
             rate_bps: self.rate_bps,
             queue_bytes: self.queue_bytes,
         }
-    }
-}
-
-fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Problem {
-    Problem {
-        pos: pos_of(text, s.span().start),
-        what,
-        fix: fix.to_string(),
     }
 }
 

@@ -44,6 +44,9 @@
 //! # mode = "auto"              # passive transit forwarded in the kernel (eBPF at TC ingress)
 //! #                            # where it loads, else sockets; "tc": kernel or fail; "socket"
 //!
+//! [remote]                     # remote management, off unless listen is set: see `remote.rs`
+//! # listen = "198.18.0.1:7100" # TCP; [[remote.key]] key = "HEX", may = ["read", "manage"]
+//!
 //! [plan]                       # the PLAN EE: see `plan.rs`
 //! # trusted_keys = ["HEX"]     # keys whose signed chunks authEval runs
 //! # [plan.hosts] b = "127.0.0.1:4002"   # names getHostByName resolves
@@ -63,6 +66,7 @@ pub mod modules;
 pub mod nodeos;
 pub mod plan;
 mod raw;
+pub mod remote;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -103,6 +107,8 @@ pub struct NodeFile {
     pub plan: plan::PlanFile,
     /// Where passive transit is forwarded (`[dataplane] mode`; default auto).
     pub dataplane: anode_io::KernelTransit,
+    /// Remote management (`[remote]`); `None`: off.
+    pub remote: Option<crate::control::RemoteConfig>,
 }
 
 /// A static route from the file.

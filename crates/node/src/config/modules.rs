@@ -30,8 +30,8 @@ use anode_ctl::{ModuleConfig, ModuleConfigValue};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::Problem;
-use super::locate::{Pos, pos_of};
+use super::check::{Problem, at};
+use super::locate::Pos;
 
 /// `[modules]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -116,14 +116,6 @@ pub fn config_table(c: &ModuleConfig) -> toml::Table {
             (k.clone(), v)
         })
         .collect()
-}
-
-fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Problem {
-    Problem {
-        pos: pos_of(text, s.span().start),
-        what,
-        fix: fix.into(),
-    }
 }
 
 /// The position of the `n`-th `[[module]]` header (0-based).

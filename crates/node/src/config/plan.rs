@@ -19,8 +19,7 @@ use anode_wire::NodeAddr;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::Problem;
-use super::locate::pos_of;
+use super::check::{Problem, at};
 
 /// `[plan]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -39,14 +38,6 @@ pub struct PlanFile {
     pub trusted_keys: Vec<[u8; 32]>,
     /// Names `getHostByName` resolves, in name order.
     pub hosts: Vec<(String, SocketAddr)>,
-}
-
-fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Problem {
-    Problem {
-        pos: pos_of(text, s.span().start),
-        what,
-        fix: fix.into(),
-    }
 }
 
 /// Checks `[plan]` (parsed from `text`).

@@ -34,6 +34,8 @@ pub(super) struct RawFile {
     pub plan: super::plan::RawPlan,
     #[serde(default)]
     pub dataplane: RawDataplane,
+    #[serde(default)]
+    pub remote: super::remote::RawRemote,
 }
 
 /// `[dataplane]`.

@@ -397,3 +397,46 @@ fn dataplane_mode() {
     let (_, msg) = err(&with("", "[dataplane]\nmod = \"tc\""));
     assert!(msg.contains("mod"), "{msg}");
 }
+
+#[test]
+fn remote_management() {
+    use anode_ctl::remote::RemoteClass;
+    let f = parse(Path::new("a.toml"), &with("", "")).unwrap();
+    assert_eq!(f.remote, None, "off by default");
+    let key = hex::encode(anode_modules::generate_key().verifying_key().as_bytes());
+    let text = with(
+        "",
+        &format!(
+            "[remote]\nlisten = \"198.18.0.1:7100\"\nmax_ttl_s = 60\n\n[[remote.key]]\n\
+             key = \"{key}\"\nmay = [\"read\", \"shutdown\"]\n"
+        ),
+    );
+    let r = parse(Path::new("a.toml"), &text).unwrap().remote.unwrap();
+    assert_eq!(r.listen, "198.18.0.1:7100".parse().unwrap());
+    assert_eq!((r.max_ttl_s, r.max_connections), (60, 16));
+    assert_eq!(r.keys.len(), 1);
+    assert_eq!(r.keys[0].name, &key[..16], "named by the key by default");
+    assert!(r.keys[0].may.contains(&RemoteClass::Shutdown));
+    assert!(!r.keys[0].may.contains(&RemoteClass::Manage));
+    for (bad, says, at) in [
+        ("max_ttl_s = 60", "max_ttl_s = 0", "out of range"),
+        (
+            "listen = \"198.18.0.1:7100\"",
+            "listen = \"x\"",
+            "is not IP:PORT",
+        ),
+        (
+            "listen = \"198.18.0.1:7100\"",
+            "listen = \"198.18.0.1:0\"",
+            "port 0",
+        ),
+        ("may = [\"read\", \"shutdown\"]", "may = []", "may is empty"),
+    ] {
+        let text = text.replace(bad, says);
+        let (line, msg) = err(&text);
+        assert_eq!(text.lines().nth(line - 1), Some(says), "{msg}");
+        assert!(msg.contains(at), "{msg}");
+    }
+    let twice = format!("{text}\n[[remote.key]]\nkey = \"{key}\"\nmay = [\"read\"]\n");
+    assert!(err(&twice).1.contains("listed twice"));
+}

@@ -14,6 +14,10 @@
 //!   queued to it, and are freed when it closes; no thread is made per connection.
 //! - [`Limits::workers`] threads answer requests; a slow request (a module compiling) holds
 //!   one worker, not the I/O thread.
+//! - With remote management on (`remote.rs`), a TCP listener is served by the same loop:
+//!   its connections have their own bound (`[remote] max_connections`, so a flood of them
+//!   cannot lock out the local socket), close after [`REMOTE_IDLE`] idle, and every line
+//!   they send passes the remote gate before a handler sees it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -23,10 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anode_ctl::{ErrorCode, ServerMessage, parse_request};
-use mio::net::{UnixListener, UnixStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::handlers::{self, ConnState};
+use super::remote::RemotePeer;
 use super::state::{ConnId, ConnOut, OutQueue, Shared};
 
 /// Longest request line accepted; a longer one is answered with an error and skipped.
@@ -37,7 +42,11 @@ pub(super) const MAX_PENDING: usize = 64;
 const LISTENER: Token = Token(0);
 /// The waker's token (`Shared::waker`).
 pub(super) const WAKER: Token = Token(1);
-const FIRST_CONN: u64 = 2;
+/// The remote-management listener's token.
+const REMOTE_LISTENER: Token = Token(2);
+const FIRST_CONN: u64 = 3;
+/// Idle time after which a remote connection is closed.
+pub(super) const REMOTE_IDLE: Duration = Duration::from_secs(60);
 
 /// The bounds of the control server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +74,63 @@ struct Job {
     id: ConnId,
     line: Vec<u8>,
     state: ConnState,
+    /// A remote connection's ends: the line is a signed envelope.
+    remote: Option<RemotePeer>,
+}
+
+/// A control connection: the local socket's, or a remote one's.
+#[derive(Debug)]
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.register(r, t, i),
+            Stream::Tcp(s) => s.register(r, t, i),
+        }
+    }
+
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.reregister(r, t, i),
+            Stream::Tcp(s) => s.reregister(r, t, i),
+        }
+    }
+
+    fn deregister(&mut self, r: &Registry) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.deregister(r),
+            Stream::Tcp(s) => s.deregister(r),
+        }
+    }
 }
 
 /// A worker's answer: the state back (the reply is already queued).
@@ -76,7 +142,9 @@ struct Done {
 /// One connection, as the I/O thread holds it.
 struct Conn {
     id: ConnId,
-    stream: UnixStream,
+    stream: Stream,
+    /// Set for a remote connection.
+    remote: Option<RemotePeer>,
     out: Arc<OutQueue>,
     /// Bytes read that do not end a line yet.
     inbuf: Vec<u8>,
@@ -122,11 +190,31 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
             id,
             line,
             mut state,
+            remote,
         } = job;
         let text = String::from_utf8_lossy(&line);
-        let reply = match parse_request(&text) {
-            Ok(f) => handlers::handle(shared, &mut state, f),
-            Err((rid, msg)) => ServerMessage::error(rid, ErrorCode::BadRequest, msg),
+        let reply = match (remote, &shared.remote) {
+            (None, _) => match parse_request(&text) {
+                Ok(f) => handlers::handle(shared, &mut state, f),
+                Err((rid, msg)) => ServerMessage::error(rid, ErrorCode::BadRequest, msg),
+            },
+            (Some(from), Some(gate)) => match gate.admit(&text, from, unix_now()) {
+                Ok(a) => {
+                    if state.client.is_empty() {
+                        state.client = format!("remote {} ({})", from.peer, a.key);
+                    }
+                    handlers::handle(shared, &mut state, a.frame)
+                }
+                Err(e) => {
+                    let rid = request_id(&text);
+                    ServerMessage::error(rid, ErrorCode::Unauthorized, e.to_string())
+                }
+            },
+            (Some(_), None) => ServerMessage::error(
+                None,
+                ErrorCode::Unauthorized,
+                "remote management is off at this node",
+            ),
         };
         shared.reply(id, &reply);
         if let Some(after) = state.after_reply.take() {
@@ -139,14 +227,29 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
     }
 }
 
+/// The seconds since the Unix epoch (remote requests' expiries are in those).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The `id` of the request inside an envelope, if it can be read (for the refusal's reply).
+fn request_id(envelope: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(envelope).ok()?;
+    let inner: serde_json::Value = serde_json::from_str(v.get("request")?.as_str()?).ok()?;
+    inner.get("id")?.as_u64()
+}
+
 /// The I/O thread: runs until the server stops.
 pub(super) fn io_loop(
     shared: &Arc<Shared>,
     mut poll: Poll,
     listener: std::os::unix::net::UnixListener,
+    remote: Option<std::net::TcpListener>,
     limits: Limits,
 ) {
-    let mut io = match Io::new(shared, &poll, listener, limits) {
+    let mut io = match Io::new(shared, &poll, listener, remote, limits) {
         Ok(io) => io,
         Err(e) => {
             tracing::error!("control server cannot start: {e}");
@@ -165,6 +268,7 @@ pub(super) fn io_loop(
         for ev in &events {
             match ev.token() {
                 LISTENER => io.accept(&poll),
+                REMOTE_LISTENER => io.accept_remote(&poll),
                 WAKER => {}
                 Token(t) => {
                     let id = t as ConnId;
@@ -190,6 +294,9 @@ pub(super) fn io_loop(
 struct Io<'a> {
     shared: &'a Arc<Shared>,
     listener: UnixListener,
+    remote: Option<TcpListener>,
+    /// Remote connections open.
+    remote_open: usize,
     conns: HashMap<ConnId, Conn>,
     jobs: Sender<Job>,
     done: Receiver<Done>,
@@ -202,16 +309,29 @@ impl<'a> Io<'a> {
         shared: &'a Arc<Shared>,
         poll: &Poll,
         listener: std::os::unix::net::UnixListener,
+        remote: Option<std::net::TcpListener>,
         limits: Limits,
     ) -> std::io::Result<Io<'a>> {
         listener.set_nonblocking(true)?;
         let mut listener = UnixListener::from_std(listener);
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let remote = match remote {
+            Some(l) => {
+                l.set_nonblocking(true)?;
+                let mut l = TcpListener::from_std(l);
+                poll.registry()
+                    .register(&mut l, REMOTE_LISTENER, Interest::READABLE)?;
+                Some(l)
+            }
+            None => None,
+        };
         let (jobs, done) = start_workers(shared, limits.workers)?;
         Ok(Io {
             shared,
             listener,
+            remote,
+            remote_open: 0,
             conns: HashMap::new(),
             jobs,
             done,
@@ -222,7 +342,7 @@ impl<'a> Io<'a> {
 
     fn accept(&mut self, poll: &Poll) {
         loop {
-            let (mut stream, _) = match self.listener.accept() {
+            let (stream, _) = match self.listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) => {
@@ -230,55 +350,97 @@ impl<'a> Io<'a> {
                     return;
                 }
             };
-            if self.conns.len() >= self.limits.max_connections {
-                self.shared
-                    .refused_connections
-                    .fetch_add(1, Ordering::Relaxed);
-                let msg = ServerMessage::error(
-                    None,
-                    ErrorCode::Other,
-                    format!(
-                        "too many control connections ({} open); try again later",
-                        self.conns.len()
-                    ),
-                );
-                let _ = stream.write(msg.to_line().as_bytes());
+            let open = self.conns.len() - self.remote_open;
+            if open >= self.limits.max_connections {
+                self.refuse(Stream::Unix(stream), open);
                 continue;
             }
-            let id = self.next_id;
-            self.next_id += 1;
-            if let Err(e) =
-                poll.registry()
-                    .register(&mut stream, Token(id as usize), Interest::READABLE)
-            {
-                tracing::warn!("control connection not registered: {e}");
-                continue;
-            }
-            let out = Arc::new(OutQueue::default());
-            self.shared.add_conn_with(
-                id,
-                ConnOut {
-                    out: Arc::clone(&out),
-                    subscribed: false,
-                },
-            );
-            self.conns.insert(
-                id,
-                Conn {
-                    id,
-                    stream,
-                    out,
-                    inbuf: Vec::new(),
-                    skipping: false,
-                    pending: VecDeque::new(),
-                    state: Some(ConnState::new(id)),
-                    writing: None,
-                    last_active: Instant::now(),
-                    want_write: false,
-                    reading: true,
-                },
-            );
+            self.add(poll, Stream::Unix(stream), None);
         }
+    }
+
+    /// Accepts remote connections, within the remote bound.
+    fn accept_remote(&mut self, poll: &Poll) {
+        loop {
+            let Some(listener) = &self.remote else {
+                return;
+            };
+            let (stream, peer) = match listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    tracing::warn!("remote control accept failed: {e}");
+                    return;
+                }
+            };
+            let max = self
+                .shared
+                .remote
+                .as_ref()
+                .map_or(0, |g| g.max_connections());
+            let here = match stream.local_addr() {
+                Ok(h) if self.remote_open < max => h,
+                _ => {
+                    self.refuse(Stream::Tcp(stream), self.remote_open);
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            tracing::info!(%peer, "remote control connection");
+            self.add(poll, Stream::Tcp(stream), Some(RemotePeer { peer, here }));
+        }
+    }
+
+    /// Tells a connection over the bound so in one line, and drops it.
+    fn refuse(&self, mut stream: Stream, open: usize) {
+        self.shared
+            .refused_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let msg = ServerMessage::error(
+            None,
+            ErrorCode::Other,
+            format!("too many control connections ({open} open); try again later"),
+        );
+        let _ = stream.write(msg.to_line().as_bytes());
+    }
+
+    /// Registers a new connection.
+    fn add(&mut self, poll: &Poll, mut stream: Stream, remote: Option<RemotePeer>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Err(e) =
+            poll.registry()
+                .register(&mut stream, Token(id as usize), Interest::READABLE)
+        {
+            tracing::warn!("control connection not registered: {e}");
+            return;
+        }
+        let out = Arc::new(OutQueue::default());
+        self.shared.add_conn_with(
+            id,
+            ConnOut {
+                out: Arc::clone(&out),
+                subscribed: false,
+            },
+        );
+        self.remote_open += usize::from(remote.is_some());
+        self.conns.insert(
+            id,
+            Conn {
+                id,
+                stream,
+                remote,
+                out,
+                inbuf: Vec::new(),
+                skipping: false,
+                pending: VecDeque::new(),
+                state: Some(ConnState::new(id)),
+                writing: None,
+                last_active: Instant::now(),
+                want_write: false,
+                reading: true,
+            },
+        );
     }
 
     /// Reads what is there, splits lines, hands the next to a worker.
@@ -317,7 +479,15 @@ impl<'a> Io<'a> {
         if c.state.is_some()
             && let Some(line) = c.pending.pop_front()
             && let Some(state) = c.state.take()
-            && self.jobs.send(Job { id, line, state }).is_err()
+            && self
+                .jobs
+                .send(Job {
+                    id,
+                    line,
+                    state,
+                    remote: c.remote,
+                })
+                .is_err()
         {
             tracing::warn!("control workers are gone");
         }
@@ -396,7 +566,11 @@ impl<'a> Io<'a> {
             .conns
             .iter()
             .filter(|(_, c)| {
-                now.duration_since(c.last_active) > self.limits.idle
+                let idle = match c.remote {
+                    Some(_) => self.limits.idle.min(REMOTE_IDLE),
+                    None => self.limits.idle,
+                };
+                now.duration_since(c.last_active) > idle
                     && c.state.is_some()
                     && c.pending.is_empty()
                     && c.writing.is_none()
@@ -414,6 +588,7 @@ impl<'a> Io<'a> {
     fn close(&mut self, poll: &Poll, id: ConnId) {
         if let Some(mut c) = self.conns.remove(&id) {
             let _ = poll.registry().deregister(&mut c.stream);
+            self.remote_open -= usize::from(c.remote.is_some());
             let client = c
                 .state
                 .as_ref()

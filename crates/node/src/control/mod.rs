@@ -29,6 +29,7 @@ pub(crate) mod convert;
 mod handlers;
 mod modules;
 mod pump;
+mod remote;
 mod socket;
 mod state;
 
@@ -44,6 +45,10 @@ use std::time::Instant;
 use anode_core::{Event, Node};
 
 pub use conn::Limits;
+pub use remote::{
+    DEFAULT_MAX_CONNECTIONS as REMOTE_MAX_CONNECTIONS, DEFAULT_MAX_NONCES as REMOTE_MAX_NONCES,
+    DEFAULT_MAX_TTL_S as REMOTE_MAX_TTL_S, RemoteConfig, RemoteKey,
+};
 pub use socket::{SocketError, bind as bind_socket, remove as remove_socket};
 use state::Shared;
 
@@ -127,10 +132,27 @@ impl ControlServer {
         events: Receiver<Event>,
         limits: Limits,
     ) -> Result<ControlServer, SocketError> {
+        Self::serve_full(listener, path, driver, events, limits, None)
+    }
+
+    /// [`ControlServer::serve_with`], and with `remote` also signed requests from the
+    /// network on its TCP listener (bound by the caller to `RemoteConfig::listen`).
+    pub fn serve_full(
+        listener: UnixListener,
+        path: &Path,
+        driver: Arc<dyn Driver>,
+        events: Receiver<Event>,
+        limits: Limits,
+        remote: Option<(std::net::TcpListener, RemoteConfig)>,
+    ) -> Result<ControlServer, SocketError> {
         let thread = |source| SocketError::Thread { source };
         let poll = mio::Poll::new().map_err(thread)?;
         let waker = mio::Waker::new(poll.registry(), conn::WAKER).map_err(thread)?;
-        let shared = Shared::new(driver, path.to_path_buf(), waker);
+        let (tcp, gate) = match remote {
+            Some((l, cfg)) => (Some(l), Some(remote::Gate::new(cfg))),
+            None => (None, None),
+        };
+        let shared = Shared::new(driver, path.to_path_buf(), waker, gate);
         let sh = Arc::clone(&shared);
         let pump = std::thread::Builder::new()
             .name("anode-ctl-pump".into())
@@ -139,7 +161,7 @@ impl ControlServer {
         let sh = Arc::clone(&shared);
         let io = std::thread::Builder::new()
             .name("anode-ctl-io".into())
-            .spawn(move || conn::io_loop(&sh, poll, listener, limits))
+            .spawn(move || conn::io_loop(&sh, poll, listener, tcp, limits))
             .map_err(thread)?;
         Ok(ControlServer {
             shared,

@@ -63,6 +63,8 @@ pub(super) struct Shared {
     pub shutdown: AtomicBool,
     /// The server is stopping.
     pub stopping: AtomicBool,
+    /// Remote management's gate (`[remote]`); `None`: off.
+    pub remote: Option<super::remote::Gate>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -76,9 +78,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(driver: Arc<dyn Driver>, path: PathBuf, waker: mio::Waker) -> Arc<Shared> {
+    pub fn new(
+        driver: Arc<dyn Driver>,
+        path: PathBuf,
+        waker: mio::Waker,
+        remote: Option<super::remote::Gate>,
+    ) -> Arc<Shared> {
         Arc::new_cyclic(|me| Shared {
             me: me.clone(),
+            remote,
             captures: Mutex::new(Default::default()),
             refused_connections: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
@@ -292,6 +300,10 @@ impl Shared {
             slow_client_drops: self.slow_client_drops.load(Ordering::Relaxed),
             refused_connections: self.refused_connections.load(Ordering::Relaxed),
             idle_closed: self.idle_closed.load(Ordering::Relaxed),
+            remote: self.remote.as_ref().map(|g| {
+                let (accepted, refused) = g.counts();
+                anode_ctl::RemoteStats { accepted, refused }
+            }),
         }
     }
 }

@@ -144,9 +144,17 @@ pub fn stats(s: &StatsInfo) -> String {
         ("bound_ports", s.control.bound_ports),
         ("unbound_port_drops", s.control.unbound_port_drops),
         ("slow_client_drops", s.control.slow_client_drops),
+        ("refused_connections", s.control.refused_connections),
+        ("idle_closed", s.control.idle_closed),
     ];
     for (k, v) in ctl {
         t.row(vec![format!("control/{k}"), v.to_string()]);
+    }
+    if let Some(r) = &s.control.remote {
+        t.row(vec!["remote/accepted".into(), r.accepted.to_string()]);
+        for (k, v) in &r.refused {
+            t.row(vec![format!("remote/refused/{k}"), v.to_string()]);
+        }
     }
     for e in &s.domains {
         let rows = [

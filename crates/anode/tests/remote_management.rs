@@ -1,0 +1,237 @@
+//! Remote management on a real `anode node` (loopback TCP): a node with `[remote] listen`
+//! and one trusted key answers `anode --node HOST:PORT --key FILE ...` (status, a module
+//! installed from a package on the client's side, the module list), refuses what the key
+//! may not do (shutdown), refuses another key, an unsigned line, a replayed, an expired and
+//! a wrongly addressed request, each with its reason, counts them by reason in `anode
+//! stats` and /metrics, and logs every remote action. A node without `[remote]` has no
+//! TCP listener at all.
+
+mod node_util;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anode_ctl::remote::seal;
+use node_util::*;
+
+const T: Duration = Duration::from_secs(10);
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// `anode ARGS`: (success, stdout, stderr).
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = anode().run(args, T);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (good, out, err) = run(args);
+    assert!(good, "anode {args:?}: {err}");
+    out
+}
+
+/// A key pair from `anode keygen --out DIR/NAME`: (secret key file, public key hex).
+fn keygen(dir: &TestDir, name: &str) -> (String, String) {
+    let out = ok(&["keygen", "--json", "--out", &s(&dir.path(name))]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    (
+        v["secret_key_file"].as_str().unwrap().to_string(),
+        v["public_key"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The built-in module `null`, packed and signed with `secret`.
+fn null_package(dir: &TestDir, secret: &str) -> String {
+    let (_, manifest, code) = anode_modules::builtin::BUILTIN
+        .iter()
+        .find(|(n, _, _)| *n == "null")
+        .unwrap();
+    let src = dir.path("null-src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("manifest.toml"), manifest).unwrap();
+    std::fs::write(src.join("module.wasm"), code).unwrap();
+    let out = s(&dir.path("null.amod"));
+    ok(&["module", "pack", &s(&src), "--out", &out]);
+    ok(&["module", "sign", &out, "--key", secret]);
+    out
+}
+
+/// Sends one raw line over TCP to `to` and returns the node's one-line answer as JSON.
+fn exchange(to: SocketAddr, lines: &[String]) -> Vec<serde_json::Value> {
+    let mut c = TcpStream::connect_timeout(&to, T).unwrap();
+    c.set_read_timeout(Some(T)).unwrap();
+    let mut r = BufReader::new(c.try_clone().unwrap());
+    lines
+        .iter()
+        .map(|l| {
+            c.write_all(format!("{l}\n").as_bytes()).unwrap();
+            let mut answer = String::new();
+            r.read_line(&mut answer).unwrap();
+            serde_json::from_str(&answer).unwrap()
+        })
+        .collect()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn a_trusted_key_manages_the_node_and_everything_else_is_refused_with_its_reason() {
+    let dir = TestDir::new("remote");
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let me = addr(ip, free_port(ip));
+    let remote: SocketAddr = addr(ip, free_port(ip)).parse().unwrap();
+    let metrics = addr(ip, free_port(ip));
+    let (ops_key, ops_pub) = keygen(&dir, "ops");
+    let (intruder_key, _) = keygen(&dir, "intruder");
+    let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let config = format!(
+        "{}\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+         [remote]\nlisten = \"{remote}\"\n\n[[remote.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n\
+         may = [\"read\", \"manage\"]\n\n[metrics]\nlisten = \"{metrics}\"\n",
+        node_config(&me, &[], &dir.path("n.sock")),
+        s(&dir.path("modules"))
+    );
+    let node = anode().start_node(&dir, "n", &me, &config);
+    let to = remote.to_string();
+
+    // `anode --node HOST:PORT --key FILE COMMAND`, and the flags after the command.
+    let st: serde_json::Value =
+        serde_json::from_str(&ok(&["--node", &to, "--key", &ops_key, "status", "--json"])).unwrap();
+    assert_eq!(st["address"], me.as_str(), "{st}");
+    let pkg = null_package(&dir, &publisher_key);
+    ok(&["module", "install", &pkg, "--node", &to, "--key", &ops_key]);
+    let list: serde_json::Value = serde_json::from_str(&ok(&[
+        "module", "list", "--json", "--node", &to, "--key", &ops_key,
+    ]))
+    .unwrap();
+    assert!(
+        list.as_array().unwrap().iter().any(|m| m["name"] == "null"),
+        "{list}"
+    );
+
+    // What the key may not do, and a key the node does not trust.
+    let (good, _, err) = run(&["--node", &to, "--key", &ops_key, "stop"]);
+    assert!(!good && err.contains("may not 'shutdown'"), "{err}");
+    let (good, _, err) = run(&["--node", &to, "--key", &intruder_key, "status"]);
+    assert!(!good && err.contains("is not trusted"), "{err}");
+    let (good, _, err) = run(&["--node", &to, "status"]);
+    assert!(!good && err.contains("--key"), "{err}");
+
+    // Raw lines: unsigned, replayed, expired, signed for another address.
+    let key = anode_modules::read_key(Path::new(&ops_key)).unwrap();
+    let hello = r#"{"id":1,"op":"hello","protocol":1,"client":"raw"}"#;
+    let fresh = seal(&key, remote, hello, [1; 16], unix_now() + 30);
+    let answers = exchange(
+        remote,
+        &[
+            hello.to_string(),
+            fresh.clone(),
+            fresh,
+            seal(&key, remote, hello, [2; 16], unix_now() - 5),
+            seal(
+                &key,
+                "127.0.0.2:9".parse().unwrap(),
+                hello,
+                [3; 16],
+                unix_now() + 30,
+            ),
+        ],
+    );
+    let msg = |i: usize| {
+        answers[i]["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(msg(0).contains("not a signed request"), "{}", answers[0]);
+    assert_eq!(answers[1]["result"]["kind"], "hello", "{}", answers[1]);
+    assert!(msg(2).contains("replay refused"), "{}", answers[2]);
+    assert_eq!(answers[2]["error"]["code"], "unauthorized");
+    assert_eq!(answers[2]["id"], 1, "the refusal answers the request's id");
+    assert!(msg(3).contains("expired"), "{}", answers[3]);
+    assert!(msg(4).contains("is for 127.0.0.2:9"), "{}", answers[4]);
+
+    // The node is still up (the stop was refused), counted every request, logged them.
+    let stats = node.json(&["stats"]);
+    let r = &stats["control"]["remote"];
+    // status, module install and module list: a hello and a request each; stop's hello;
+    // the raw hello.
+    assert!(r["accepted"].as_u64().unwrap() >= 8, "{r}");
+    for (reason, n) in [
+        ("not_permitted", 1),
+        ("unknown_key", 1),
+        ("malformed", 1),
+        ("replayed", 1),
+        ("expired", 1),
+        ("wrong_node", 1),
+        ("bad_signature", 0),
+    ] {
+        assert_eq!(r["refused"][reason], n, "{reason}: {r}");
+    }
+    let m = anode_testkit::http::get(metrics.as_str(), "/metrics");
+    assert!(
+        m.contains(r#"anode_remote_requests_total{result="replayed"} 1"#),
+        "{m}"
+    );
+    let log = node.log_text();
+    assert!(
+        log.contains("remote control request") && log.contains("module_install"),
+        "{log}"
+    );
+    assert!(
+        log.contains("reason=\"replayed\"") || log.contains("reason=replayed"),
+        "{log}"
+    );
+    assert!(node.json(&["module", "list"]).as_array().unwrap().len() == 1);
+}
+
+#[test]
+fn a_node_without_remote_has_no_listener_and_the_config_is_checked() {
+    let dir = TestDir::new("remote-off");
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let me = addr(ip, free_port(ip));
+    let port = free_port(ip);
+    let (_, some_pub) = keygen(&dir, "k");
+    let cfg = dir.file("n.toml", &node_config(&me, &[], &dir.path("n.sock")));
+    let out = ok(&["node", "--config", &s(&cfg), "--check", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["remote"].is_null(), "{v}");
+    let _node = anode().start_node(&dir, "n", &me, &std::fs::read_to_string(&cfg).unwrap());
+    assert!(TcpStream::connect(addr(ip, port)).is_err());
+
+    for (extra, says) in [
+        (
+            format!("[remote]\nlisten = \"127.0.0.1:{port}\"\n"),
+            "no [[remote.key]] may act",
+        ),
+        (
+            "[[remote.key]]\nkey = \"00\"\nmay = [\"read\"]\n".to_string(),
+            "remote management is off",
+        ),
+        (
+            format!(
+                "[remote]\nlisten = \"127.0.0.1:{port}\"\n[[remote.key]]\nkey = \"{some_pub}\"\nmay = [\"root\"]\n"
+            ),
+            "not a class",
+        ),
+    ] {
+        let text = format!("{}\n{extra}", node_config(&me, &[], &dir.path("m.sock")));
+        let bad = dir.file("bad.toml", &text);
+        let (good, _, err) = run(&["node", "--config", &s(&bad), "--check"]);
+        assert!(!good && err.contains(says), "{extra}: {err}");
+        assert!(err.contains("bad.toml:"), "file:line in {err}");
+    }
+}
