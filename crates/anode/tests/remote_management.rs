@@ -1,7 +1,8 @@
 //! Remote management on a real `anode node` (loopback TCP): a node with `[remote] listen`
-//! and one trusted key answers `anode --node HOST:PORT --key FILE ...` (status, a module
-//! installed from a package on the client's side, the module list), refuses what the key
-//! may not do (shutdown), refuses another key, an unsigned line, a replayed, an expired and
+//! and two trusted keys answers `anode --node HOST:PORT --key FILE ...` (status, modules
+//! installed from packages on the client's side, the module list, a service lookup),
+//! refuses what a key may not do (shutdown; a system module without the `system` class),
+//! refuses another key, an unsigned line, a replayed, an expired and
 //! a wrongly addressed request, each with its reason, counts them by reason in `anode
 //! stats` and /metrics, and logs every remote action. A node without `[remote]` has no
 //! TCP listener at all.
@@ -48,18 +49,10 @@ fn keygen(dir: &TestDir, name: &str) -> (String, String) {
     )
 }
 
-/// The built-in module `null`, packed and signed with `secret`.
-fn null_package(dir: &TestDir, secret: &str) -> String {
-    let (_, manifest, code) = anode_modules::builtin::BUILTIN
-        .iter()
-        .find(|(n, _, _)| *n == "null")
-        .unwrap();
-    let src = dir.path("null-src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("manifest.toml"), manifest).unwrap();
-    std::fs::write(src.join("module.wasm"), code).unwrap();
-    let out = s(&dir.path("null.amod"));
-    ok(&["module", "pack", &s(&src), "--out", &out]);
+/// The built-in module `name`, packed and signed with `secret`.
+fn package(dir: &TestDir, name: &str, secret: &str) -> String {
+    let out = s(&dir.path(&format!("{name}.amod")));
+    ok(&["module", "pack", "--builtin", name, "--out", &out]);
     ok(&["module", "sign", &out, "--key", secret]);
     out
 }
@@ -97,10 +90,12 @@ fn a_trusted_key_manages_the_node_and_everything_else_is_refused_with_its_reason
     let (ops_key, ops_pub) = keygen(&dir, "ops");
     let (intruder_key, _) = keygen(&dir, "intruder");
     let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let (admin_key, admin_pub) = keygen(&dir, "admin");
     let config = format!(
         "{}\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
          [remote]\nlisten = \"{remote}\"\n\n[[remote.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n\
-         may = [\"read\", \"manage\"]\n\n[metrics]\nlisten = \"{metrics}\"\n",
+         may = [\"read\", \"manage\"]\n\n[[remote.key]]\nkey = \"{admin_pub}\"\nname = \"admin\"\n\
+         may = [\"read\", \"manage\", \"system\"]\n\n[metrics]\nlisten = \"{metrics}\"\n",
         node_config(&me, &[], &dir.path("n.sock")),
         s(&dir.path("modules"))
     );
@@ -111,8 +106,39 @@ fn a_trusted_key_manages_the_node_and_everything_else_is_refused_with_its_reason
     let st: serde_json::Value =
         serde_json::from_str(&ok(&["--node", &to, "--key", &ops_key, "status", "--json"])).unwrap();
     assert_eq!(st["address"], me.as_str(), "{st}");
-    let pkg = null_package(&dir, &publisher_key);
+    let pkg = package(&dir, "null", &publisher_key);
     ok(&["module", "install", &pkg, "--node", &to, "--key", &ops_key]);
+
+    // The service hierarchy: a system module (a queue discipline) needs the `system` class.
+    let fcfs = package(&dir, "fcfs", &publisher_key);
+    let (good, _, err) = run(&["module", "install", &fcfs, "--node", &to, "--key", &ops_key]);
+    assert!(
+        !good && err.contains("may not 'module_install fcfs (a system module)'"),
+        "{err}"
+    );
+    ok(&[
+        "module", "install", &fcfs, "--node", &to, "--key", &admin_key,
+    ]);
+    let counter = package(&dir, "flowcount", &publisher_key);
+    ok(&[
+        "module", "install", &counter, "--node", &to, "--key", &ops_key,
+    ]);
+    let found: serde_json::Value = serde_json::from_str(&ok(&[
+        "module",
+        "services",
+        "--interface",
+        "flow-counter",
+        "--range",
+        "^1.0",
+        "--json",
+        "--node",
+        &to,
+        "--key",
+        &ops_key,
+    ]))
+    .unwrap();
+    assert_eq!(found[0]["provider"], "flowcount", "{found}");
+    assert_eq!(found[0]["category"], "function", "{found}");
     let list: serde_json::Value = serde_json::from_str(&ok(&[
         "module", "list", "--json", "--node", &to, "--key", &ops_key,
     ]))
@@ -171,7 +197,7 @@ fn a_trusted_key_manages_the_node_and_everything_else_is_refused_with_its_reason
     // the raw hello.
     assert!(r["accepted"].as_u64().unwrap() >= 8, "{r}");
     for (reason, n) in [
-        ("not_permitted", 1),
+        ("not_permitted", 2),
         ("unknown_key", 1),
         ("malformed", 1),
         ("replayed", 1),
@@ -195,7 +221,14 @@ fn a_trusted_key_manages_the_node_and_everything_else_is_refused_with_its_reason
         log.contains("reason=\"replayed\"") || log.contains("reason=replayed"),
         "{log}"
     );
-    assert!(node.json(&["module", "list"]).as_array().unwrap().len() == 1);
+    let list = node.json(&["module", "list"]);
+    let cats: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["category"].as_str().unwrap())
+        .collect();
+    assert_eq!(cats, ["user", "system", "function"], "{list}");
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub struct ModuleEntry {
     pub summary: String,
     /// Kind: processor, qdisc, service, ...
     pub kind: String,
+    /// Its category in the service hierarchy: system, standard, function, user.
+    #[serde(default)]
+    pub category: String,
     /// Lifecycle state: installed (unresolved), resolved, active, stopped.
     pub state: String,
     /// Hook point (processors).
@@ -69,6 +72,23 @@ pub struct ModuleEntry {
     /// or upgraded over the control socket); kept across restarts either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+}
+
+/// A service interface as a module provides it (`module_services`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceEntry {
+    /// The interface's name.
+    pub interface: String,
+    /// The version provided.
+    pub version: String,
+    /// The module providing it.
+    pub provider: String,
+    /// The provider's category.
+    pub category: String,
+    /// The provider's state.
+    pub state: String,
+    /// The modules it serves.
+    pub users: Vec<String>,
 }
 
 fn unexpected(request: &'static str, r: &Response) -> ClientError {
@@ -120,6 +140,25 @@ impl Client {
         match self.request(Request::ModuleList)? {
             Response::Modules { modules } => Ok(modules),
             r => Err(unexpected("module_list", &r)),
+        }
+    }
+
+    /// The service interfaces provided (`interface`: the provider a module of `category`
+    /// would be given for `version`).
+    pub fn module_services(
+        &mut self,
+        interface: Option<String>,
+        version: Option<String>,
+        category: Option<String>,
+    ) -> Result<Vec<ServiceEntry>, ClientError> {
+        let req = Request::ModuleServices {
+            interface,
+            version,
+            category,
+        };
+        match self.request(req)? {
+            Response::Services { services } => Ok(services),
+            r => Err(unexpected("module_services", &r)),
         }
     }
 

@@ -202,6 +202,20 @@ pub enum Request {
     },
     /// Every installed module.
     ModuleList,
+    /// The service interfaces installed modules provide (the service hierarchy's lookup):
+    /// every provider, or with `interface` the one a module of `category` (default user)
+    /// would be given for `version` (a semver range, default any).
+    ModuleServices {
+        /// The interface to look up.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interface: Option<String>,
+        /// The version range wanted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<String>,
+        /// The category of the module that would use it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        category: Option<String>,
+    },
     /// One installed module.
     ModuleInfo {
         /// Its name.
@@ -369,6 +383,11 @@ pub enum Response {
     Modules {
         /// In load order.
         modules: Vec<ModuleEntry>,
+    },
+    /// Answer to [`Request::ModuleServices`].
+    Services {
+        /// By interface, highest version first.
+        services: Vec<crate::module::ServiceEntry>,
     },
     /// Answer to [`Request::ModuleQdisc`].
     QdiscSet {

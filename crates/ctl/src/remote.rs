@@ -61,9 +61,13 @@ pub struct Envelope {
 pub enum RemoteClass {
     /// Look: status, routes, neighbors, links, stats, domains, code and module listings.
     Read,
-    /// Change: modules (install, upgrade, start, stop, remove, qdisc, call), the code cache,
-    /// static routes, links up or down.
+    /// Change: modules of the function and user categories (install, upgrade, start, stop,
+    /// remove, call), the code cache, static routes, links up or down.
     Manage,
+    /// With `manage`: also modules of the system and standard categories of the service
+    /// hierarchy (queue disciplines, routing functions, the node's standard services) and
+    /// link queue disciplines.
+    System,
     /// Stop the node.
     Shutdown,
 }
@@ -74,6 +78,7 @@ impl RemoteClass {
         match self {
             RemoteClass::Read => "read",
             RemoteClass::Manage => "manage",
+            RemoteClass::System => "system",
             RemoteClass::Shutdown => "shutdown",
         }
     }
@@ -83,6 +88,7 @@ impl RemoteClass {
         match s {
             "read" => Some(RemoteClass::Read),
             "manage" => Some(RemoteClass::Manage),
+            "system" => Some(RemoteClass::System),
             "shutdown" => Some(RemoteClass::Shutdown),
             _ => None,
         }
@@ -107,6 +113,7 @@ impl Request {
             | R::CodeShow { .. }
             | R::CodeState { .. }
             | R::ModuleList
+            | R::ModuleServices { .. }
             | R::ModuleInfo { .. } => Some(RemoteClass::Read),
             R::AddRoute { .. }
             | R::SetLink { .. }

@@ -30,7 +30,7 @@ use anode_wire::NodeAddr;
 use serde::Serialize;
 
 use crate::runtime::{Code, Instance, ModRuntime, verdict};
-use crate::{ConfigValues, Kind, ModuleError, Package, Trust};
+use crate::{Category, ConfigValues, Kind, ModuleError, Package, Trust};
 
 /// Where a module is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,6 +57,8 @@ pub struct ModuleInfo {
     pub summary: String,
     /// Kind.
     pub kind: String,
+    /// Its place in the service hierarchy.
+    pub category: Category,
     /// Lifecycle state.
     pub state: State,
     /// Hook point (processors).
@@ -77,6 +79,23 @@ pub struct ModuleInfo {
     pub provides: Vec<String>,
     /// Services it requires.
     pub requires: Vec<String>,
+}
+
+/// One service interface as a provider offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServiceInfo {
+    /// The interface's name (`provides` in the manifest).
+    pub interface: String,
+    /// The version provided.
+    pub version: String,
+    /// The module providing it.
+    pub provider: String,
+    /// The provider's category.
+    pub category: Category,
+    /// The provider's state.
+    pub state: State,
+    /// Modules this provider serves.
+    pub users: Vec<String>,
 }
 
 /// A package verified against the trusted keys, compiled and configured, ready to install
@@ -127,6 +146,11 @@ impl Prepared {
     /// The module's name.
     pub fn name(&self) -> &str {
         &self.pkg.manifest.name
+    }
+
+    /// The module's place in the service hierarchy.
+    pub fn category(&self) -> Category {
+        self.pkg.manifest.category()
     }
 }
 
@@ -264,19 +288,98 @@ impl ModuleHost {
             .map_or(State::Installed, |e| e.state))
     }
 
-    /// The module providing service `svc` in a version `req` accepts (not `except`).
-    fn provider(&self, svc: &str, req: &semver::VersionReq, except: &str) -> Option<String> {
+    /// The module that serves `svc` to module `user` (not `user` itself) in a version `req`
+    /// accepts: among resolved providers whose category `user`'s may use, the highest
+    /// version (ties: the first by name).
+    fn provider(&self, svc: &str, req: &semver::VersionReq, user: &str) -> Option<String> {
+        let cat = self.modules.get(user).map(|e| e.pkg.manifest.category());
+        self.candidates(svc, req)
+            .filter(|(n, c, _)| *n != user && cat.is_none_or(|u| u.may_use(*c)))
+            .max_by(|a, b| a.2.cmp(b.2).then_with(|| b.0.cmp(a.0)))
+            .map(|(n, _, _)| n.to_string())
+    }
+
+    /// Resolved modules providing `svc` in a version `req` accepts: (module, its category,
+    /// the version it provides).
+    fn candidates<'a>(
+        &'a self,
+        svc: &'a str,
+        req: &'a semver::VersionReq,
+    ) -> impl Iterator<Item = (&'a str, Category, &'a semver::Version)> + 'a {
         self.modules
             .iter()
-            .filter(|(n, e)| n.as_str() != except && e.state != State::Installed)
-            .find(|(_, e)| {
+            .filter(|(_, e)| e.state != State::Installed)
+            .flat_map(move |(n, e)| {
                 e.pkg
                     .manifest
                     .provides
                     .iter()
-                    .any(|p| p.name == svc && req.matches(&p.version))
+                    .filter(move |p| p.name == svc && req.matches(&p.version))
+                    .map(move |p| (n.as_str(), e.pkg.manifest.category(), &p.version))
             })
-            .map(|(n, _)| n.clone())
+    }
+
+    /// Every service interface provided, with its providers (highest version first) and the
+    /// modules that use each.
+    pub fn services(&self) -> Vec<ServiceInfo> {
+        let mut out: Vec<ServiceInfo> = Vec::new();
+        for (n, e) in &self.modules {
+            for p in &e.pkg.manifest.provides {
+                let users = self
+                    .modules
+                    .keys()
+                    .filter(|u| {
+                        self.providers_of(u)
+                            .iter()
+                            .any(|(s, pn)| s == &p.name && pn == n)
+                    })
+                    .cloned()
+                    .collect();
+                out.push(ServiceInfo {
+                    interface: p.name.clone(),
+                    version: p.version.to_string(),
+                    provider: n.clone(),
+                    category: e.pkg.manifest.category(),
+                    state: e.state,
+                    users,
+                });
+            }
+        }
+        out.sort_by(|a, b| {
+            a.interface.cmp(&b.interface).then_with(|| {
+                let v = |s: &ServiceInfo| semver::Version::parse(&s.version).ok();
+                v(b).cmp(&v(a))
+            })
+        });
+        out
+    }
+
+    /// The provider a module of `category` would be given for service `svc` in a version
+    /// `req` accepts, if any (`anode module services --interface`).
+    pub fn lookup(
+        &self,
+        svc: &str,
+        req: &semver::VersionReq,
+        category: Category,
+    ) -> Option<ServiceInfo> {
+        let (n, c, v) = self
+            .candidates(svc, req)
+            .filter(|(_, c, _)| category.may_use(*c))
+            .max_by(|a, b| a.2.cmp(b.2).then_with(|| b.0.cmp(a.0)))?;
+        let users = self
+            .services()
+            .into_iter()
+            .find(|s| s.interface == svc && s.provider == n)
+            .map(|s| s.users)
+            .unwrap_or_default();
+        Some(ServiceInfo {
+            interface: svc.to_string(),
+            version: v.to_string(),
+            provider: n.to_string(),
+            category: c,
+            state: self.modules.get(n).map_or(State::Installed, |e| e.state),
+            users,
+        })
     }
 
     /// Recomputes which modules are resolved (to a fixed point: providers may be unresolved).
@@ -302,7 +405,20 @@ impl ModuleHost {
                             .filter(|p| p.name == r.name)
                             .map(|p| p.version.to_string())
                             .collect();
-                        missing.push(if have.is_empty() {
+                        let above: Vec<String> = self
+                            .candidates(&r.name, &r.version)
+                            .filter(|(p, c, _)| *p != n && !e.pkg.manifest.category().may_use(*c))
+                            .map(|(p, c, v)| format!("{p} {v} is {}", c.name()))
+                            .collect();
+                        missing.push(if !above.is_empty() {
+                            format!(
+                                "service {} {} (a {} module may use only its own or lower categories; {})",
+                                r.name,
+                                r.version,
+                                e.pkg.manifest.category().name(),
+                                above.join(", ")
+                            )
+                        } else if have.is_empty() {
                             format!(
                                 "service {} {} (no installed module provides it)",
                                 r.name, r.version
@@ -600,6 +716,7 @@ impl ModuleHost {
             version: m.version.to_string(),
             summary: m.summary.clone(),
             kind: m.kind.name().to_string(),
+            category: m.category(),
             state: e.state,
             hook: m.hook.clone(),
             load_order: e.order,

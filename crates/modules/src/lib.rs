@@ -37,10 +37,10 @@ mod runtime;
 pub mod svg;
 
 pub use error::ModuleError;
-pub use host::{ModuleHost, ModuleInfo, Prepared, State};
+pub use host::{ModuleHost, ModuleInfo, Prepared, ServiceInfo, State};
 pub use manifest::{
-    ConfigField, ConfigValues, FieldType, Filter, FilterKey, Kind, Manifest, Provides, Requires,
-    Resources,
+    Category, ConfigField, ConfigValues, FieldType, Filter, FilterKey, Kind, Manifest, Provides,
+    Requires, Resources,
 };
 pub use node::{attach, attach_qdisc, host, host_mut};
 pub use package::{Package, Trust, generate_key, parse_public, read_key, write_key};

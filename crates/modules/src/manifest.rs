@@ -8,6 +8,8 @@
 //! version = "1.0.0"
 //! summary = "Counts the packets it sees and passes them on."
 //! kind = "processor"          # processor | qdisc | service | routing-function | plan-service | control-service
+//! category = "user"           # system | standard | function | user (ORE's service hierarchy;
+//!                             # default by kind: see `Category::default_for`)
 //! hook = "pre-routing"        # processors: ingress | pre-routing | post-routing | local-delivery
 //! provides = [{ name = "flow-counter", version = "1.2.0" }]
 //! requires = [{ name = "flow-counter", version = "^1.0" }]
@@ -32,6 +34,60 @@ use anode_core::{DemuxKey, HookPoint};
 use serde::{Deserialize, Serialize};
 
 use crate::ModuleError;
+
+/// Where a module sits in Openet/ORE's service hierarchy, lowest first. The order is the
+/// hierarchy's: a module may require services only of its own category or a lower one, the
+/// startup list starts lower categories first, and remote management needs more than
+/// `manage` for the two lowest (`docs/modules.md`, "The service hierarchy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// Changes how the node forwards every packet (ORE's JFWD): queue disciplines, routing
+    /// functions.
+    System,
+    /// The node's own standard features that other services build on.
+    Standard,
+    /// Building blocks offered to other modules and programs (services, PLAN services,
+    /// control services).
+    Function,
+    /// What users deploy for their own purposes, built on the other three.
+    User,
+}
+
+impl Category {
+    /// Every category, lowest first.
+    pub const ALL: [Category; 4] = [
+        Category::System,
+        Category::Standard,
+        Category::Function,
+        Category::User,
+    ];
+
+    /// The manifest name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::System => "system",
+            Category::Standard => "standard",
+            Category::Function => "function",
+            Category::User => "user",
+        }
+    }
+
+    /// The category of a module of `kind` whose manifest names none: qdiscs and routing
+    /// functions are system, services of every kind function, processors user.
+    pub fn default_for(kind: Kind) -> Category {
+        match kind {
+            Kind::Qdisc | Kind::RoutingFunction => Category::System,
+            Kind::Service | Kind::PlanService | Kind::ControlService => Category::Function,
+            Kind::Processor => Category::User,
+        }
+    }
+
+    /// Whether a module of this category may use a service provided by one of `provider`.
+    pub fn may_use(self, provider: Category) -> bool {
+        provider <= self
+    }
+}
 
 /// What a module is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,6 +238,10 @@ pub struct Manifest {
     pub summary: String,
     /// What it is.
     pub kind: Kind,
+    /// Its place in the service hierarchy; `None`: [`Category::default_for`] its kind (see
+    /// [`Manifest::category`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
     /// For processors: where it runs.
     #[serde(default)]
     pub hook: Option<String>,
@@ -256,6 +316,14 @@ impl Manifest {
         if self.kind != Kind::Processor && !self.filters.is_empty() {
             return bad("only processors have filters".into());
         }
+        if matches!(self.kind, Kind::Qdisc | Kind::RoutingFunction)
+            && self.category() != Category::System
+        {
+            return bad(format!(
+                "a {} changes how the node forwards every packet: its category is \"system\" (leave `category` out, or say \"system\")",
+                self.kind.name()
+            ));
+        }
         if let Some(t) = &self.plan_type {
             if self.kind != Kind::PlanService {
                 return bad(
@@ -290,6 +358,12 @@ impl Manifest {
             self.check_value(k, f, &f.default)?;
         }
         Ok(())
+    }
+
+    /// Its place in the service hierarchy (the manifest's, or its kind's default).
+    pub fn category(&self) -> Category {
+        self.category
+            .unwrap_or_else(|| Category::default_for(self.kind))
     }
 
     /// The hook point of a processor.

@@ -61,6 +61,30 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
     },
     /// List the modules installed at a running node.
     List(Conn),
+    /// The service interfaces a running node's modules provide, by interface (highest
+    /// version first) with their providers' categories and users; with --interface, the
+    /// provider a module of --category would be given (the service hierarchy's lookup).
+    #[command(after_help = "Examples:
+  anode module services --node-port 4001
+  anode module services --interface flow-counter --range ^1.0 --category user --node-port 4001")]
+    Services {
+        /// The interface to look up.
+        #[arg(long, value_name = "NAME")]
+        interface: Option<String>,
+        /// The version range wanted (semver, e.g. ^1.2); default any.
+        #[arg(long, value_name = "RANGE", requires = "interface")]
+        range: Option<String>,
+        /// The category of the module that would use it (system, standard, function, user).
+        #[arg(
+            long,
+            value_name = "CATEGORY",
+            requires = "interface",
+            default_value = "user"
+        )]
+        category: String,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Show one installed module.
     Info {
         /// The module's name.
@@ -154,7 +178,7 @@ fn package_bytes(s: &Source) -> Result<Vec<u8>, String> {
 /// `module list`: one row per module under a header, then what any of them misses.
 fn list_table(l: &[ModuleEntry]) -> String {
     let mut t = super::client::table::Table::new(&[
-        "NAME", "VERSION", "KIND", "STATE", "ORIGIN", "HOOK", "PACKETS", "SUMMARY",
+        "NAME", "VERSION", "KIND", "CATEGORY", "STATE", "ORIGIN", "HOOK", "PACKETS", "SUMMARY",
     ]);
     let mut notes = String::new();
     for m in l {
@@ -162,6 +186,7 @@ fn list_table(l: &[ModuleEntry]) -> String {
             m.name.clone(),
             m.version.clone(),
             m.kind.clone(),
+            m.category.clone(),
             m.state.clone(),
             m.origin.clone().unwrap_or_else(|| "-".into()),
             m.hook.clone().unwrap_or_else(|| "-".into()),
@@ -176,6 +201,33 @@ fn list_table(l: &[ModuleEntry]) -> String {
         }
     }
     t.render() + &notes
+}
+
+/// `module services`: one row per interface and provider.
+fn services_table(l: &[anode_ctl::ServiceEntry]) -> String {
+    let mut t = super::client::table::Table::new(&[
+        "INTERFACE",
+        "VERSION",
+        "PROVIDER",
+        "CATEGORY",
+        "STATE",
+        "USERS",
+    ]);
+    for s in l {
+        t.row(vec![
+            s.interface.clone(),
+            s.version.clone(),
+            s.provider.clone(),
+            s.category.clone(),
+            s.state.clone(),
+            if s.users.is_empty() {
+                "-".into()
+            } else {
+                s.users.join(", ")
+            },
+        ]);
+    }
+    t.render()
 }
 
 fn line(m: &ModuleEntry) -> String {
@@ -207,6 +259,7 @@ fn details(m: &ModuleEntry) -> String {
         "    publisher   {}\n",
         m.publisher.as_deref().unwrap_or("-")
     ));
+    s.push_str(&format!("    category    {}\n", m.category));
     s.push_str(&format!("    load order  {}\n", m.load_order));
     if !m.provides.is_empty() {
         s.push_str(&format!("    provides    {}\n", m.provides.join(", ")));
@@ -257,6 +310,23 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
                 "no modules installed\n".to_string()
             } else {
                 list_table(&l)
+            };
+            out(conn.json(), &l, text)
+        }
+        NodeModuleCommand::Services {
+            interface,
+            range,
+            category,
+            conn,
+        } => {
+            let looked = interface.clone();
+            let l = connect_to(&conn)?
+                .module_services(interface, range, Some(category))
+                .map_err(e)?;
+            let text = match (&looked, l.is_empty()) {
+                (Some(i), true) => format!("no usable provider of {i}\n"),
+                (None, true) => "no services provided\n".to_string(),
+                _ => services_table(&l),
             };
             out(conn.json(), &l, text)
         }

@@ -9,8 +9,9 @@
 //! [[remote.key]]               # one per key allowed to act; none: nothing is accepted
 //! key = "3b6a27bc..."          # ed25519 public key (BASE.pub of `anode keygen --out BASE`)
 //! name = "ops"                 # in the node's log (default: the key's first 16 hex digits)
-//! may = ["read", "manage"]     # read: look; manage: modules, code, routes, links;
-//!                              # shutdown: stop the node
+//! may = ["read", "manage"]     # read: look; manage: function and user modules, code,
+//!                              # routes, links; system: also system and standard modules
+//!                              # and link queue disciplines; shutdown: stop the node
 //! ```
 //!
 //! Clients sign with the matching secret key: `anode --node 198.18.0.1:7100 --key BASE.key
@@ -154,7 +155,7 @@ fn check_key(text: &str, k: &RawRemoteKey) -> Result<RemoteKey, Problem> {
                 text,
                 &k.may,
                 format!("[[remote.key]] may has '{c}', which is not a class"),
-                "use \"read\", \"manage\" and \"shutdown\"",
+                "use \"read\", \"manage\", \"system\" and \"shutdown\"",
             ));
         };
         may.insert(class);

@@ -201,8 +201,9 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
             (Some(from), Some(gate)) => match gate.admit(&text, from, unix_now()) {
                 Ok(a) => {
                     if state.client.is_empty() {
-                        state.client = format!("remote {} ({})", from.peer, a.key);
+                        state.client = format!("remote {} ({})", from.peer, a.grant.key);
                     }
+                    state.remote = Some((from.peer, a.grant));
                     handlers::handle(shared, &mut state, a.frame)
                 }
                 Err(e) => {

@@ -26,6 +26,9 @@ pub(super) struct ConnState {
     pub client: String,
     /// Run by the worker right after it queued this request's reply.
     pub after_reply: Option<AfterReply>,
+    /// For a remote connection: its peer and what the key of the request being answered may
+    /// do (set per request: each is signed on its own).
+    pub remote: Option<(std::net::SocketAddr, super::remote::Grant)>,
 }
 
 impl std::fmt::Debug for ConnState {
@@ -45,6 +48,7 @@ impl ConnState {
             hello: false,
             client: String::new(),
             after_reply: None,
+            remote: None,
         }
     }
 }
@@ -79,6 +83,10 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         (true, r) => r,
     };
     let d = &*shared.driver;
+    let who = super::modules::Caller {
+        shared,
+        remote: st.remote.as_ref(),
+    };
     match req {
         Request::Hello { .. } => Err((ErrorCode::BadRequest, "hello already done".into())),
         Request::Status => status(shared),
@@ -163,25 +171,30 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             package,
             config,
             start,
-        } => super::modules::install(shared, &package, &config, start),
+        } => super::modules::install(who, &package, &config, start),
         Request::ModuleUpgrade { package, config } => {
-            super::modules::upgrade(shared, &package, &config)
+            super::modules::upgrade(who, &package, &config)
         }
         Request::ModuleList => super::modules::list(shared),
-        Request::ModuleInfo { name } => super::modules::by_name(shared, ModOp::Info, name),
-        Request::ModuleStart { name } => super::modules::by_name(shared, ModOp::Start, name),
-        Request::ModuleStop { name } => super::modules::by_name(shared, ModOp::Stop, name),
-        Request::ModuleRemove { name } => super::modules::by_name(shared, ModOp::Remove, name),
+        Request::ModuleServices {
+            interface,
+            version,
+            category,
+        } => super::modules::services(shared, interface, version, category),
+        Request::ModuleInfo { name } => super::modules::by_name(who, ModOp::Info, name),
+        Request::ModuleStart { name } => super::modules::by_name(who, ModOp::Start, name),
+        Request::ModuleStop { name } => super::modules::by_name(who, ModOp::Stop, name),
+        Request::ModuleRemove { name } => super::modules::by_name(who, ModOp::Remove, name),
         Request::ModuleQdisc {
             name,
             link,
             rate_bps,
-        } => super::modules::qdisc(shared, name, link, rate_bps),
+        } => super::modules::qdisc(who, name, link, rate_bps),
         Request::ModuleCall {
             name,
             operation,
             arg,
-        } => super::modules::call_op(shared, name, operation, arg),
+        } => super::modules::call_op(who, name, operation, arg),
         Request::Shutdown => {
             tracing::info!(client = %st.client, "shutdown requested over the control socket");
             shared.shutdown.store(true, Ordering::Release);

@@ -15,10 +15,13 @@
 //! - A node started without trusted keys hosts no modules: every op answers
 //!   [`ErrorCode::NoModule`] saying how to enable them.
 
-use anode_ctl::{ErrorCode, ModuleConfig, ModuleEntry, Payload, Response};
+use anode_ctl::{ErrorCode, ModuleConfig, ModuleEntry, Payload, Response, ServiceEntry};
 
 use crate::config::modules::config_table;
-use anode_modules::{ModRuntime, ModuleError, ModuleHost, ModuleInfo, Package, Prepared, State};
+use anode_ctl::remote::{Refusal, RemoteClass};
+use anode_modules::{
+    Category, ModRuntime, ModuleError, ModuleHost, ModuleInfo, Package, Prepared, State,
+};
 
 use crate::modules::journal::{Entry, Journal, Origin, Store};
 use std::sync::Arc;
@@ -46,18 +49,13 @@ fn refused(e: ModuleError) -> Failure {
 
 /// A module's report as the protocol carries it.
 pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
-    let state = match i.state {
-        State::Installed => "installed",
-        State::Resolved => "resolved",
-        State::Active => "active",
-        State::Stopped => "stopped",
-    };
     ModuleEntry {
         name: i.name,
         version: i.version,
         summary: i.summary,
         kind: i.kind,
-        state: state.into(),
+        category: i.category.name().into(),
+        state: state_name(i.state).into(),
         hook: i.hook,
         load_order: i.load_order,
         missing: i.missing,
@@ -106,6 +104,104 @@ fn journal_package(shared: &Shared, package: &Payload, config: &ModuleConfig, in
     });
 }
 
+/// A lifecycle state as the protocol names it.
+fn state_name(s: State) -> &'static str {
+    match s {
+        State::Installed => "installed",
+        State::Resolved => "resolved",
+        State::Active => "active",
+        State::Stopped => "stopped",
+    }
+}
+
+/// `module_services`: every provided interface, or the provider one lookup would give.
+pub(super) fn services(
+    shared: &Shared,
+    interface: Option<String>,
+    version: Option<String>,
+    category: Option<String>,
+) -> Result<Response, Failure> {
+    let bad = |m: String| (ErrorCode::BadRequest, m);
+    let category = match category.as_deref() {
+        None => Category::User,
+        Some(c) => Category::ALL
+            .into_iter()
+            .find(|k| k.name() == c)
+            .ok_or_else(|| {
+                bad(format!(
+                    "category '{c}': use system, standard, function or user"
+                ))
+            })?,
+    };
+    let req = match version.as_deref() {
+        None => semver::VersionReq::STAR,
+        Some(v) => semver::VersionReq::parse(v).map_err(|e| {
+            bad(format!(
+                "version '{v}' is not a semver range ({e}), e.g. ^1.2"
+            ))
+        })?,
+    };
+    let found = with_host(&*shared.driver, move |h| {
+        Ok(match &interface {
+            None => h.services(),
+            Some(i) => h.lookup(i, &req, category).into_iter().collect(),
+        })
+    })?;
+    Ok(Response::Services {
+        services: found
+            .into_iter()
+            .map(|s| ServiceEntry {
+                interface: s.interface,
+                version: s.version,
+                provider: s.provider,
+                category: s.category.name().into(),
+                state: state_name(s.state).into(),
+                users: s.users,
+            })
+            .collect(),
+    })
+}
+
+/// Who asks for a module operation: the local socket's owner (anything), or the holder of a
+/// remote key, who may touch system and standard modules only with the `system` class.
+#[derive(Clone, Copy)]
+pub(super) struct Caller<'a> {
+    pub shared: &'a Shared,
+    pub remote: Option<&'a (std::net::SocketAddr, super::remote::Grant)>,
+}
+
+impl Caller<'_> {
+    /// Refuses (counted and logged as a remote refusal) a remote `op` on a module of
+    /// `category` the key may not touch.
+    fn may_touch(&self, op: &str, what: &str, category: Category) -> Result<(), Failure> {
+        let Some((peer, grant)) = self.remote else {
+            return Ok(());
+        };
+        if category > Category::Standard || grant.may.contains(&RemoteClass::System) {
+            return Ok(());
+        }
+        let e = Refusal::NotPermitted {
+            key: grant.key.clone(),
+            op: format!("{op} {what} (a {} module)", category.name()),
+            class: RemoteClass::System.name(),
+        };
+        if let Some(g) = &self.shared.remote {
+            g.refused(*peer, &e);
+        }
+        Err((ErrorCode::Unauthorized, e.to_string()))
+    }
+
+    /// [`Caller::may_touch`] for the installed module `name`.
+    fn may_touch_installed(&self, op: &str, name: &str) -> Result<(), Failure> {
+        if self.remote.is_none() {
+            return Ok(());
+        }
+        let n = name.to_string();
+        let category = with_host(&*self.shared.driver, move |h| h.info(&n))?.category;
+        self.may_touch(op, name, category)
+    }
+}
+
 /// Runs `f` on the node's module host.
 fn with_host<R: Send + 'static>(
     d: &dyn Driver,
@@ -134,12 +230,14 @@ fn prepare(shared: &Shared, package: &Payload, config: &ModuleConfig) -> Result<
 
 /// `module_install`.
 pub(super) fn install(
-    shared: &Shared,
+    who: Caller<'_>,
     package: &Payload,
     config: &ModuleConfig,
     start: bool,
 ) -> Result<Response, Failure> {
+    let shared = who.shared;
     let p = prepare(shared, package, config)?;
+    who.may_touch("module_install", p.name(), p.category())?;
     let id = p.id();
     let name = p.name().to_string();
     let info = with_host(&*shared.driver, move |h| {
@@ -159,11 +257,14 @@ pub(super) fn install(
 
 /// `module_upgrade`.
 pub(super) fn upgrade(
-    shared: &Shared,
+    who: Caller<'_>,
     package: &Payload,
     config: &ModuleConfig,
 ) -> Result<Response, Failure> {
+    let shared = who.shared;
     let p = prepare(shared, package, config)?;
+    who.may_touch("module_upgrade", p.name(), p.category())?;
+    who.may_touch_installed("module_upgrade", p.name())?;
     let id = p.id();
     let name = p.name().to_string();
     let info = with_host(&*shared.driver, move |h| {
@@ -199,7 +300,11 @@ pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
 }
 
 /// `module_info`, `module_start`, `module_stop`, `module_remove`.
-pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response, Failure> {
+pub(super) fn by_name(who: Caller<'_>, op: Op, name: String) -> Result<Response, Failure> {
+    let shared = who.shared;
+    if op != Op::Info {
+        who.may_touch_installed(op.wire(), &name)?;
+    }
     let info = with_host(&*shared.driver, move |h| {
         match op {
             Op::Info => {}
@@ -233,11 +338,14 @@ pub(super) fn by_name(shared: &Shared, op: Op, name: String) -> Result<Response,
 
 /// `module_qdisc`.
 pub(super) fn qdisc(
-    shared: &Shared,
+    who: Caller<'_>,
     name: Option<String>,
     link: String,
     rate_bps: u64,
 ) -> Result<Response, Failure> {
+    let shared = who.shared;
+    // A link's queue discipline is how the node forwards: system, whichever module.
+    who.may_touch("module_qdisc", &format!("on link {link}"), Category::System)?;
     if name.is_some() && rate_bps == 0 {
         return Err((
             ErrorCode::BadRequest,
@@ -279,11 +387,13 @@ pub(super) fn qdisc(
 
 /// `module_call`.
 pub(super) fn call_op(
-    shared: &Shared,
+    who: Caller<'_>,
     name: String,
     op: i32,
     arg: i64,
 ) -> Result<Response, Failure> {
+    let shared = who.shared;
+    who.may_touch_installed("module_call", &name)?;
     let n = name.clone();
     let result = with_host(&*shared.driver, move |h| h.call_service(&n, op, arg))?;
     Ok(Response::ModuleCalled { name, op, result })
@@ -296,6 +406,18 @@ pub(super) enum Op {
     Start,
     Stop,
     Remove,
+}
+
+impl Op {
+    /// The protocol's name of the op.
+    fn wire(self) -> &'static str {
+        match self {
+            Op::Info => "module_info",
+            Op::Start => "module_start",
+            Op::Stop => "module_stop",
+            Op::Remove => "module_remove",
+        }
+    }
 }
 
 fn module(i: ModuleInfo) -> Response {

@@ -70,8 +70,18 @@ pub(super) struct RemotePeer {
 pub(super) struct Admitted {
     /// The request frame.
     pub frame: RequestFrame,
+    /// The key's name and classes.
+    pub grant: Grant,
+}
+
+/// What the key that signed a remote request may do (the handlers check the module
+/// categories against it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Grant {
     /// The key's name.
     pub key: String,
+    /// Its classes.
+    pub may: BTreeSet<RemoteClass>,
 }
 
 /// The remote gate: trusted keys, remembered nonces and counters.
@@ -134,18 +144,22 @@ impl Gate {
         match &r {
             Ok(a) => {
                 self.accepted.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(peer = %from.peer, key = %a.key, op = %a.frame.request.op_name(), "remote control request");
+                tracing::info!(peer = %from.peer, key = %a.grant.key, op = %a.frame.request.op_name(), "remote control request");
             }
-            Err(e) => {
-                if let Some(i) = REFUSAL_REASONS.iter().position(|r| *r == e.reason())
-                    && let Some(c) = self.refused.get(i)
-                {
-                    c.fetch_add(1, Ordering::Relaxed);
-                }
-                tracing::warn!(peer = %from.peer, reason = e.reason(), "remote control request refused: {e}");
-            }
+            Err(e) => self.refused(from.peer, e),
         }
         r
+    }
+
+    /// Counts and logs a refusal (also one a handler makes after admission: a module of a
+    /// category the key may not touch).
+    pub fn refused(&self, peer: SocketAddr, e: &Refusal) {
+        if let Some(i) = REFUSAL_REASONS.iter().position(|r| *r == e.reason())
+            && let Some(c) = self.refused.get(i)
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::warn!(%peer, reason = e.reason(), "remote control request refused: {e}");
     }
 
     fn check(&self, line: &str, from: RemotePeer, now: u64) -> Result<Admitted, Refusal> {
@@ -201,7 +215,10 @@ impl Gate {
         self.remember(o.nonce, o.env.expires, now)?;
         Ok(Admitted {
             frame,
-            key: k.name.clone(),
+            grant: Grant {
+                key: k.name.clone(),
+                may: k.may.clone(),
+            },
         })
     }
 
@@ -296,7 +313,7 @@ mod tests {
         let l = line(1, "module_list", 1, NOW + 60);
         let a = g.admit(&l, from(), NOW).unwrap();
         assert_eq!(a.frame.id, 7);
-        assert_eq!(a.key, "ops");
+        assert_eq!(a.grant.key, "ops");
         assert_eq!(reason(&g, &l), "replayed");
         let (ok, refused) = g.counts();
         assert_eq!((ok, refused["replayed"]), (1, 1));

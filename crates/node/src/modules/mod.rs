@@ -87,8 +87,10 @@ fn read_startup(file: &NodeFile) -> Result<Vec<(Vec<u8>, &ModuleSpec)>, String> 
     Ok(out)
 }
 
-/// Installs the `[[module]]` list and starts the entries that ask for it; every entry is
-/// installed before any starts, so the list's order need not follow the dependencies.
+/// Installs the `[[module]]` list and starts the entries that ask for it, lowest category of
+/// the service hierarchy first (system, standard, function, user; the list's order within
+/// one); every entry is installed before any starts, so the list's order need not follow
+/// the dependencies.
 fn install_startup(
     node: &mut Node,
     file: &NodeFile,
@@ -110,6 +112,7 @@ fn install_startup(
             )
         })?;
         let name = pkg.manifest.name.clone();
+        let category = pkg.manifest.category();
         let host = anode_modules::host(node).map_err(|e| e.to_string())?;
         host.install(pkg, &config_table(&spec.config)).map_err(|e| {
             at(
@@ -118,10 +121,13 @@ fn install_startup(
             )
         })?;
         if spec.start {
-            to_start.push((spec, name));
+            to_start.push((category, spec, name));
         }
     }
-    for (spec, name) in to_start {
+    // A stable sort: the list's order within a category.
+    to_start.sort_by_key(|(c, _, _)| *c);
+    for (category, spec, name) in to_start {
+        tracing::info!(module = %name, category = category.name(), "starting startup module");
         let host = anode_modules::host(node).map_err(|e| e.to_string())?;
         host.start(&name).map_err(|e| {
             format!(
