@@ -22,6 +22,9 @@
 #           kernel fast path, eBPF at TC ingress, when it loads)
 #   anode-node-socket  the same with `[dataplane] mode = "socket"`: every packet through the
 #           node's UDP socket and its user-space fast path (opt-in)
+#   anode-node-socket-plain, anode-capsule-plain  anode-node-socket and anode-capsule with
+#           `[dataplane] udp_offload = false`: one datagram per send, as before UDP
+#           segmentation offload (opt-in, to compare)
 #   anode-node-scraped  anode-node with `[metrics] listen` on r's loopback, scraped once a
 #           second for the whole point (what Prometheus does; opt-in, compare with anode-node)
 # for each packet size at full offered load and at fixed rates; then, for each forwarder, the
@@ -87,7 +90,7 @@ make -s -C "$shared" O="$tmp" >&2
 echo "== building anode release binaries (target $target)" >&2
 pkgs=(-p anode-netbench)
 need=(anode-blast anode-sink anode-fwd-node)
-if [[ " $FORWARDERS " == *" anode-node"* || " $FORWARDERS " == *" anode-capsule "* ]]; then pkgs+=(-p anode); need+=(anode); fi
+if [[ " $FORWARDERS " == *" anode-node"* || " $FORWARDERS " == *" anode-capsule"* ]]; then pkgs+=(-p anode); need+=(anode); fi
 if [[ -z ${NO_BUILD:-} ]]; then
   CARGO_TARGET_DIR=$target cargo build -q --release "${pkgs[@]}" --manifest-path "$repo/Cargo.toml" >&2
 fi
@@ -110,7 +113,7 @@ point() {
   # The smallest capsule is 136 B, 144 B with a stamp: smaller sizes run at that.
   local min_capsule=136
   if ((LAT)); then sinkx=(--latency); blastx=(--stamp); batch=1; secs=$LAT_SECS; min_capsule=144; fi
-  if [[ $fwd == *capsule ]] && ((size < min_capsule)); then size=$min_capsule; fi
+  if [[ $fwd == *capsule* ]] && ((size < min_capsule)); then size=$min_capsule; fi
   nsx r sysctl -qw net.ipv4.ip_forward=$([[ $fwd == kernel ]] && echo 1 || echo 0)
   ip netns exec "${P}d" nice -n "$NICE" timeout $((secs + 10)) "$bin/anode-sink" --bind $D:$PORT --max-secs $((secs + 6)) --idle 1 --min-secs $((secs + 1)) \
     "${sinkx[@]}" >"$tmp/sink.out" 2>&1 &
@@ -136,18 +139,20 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-scraped | anode-capsule)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain)
       dst=$R:$PORT
-      [[ $fwd == anode-capsule ]] && kind=(--capsule)
+      [[ $fwd == anode-capsule* ]] && kind=(--capsule)
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
       if [[ $fwd == anode-node-scraped ]]; then
         printf '[metrics]\nlisten = "127.0.0.1:9464"\n' >>"$tmp/r.toml"
       fi
-      if [[ $fwd == anode-node-socket ]]; then
-        printf '[dataplane]\nmode = "socket"\n' >>"$tmp/r.toml"
+      if [[ $fwd == anode-node-socket* || $fwd == *-plain ]]; then
+        printf '[dataplane]\n' >>"$tmp/r.toml"
+        [[ $fwd == anode-node-socket* ]] && printf 'mode = "socket"\n' >>"$tmp/r.toml"
+        [[ $fwd == *-plain ]] && printf 'udp_offload = false\n' >>"$tmp/r.toml"
       fi
-      if [[ $fwd == anode-capsule ]]; then
+      if [[ $fwd == anode-capsule* ]]; then
         # 10 Gbit/s for the capsule protocol: the node's speed, not the default 2 MB/s cap.
         printf '["capsule/*"]\nchannel_bandwidth = 1250000000\nmemory_bytes = 16777216\ncode_bytes = 4194304\n' >"$tmp/policy.toml"
         printf '[nodeos]\npolicy = "%s"\n[capsule]\ncache_dir = "%s"\n' "$tmp/policy.toml" "$tmp/code" >>"$tmp/r.toml"
@@ -170,7 +175,7 @@ point() {
       { [[ -z $fpid ]] || grep -Eq 'ready|running on UDP' "$tmp/fwd.out" 2>/dev/null; } && break
     sleep 0.1
   done
-  if [[ $fwd == anode-capsule ]]; then
+  if [[ $fwd == anode-capsule* ]]; then
     ip netns exec "${P}r" timeout 10 "$bin/anode" code put forward --socket "$tmp/r.sock" >/dev/null
   fi
   nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
@@ -178,7 +183,7 @@ point() {
   wait "$spid" || true
   # CPU seconds the anode node process used during the point (user + system, 10 ms ticks).
   local cpu=null apid
-  if [[ $fwd == anode-node* || $fwd == anode-capsule ]]; then
+  if [[ $fwd == anode-node* || $fwd == anode-capsule* ]]; then
     apid=$(pgrep -f "anode node --config $tmp/r.toml" | tail -n1 || true)
     if [[ -n $apid && -r /proc/$apid/stat ]]; then
       cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$apid/stat")
@@ -196,7 +201,7 @@ point() {
   local fwdinfo=null
   if [[ $fwd == anode || $fwd == anode-fwd-capsule || $fwd == anode-module ]]; then
     fwdinfo=$(grep '^{' "$tmp/fwd.out" | tail -n1 || true); fwdinfo=${fwdinfo:-null}
-  elif [[ $fwd == anode-node* || $fwd == anode-capsule ]]; then
+  elif [[ $fwd == anode-node* || $fwd == anode-capsule* ]]; then
     fwdinfo=$(sed -n 's/.*stopped.*: \([0-9]*\) packets in, \([0-9]*\) out, \([0-9]*\) forwarded, [0-9]* delivered, \([0-9]*\) forwarded in the kernel.*/{"rx":\1,"tx":\2,"forwarded":\3,"kernel_forwarded":\4}/p' "$tmp/fwd.out")
     fwdinfo=${fwdinfo:-null}
   elif [[ $fwd == cfwd ]]; then

@@ -30,6 +30,11 @@ pub struct DriverConfig {
     /// The kernel fast path for passive transit (default off; `anode node` asks for
     /// [`KernelTransit::Auto`](crate::KernelTransit::Auto)).
     pub kernel_transit: crate::KernelTransit,
+    /// UDP segmentation offload (default on): consecutive datagrams of one size to one peer
+    /// leave as one `UDP_SEGMENT` send, and the socket takes coalesced receives (`UDP_GRO`).
+    /// Where an interface cannot segment (the kernel answers EIO), sends fall back to one
+    /// datagram each, once and for good.
+    pub udp_offload: bool,
 }
 
 impl DriverConfig {
@@ -43,6 +48,7 @@ impl DriverConfig {
             seed: 0,
             event_capacity: 4096,
             kernel_transit: crate::KernelTransit::Off,
+            udp_offload: true,
         }
     }
 

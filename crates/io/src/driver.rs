@@ -89,6 +89,10 @@ pub(crate) struct DataPath {
     pool_max: usize,
     out: VecDeque<Transmit>,
     sending: Vec<Transmit>,
+    /// The messages of the batch being sent: (first datagram in `sending`, datagrams).
+    groups: Vec<(usize, usize)>,
+    /// Send runs of same-size datagrams to one peer as one `UDP_SEGMENT` send.
+    gso: bool,
     impair: Impairments,
     peers: HashMap<NodeAddr, Option<LinkId>>,
     last_peer: Option<(SocketAddr, Option<LinkId>)>,
@@ -135,6 +139,8 @@ impl DataPath {
             pool_max: batch * 4 + 64,
             out: VecDeque::with_capacity(batch * 2),
             sending: Vec::with_capacity(batch),
+            groups: Vec::with_capacity(batch),
+            gso: cfg.udp_offload,
             impair: Impairments::new(&cfg.impairments, cfg.seed),
             peers: HashMap::new(),
             last_peer: None,
@@ -299,27 +305,61 @@ impl DataPath {
             };
             let buf = std::mem::replace(slot, fresh);
             let (src, truncated) = self.rx.received(i);
-            self.st.rx_datagrams += 1;
-            self.st.rx_bytes += buf.len() as u64;
             if truncated {
+                self.st.rx_datagrams += 1;
+                self.st.rx_bytes += buf.len() as u64;
                 self.st.truncated_drops += 1;
                 self.recycle(buf);
                 continue;
             }
-            if !self.taps.is_empty()
-                && let Some(s) = src
-            {
-                self.taps.show(Direction::In, s, &buf);
-            }
-            match src.and_then(|s| self.link_of(s)) {
-                Some(link) => self.node.handle_packet(now, link, buf),
-                None => {
-                    self.st.unknown_peer_drops += 1;
-                    self.recycle(buf);
-                }
+            match self.rx.received_segment(i).filter(|s| *s < buf.len()) {
+                None => self.receive(now, src, buf),
+                Some(seg) => self.receive_coalesced(now, src, buf, seg),
             }
         }
         n
+    }
+
+    /// Hands one received datagram from `src` to the node.
+    fn receive(&mut self, now: Instant, src: Option<SocketAddr>, buf: Vec<u8>) {
+        self.st.rx_datagrams += 1;
+        self.st.rx_bytes += buf.len() as u64;
+        if !self.taps.is_empty()
+            && let Some(s) = src
+        {
+            self.taps.show(Direction::In, s, &buf);
+        }
+        match src.and_then(|s| self.link_of(s)) {
+            Some(link) => self.node.handle_packet(now, link, buf),
+            None => {
+                self.st.unknown_peer_drops += 1;
+                self.recycle(buf);
+            }
+        }
+    }
+
+    /// Splits a coalesced receive (every `seg` bytes one datagram, the last maybe shorter)
+    /// and hands each datagram to the node, in order.
+    fn receive_coalesced(
+        &mut self,
+        now: Instant,
+        src: Option<SocketAddr>,
+        mut buf: Vec<u8>,
+        seg: usize,
+    ) {
+        self.st.rx_coalesced_receives += 1;
+        let mut rest = Vec::new();
+        for part in buf.get(seg..).unwrap_or_default().chunks(seg) {
+            let mut b = self.take_buf();
+            b.extend_from_slice(part);
+            rest.push(b);
+        }
+        buf.truncate(seg);
+        self.st.rx_coalesced_datagrams += 1 + rest.len() as u64;
+        self.receive(now, src, buf);
+        for b in rest {
+            self.receive(now, src, b);
+        }
     }
 
     /// Sends everything the node queued (through the impairments).
@@ -350,44 +390,81 @@ impl DataPath {
         }
     }
 
-    /// One batch from `out` through `sendmmsg` (as many calls as partial sends need).
-    fn send_batch(&mut self) {
-        let v6 = self.sock.is_v6();
-        let mut sending = std::mem::take(&mut self.sending);
-        while sending.len() < self.batch {
+    /// Takes the next batch from `out` into `sending`, as messages in `groups`: with
+    /// segmentation on, a run of datagrams to one peer of one size (the last may be shorter)
+    /// is one message.
+    fn take_batch(&mut self) {
+        self.sending.clear();
+        self.groups.clear();
+        while self.groups.len() < self.batch {
             let Some(t) = self.out.pop_front() else { break };
-            if self
-                .tx
-                .set_send(sending.len(), &t.buf, t.dst.socket_addr(), v6)
-            {
-                sending.push(t);
+            let joins = self.gso
+                && self.groups.last().is_some_and(|&(start, len)| {
+                    let (Some(first), Some(last)) =
+                        (self.sending.get(start), self.sending.get(start + len - 1))
+                    else {
+                        return false;
+                    };
+                    let seg = first.buf.len();
+                    first.dst == t.dst
+                        && last.buf.len() == seg
+                        && !t.buf.is_empty()
+                        && t.buf.len() <= seg
+                        && len < sys::MAX_SEGS
+                        && seg * len + t.buf.len() <= sys::MAX_GSO_BYTES
+                });
+            if joins && let Some(g) = self.groups.last_mut() {
+                g.1 += 1;
             } else {
-                // An IPv6 peer on an IPv4 socket: unreachable from here.
-                self.st.send_errors += 1;
-                self.recycle(t.buf);
+                self.groups.push((self.sending.len(), 1));
+            }
+            self.sending.push(t);
+        }
+    }
+
+    /// Points the batch's messages at their datagrams; a message whose peer this socket
+    /// cannot reach (an IPv6 peer on an IPv4 socket) is dropped from `groups` and counted.
+    fn set_batch(&mut self) {
+        let v6 = self.sock.is_v6();
+        let mut kept = 0;
+        for g in 0..self.groups.len() {
+            let Some(&(start, len)) = self.groups.get(g) else {
+                break;
+            };
+            let Some(ts) = self.sending.get(start..start + len) else {
+                break;
+            };
+            let Some(dst) = ts.first().map(|t| t.dst.socket_addr()) else {
+                continue;
+            };
+            let bufs = ts.iter().map(|t| t.buf.as_slice());
+            if self.tx.set_send_segments(kept, bufs, dst, v6) {
+                if let Some(k) = self.groups.get_mut(kept) {
+                    *k = (start, len);
+                }
+                kept += 1;
+            } else {
+                self.st.send_errors += len as u64;
             }
         }
-        let n = sending.len();
+        self.groups.truncate(kept);
+    }
+
+    /// One batch from `out` through `sendmmsg` (as many calls as partial sends need).
+    fn send_batch(&mut self) {
+        self.take_batch();
+        self.set_batch();
+        let n = self.groups.len();
         let (mut off, mut waited, mut refused) = (0, false, 0);
         while off < n {
             self.st.syscalls += 1;
             match self.tx.send(self.sock.raw(), off, n) {
                 Ok(0) => {
-                    self.st.send_errors += (n - off) as u64;
+                    self.st.send_errors += self.datagrams(off, n).0;
                     break;
                 }
                 Ok(k) => {
-                    self.st.tx_batches += 1;
-                    self.st.tx_datagrams += k as u64;
-                    let bytes: usize = sending
-                        .get(off..off + k)
-                        .map_or(0, |s| s.iter().map(|t| t.buf.len()).sum());
-                    self.st.tx_bytes += bytes as u64;
-                    if !self.taps.is_empty() {
-                        for t in sending.get(off..off + k).unwrap_or_default() {
-                            self.taps.show(Direction::Out, t.dst.socket_addr(), &t.buf);
-                        }
-                    }
+                    self.sent(off, off + k);
                     off += k;
                 }
                 Err(e) => match self.count_errno(&e) {
@@ -399,25 +476,72 @@ impl DataPath {
                         let _ = sys::poll_out(self.sock.raw(), SEND_WAIT);
                     }
                     Some(libc::EAGAIN) => {
-                        self.st.send_errors += (n - off) as u64;
+                        self.st.send_errors += self.datagrams(off, n).0;
                         break;
                     }
                     // A reported ICMP error is consumed by the failed call: retry a little.
                     Some(libc::ECONNREFUSED) if refused < 3 => refused += 1,
+                    // The interface cannot segment (no checksum offload, a tunnel): from now
+                    // on one datagram per message; this batch's rest goes back to be resent.
+                    Some(libc::EIO) if self.groups.get(off).is_some_and(|g| g.1 > 1) => {
+                        tracing::info!(
+                            "anode-io: UDP segmentation refused (EIO); sending datagrams one by one"
+                        );
+                        self.gso = false;
+                        let from = self.groups.get(off).map_or(0, |g| g.0);
+                        for t in self.sending.drain(from..).rev() {
+                            self.out.push_front(t);
+                        }
+                        break;
+                    }
                     _ => {
                         // This message cannot go (e.g. ENOBUFS, ENETUNREACH): skip it.
                         tracing::trace!(error = %e, "anode-io: sendmmsg failed");
-                        self.st.send_errors += 1;
+                        self.st.send_errors += self.datagrams(off, off + 1).0;
                         off += 1;
                         refused = 0;
                     }
                 },
             }
         }
+        let mut sending = std::mem::take(&mut self.sending);
         for t in sending.drain(..) {
             self.recycle(t.buf);
         }
         self.sending = sending;
+    }
+
+    /// Datagrams and bytes of messages `from..to` of the batch.
+    fn datagrams(&self, from: usize, to: usize) -> (u64, u64) {
+        let groups = self.groups.get(from..to).unwrap_or_default();
+        let n: usize = groups.iter().map(|g| g.1).sum();
+        let bytes: usize = groups
+            .iter()
+            .flat_map(|&(s, l)| self.sending.get(s..s + l).unwrap_or_default())
+            .map(|t| t.buf.len())
+            .sum();
+        (n as u64, bytes as u64)
+    }
+
+    /// Counts messages `from..to` of the batch as sent (and shows them to captures).
+    fn sent(&mut self, from: usize, to: usize) {
+        let (n, bytes) = self.datagrams(from, to);
+        self.st.tx_batches += 1;
+        self.st.tx_datagrams += n;
+        self.st.tx_bytes += bytes;
+        for &(_, len) in self.groups.get(from..to).unwrap_or_default() {
+            if len > 1 {
+                self.st.tx_segmented_sends += 1;
+                self.st.tx_segmented_datagrams += len as u64;
+            }
+        }
+        if !self.taps.is_empty() {
+            let first = self.groups.get(from).map_or(0, |g| g.0);
+            let end = self.groups.get(to - 1).map_or(0, |g| g.0 + g.1);
+            for t in self.sending.get(first..end).unwrap_or_default() {
+                self.taps.show(Direction::Out, t.dst.socket_addr(), &t.buf);
+            }
+        }
     }
 
     /// Moves the node's events to the channel; a full channel drops (and counts) them.

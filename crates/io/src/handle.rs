@@ -47,6 +47,11 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
     cfg.validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let sock = UdpSocket::bind(cfg.bind, cfg.socket_buffer)?;
+    if cfg.udp_offload
+        && let Err(e) = sock.enable_gro()
+    {
+        tracing::debug!(error = %e, "anode-io: no UDP GRO on this socket; datagrams arrive one by one");
+    }
     let local = sock.local_addr()?;
     let impaired = cfg
         .impairments

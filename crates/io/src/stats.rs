@@ -82,6 +82,14 @@ stats! {
     impairment_queue_drops,
     /// `NodeHandle::call` closures run.
     calls,
+    /// Sends that carried several datagrams as one (`UDP_SEGMENT`).
+    tx_segmented_sends,
+    /// Datagrams they carried.
+    tx_segmented_datagrams,
+    /// Receives that held several datagrams (`UDP_GRO`).
+    rx_coalesced_receives,
+    /// Datagrams they held.
+    rx_coalesced_datagrams,
     /// Packets the kernel fast path forwarded (they never reached the socket).
     kernel_forwarded,
     /// Their ANEP bytes.

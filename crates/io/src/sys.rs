@@ -2,7 +2,7 @@
 //! `mmsghdr` for `recvmmsg`/`sendmmsg`, all through `libc`.
 //!
 //! Invariants:
-//! - A [`MsgBatch`]'s three arrays are allocated once with the batch size and never resized,
+//! - A [`MsgBatch`]'s arrays are allocated once with the batch size and never resized,
 //!   so the pointers an `mmsghdr` holds into them stay valid while the batch lives (moving the
 //!   batch moves only the `Vec` headers, not the heap arrays). The pointers into payload
 //!   buffers are refreshed before every system call, from buffers the caller keeps alive
@@ -11,12 +11,29 @@
 //!   above the capacity the kernel was given).
 //! - A [`MsgBatch`] holds raw pointers, so it is not `Send`: it is built on the data-path
 //!   thread and stays there.
+//! - UDP segmentation offload: a message may carry up to [`MAX_SEGS`] datagrams as one
+//!   `UDP_SEGMENT` send (each its own iovec, all of the size given but the last, which may be
+//!   shorter); with `UDP_GRO` on, a received message may hold several datagrams of the size
+//!   its control message names ([`MsgBatch::received_segment`]), which the caller splits.
 
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
+
+/// `SOL_UDP` options (linux/udp.h), which the libc crate does not name for glibc targets.
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+/// Most datagrams one segmented send may carry (the kernel's `UDP_MAX_SEGMENTS` is 64 or,
+/// since 6.x, 128; 64 is accepted everywhere).
+pub(crate) const MAX_SEGS: usize = 64;
+/// Most payload bytes one segmented send may carry (an IPv6 packet's 65,535-byte payload
+/// less the UDP header; IPv4's limit is 28 bytes lower and checked by the kernel too).
+pub(crate) const MAX_GSO_BYTES: usize = 65_000;
+/// Bytes of control buffer per message: one `cmsghdr` with an `int` (UDP_GRO) or a `u16`
+/// (UDP_SEGMENT), rounded up.
+const CTRL_LEN: usize = 32;
 
 /// A non-blocking, close-on-exec UDP socket.
 #[derive(Debug)]
@@ -116,6 +133,12 @@ impl UdpSocket {
 
     pub(crate) fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Turns on UDP generic receive offload: the kernel may hand several datagrams of one
+    /// flow to one receive, with their size in a control message.
+    pub(crate) fn enable_gro(&self) -> io::Result<()> {
+        setsockopt_int(self.raw(), libc::SOL_UDP, UDP_GRO, 1)
     }
 }
 
@@ -270,11 +293,14 @@ pub(crate) fn from_storage(
     }
 }
 
-/// Reusable `mmsghdr`/`iovec`/`sockaddr_storage` arrays for one batch.
+/// Reusable `mmsghdr`/`iovec`/`sockaddr_storage`/control arrays for one batch: message `i`
+/// uses `iovs[i * MAX_SEGS..]` and `ctrl[i]`.
 pub(crate) struct MsgBatch {
     hdrs: Vec<libc::mmsghdr>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_storage>,
+    /// Control buffers, `u64`-aligned as `cmsghdr` needs.
+    ctrl: Vec<[u64; CTRL_LEN / 8]>,
 }
 
 impl std::fmt::Debug for MsgBatch {
@@ -299,8 +325,9 @@ impl MsgBatch {
         };
         MsgBatch {
             hdrs: vec![h; n],
-            iovs: vec![i; n],
+            iovs: vec![i; n * MAX_SEGS],
             addrs: vec![a; n],
+            ctrl: vec![[0; CTRL_LEN / 8]; n],
         }
     }
 
@@ -308,23 +335,27 @@ impl MsgBatch {
         self.hdrs.len()
     }
 
-    /// Points message `i` at `iov_base/iov_len` and at its address slot.
-    fn link(&mut self, i: usize, base: *mut libc::c_void, len: usize, namelen: libc::socklen_t) {
-        let (Some(h), Some(iov), Some(a)) = (
+    /// Points message `i` at its first `n_iov` iovecs, its address slot and (`ctrl_len` > 0)
+    /// the first `ctrl_len` bytes of its control buffer.
+    fn link_iovs(&mut self, i: usize, n_iov: usize, namelen: libc::socklen_t, ctrl_len: usize) {
+        let (Some(h), Some(iov), Some(a), Some(c)) = (
             self.hdrs.get_mut(i),
-            self.iovs.get_mut(i),
+            self.iovs.get_mut(i * MAX_SEGS),
             self.addrs.get_mut(i),
+            self.ctrl.get_mut(i),
         ) else {
             return;
         };
-        iov.iov_base = base;
-        iov.iov_len = len;
         h.msg_hdr.msg_name = (&raw mut *a).cast();
         h.msg_hdr.msg_namelen = namelen;
         h.msg_hdr.msg_iov = iov;
-        h.msg_hdr.msg_iovlen = 1;
-        h.msg_hdr.msg_control = std::ptr::null_mut();
-        h.msg_hdr.msg_controllen = 0;
+        h.msg_hdr.msg_iovlen = n_iov;
+        if ctrl_len == 0 {
+            h.msg_hdr.msg_control = std::ptr::null_mut();
+        } else {
+            h.msg_hdr.msg_control = c.as_mut_ptr().cast();
+        }
+        h.msg_hdr.msg_controllen = ctrl_len;
         h.msg_hdr.msg_flags = 0;
         h.msg_len = 0;
     }
@@ -336,11 +367,15 @@ impl MsgBatch {
         for (i, b) in bufs.iter_mut().take(n).enumerate() {
             b.clear();
             let (p, cap) = (b.as_mut_ptr(), b.capacity());
-            self.link(
+            if let Some(iov) = self.iovs.get_mut(i * MAX_SEGS) {
+                iov.iov_base = p.cast();
+                iov.iov_len = cap;
+            }
+            self.link_iovs(
                 i,
-                p.cast(),
-                cap,
+                1,
                 size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+                CTRL_LEN,
             );
         }
         // SAFETY: the first `n` headers point at live iovecs and address slots of this batch,
@@ -375,17 +410,103 @@ impl MsgBatch {
         }
     }
 
-    /// Sets message `i` to send `buf` to `dst`. False if this socket cannot reach `dst`'s
-    /// address family (nothing is set then).
-    pub(crate) fn set_send(&mut self, i: usize, buf: &[u8], dst: SocketAddr, v6: bool) -> bool {
+    /// The segment size of received message `i` if the kernel coalesced several datagrams
+    /// into it (`UDP_GRO`): every `size` bytes of it are one datagram, the last possibly
+    /// shorter. `None`: one datagram.
+    pub(crate) fn received_segment(&self, i: usize) -> Option<usize> {
+        let h = self.hdrs.get(i)?;
+        if h.msg_hdr.msg_control.is_null() || h.msg_hdr.msg_controllen == 0 {
+            return None;
+        }
+        // SAFETY: `msg_control`/`msg_controllen` describe this message's control buffer as
+        // the kernel filled it (it lowers `msg_controllen` to what it wrote); the CMSG
+        // macros stay within that length.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&raw const h.msg_hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                    let size = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                    return usize::try_from(size).ok().filter(|s| *s > 0);
+                }
+                c = libc::CMSG_NXTHDR(&raw const h.msg_hdr, c);
+            }
+        }
+        None
+    }
+
+    /// Sets message `i` to send the datagrams `bufs` (1 to [`MAX_SEGS`], all of `bufs[0]`'s
+    /// length but the last, which may be shorter) to `dst`: with more than one, as one
+    /// `UDP_SEGMENT` send the kernel cuts into datagrams of that length. False if this
+    /// socket cannot reach `dst`'s address family or `bufs` do not fit (nothing is set then).
+    pub(crate) fn set_send_segments<'a>(
+        &mut self,
+        i: usize,
+        bufs: impl Iterator<Item = &'a [u8]> + Clone,
+        dst: SocketAddr,
+        v6: bool,
+    ) -> bool {
+        let Some(seg) = bufs.clone().next().map(<[u8]>::len) else {
+            return false;
+        };
+        let (mut count, mut total, mut closed) = (0, 0, false);
+        for b in bufs.clone() {
+            // Every datagram but the last is `seg` long; the last may be shorter.
+            if closed || b.len() > seg || b.is_empty() {
+                return false;
+            }
+            closed = b.len() < seg;
+            count += 1;
+            total += b.len();
+        }
+        let fits = count <= MAX_SEGS && (count == 1 || total <= MAX_GSO_BYTES);
+        let Ok(seg16) = u16::try_from(seg) else {
+            return false;
+        };
         let Some(a) = self.addrs.get_mut(i) else {
             return false;
         };
+        if !fits {
+            return false;
+        }
         let Some(len) = to_storage(dst, v6, a) else {
             return false;
         };
-        // The kernel only reads a send buffer; the pointer is `*mut` by the C signature.
-        self.link(i, buf.as_ptr().cast_mut().cast(), buf.len(), len);
+        let Some(iovs) = self.iovs.get_mut(i * MAX_SEGS..i * MAX_SEGS + count) else {
+            return false;
+        };
+        for (iov, b) in iovs.iter_mut().zip(bufs) {
+            // The kernel only reads a send buffer; the pointer is `*mut` by the C signature.
+            iov.iov_base = b.as_ptr().cast_mut().cast();
+            iov.iov_len = b.len();
+        }
+        if count == 1 {
+            self.link_iovs(i, 1, len, 0);
+            return true;
+        }
+        // SAFETY: CMSG_SPACE/CMSG_LEN are pure size computations.
+        let (space, clen) = unsafe {
+            (
+                libc::CMSG_SPACE(size_of::<u16>() as u32) as usize,
+                libc::CMSG_LEN(size_of::<u16>() as u32) as usize,
+            )
+        };
+        let Some(c) = self.ctrl.get_mut(i) else {
+            return false;
+        };
+        if space > CTRL_LEN {
+            return false;
+        }
+        *c = [0; CTRL_LEN / 8];
+        // SAFETY: the control buffer is CTRL_LEN >= `space` bytes, u64-aligned (as cmsghdr
+        // needs), zeroed; one cmsghdr and its u16 are written within it.
+        unsafe {
+            let hdr = c.as_mut_ptr().cast::<libc::cmsghdr>();
+            (*hdr).cmsg_level = libc::SOL_UDP;
+            (*hdr).cmsg_type = UDP_SEGMENT;
+            (*hdr).cmsg_len = clen as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(hdr).cast::<u16>(), seg16);
+        }
+        self.link_iovs(i, count, len, space);
         true
     }
 
@@ -441,7 +562,7 @@ mod tests {
         let mut out = MsgBatch::new(4);
         let payloads: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
         for (i, p) in payloads.iter().enumerate() {
-            assert!(out.set_send(i, p, bb, false));
+            assert!(out.set_send_segments(i, std::iter::once(p.as_slice()), bb, false));
         }
         assert_eq!(out.send(a.raw(), 0, 3).unwrap(), 3);
         let mut inb = MsgBatch::new(4);
@@ -457,6 +578,55 @@ mod tests {
         assert_eq!(inb.received(0), (Some(a.local_addr().unwrap()), false));
         let e = inb.recv(b.raw(), &mut bufs).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    /// Five datagrams (the last shorter) as one segmented send: a plain receiver gets five
+    /// datagrams, a `UDP_GRO` receiver one coalesced receive it splits into the same five.
+    #[test]
+    fn segmented_sends_arrive_as_datagrams_or_one_coalesced_receive() {
+        let a = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let plain = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let gro = UdpSocket::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        gro.enable_gro().unwrap();
+        let payloads: Vec<Vec<u8>> = (0..5u8)
+            .map(|i| vec![i; if i == 4 { 300 } else { 1000 }])
+            .collect();
+        let mut out = MsgBatch::new(2);
+        for (i, to) in [&plain, &gro].into_iter().enumerate() {
+            let bufs = payloads.iter().map(Vec::as_slice);
+            assert!(out.set_send_segments(i, bufs, to.local_addr().unwrap(), false));
+        }
+        assert_eq!(out.send(a.raw(), 0, 2).unwrap(), 2);
+        let wait = |s: &UdpSocket| {
+            assert!(
+                poll2(s.raw(), s.raw(), Some(Duration::from_secs(2)))
+                    .unwrap()
+                    .socket
+            );
+        };
+        let mut inb = MsgBatch::new(8);
+        let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| Vec::with_capacity(65536)).collect();
+        wait(&plain);
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            let n = inb.recv(plain.raw(), &mut bufs).unwrap();
+            for (i, b) in bufs.iter().enumerate().take(n) {
+                assert_eq!(inb.received_segment(i), None);
+                got.push(b.clone());
+            }
+        }
+        assert_eq!(got, payloads);
+        wait(&gro);
+        let n = inb.recv(gro.raw(), &mut bufs).unwrap();
+        assert_eq!(n, 1, "one coalesced receive");
+        assert_eq!(inb.received_segment(0), Some(1000));
+        let split: Vec<Vec<u8>> = bufs[0].chunks(1000).map(<[u8]>::to_vec).collect();
+        assert_eq!(split, payloads);
+        // Unequal sizes before the last, or too many, are refused.
+        let bad = [&payloads[4][..], &payloads[0][..]];
+        assert!(!out.set_send_segments(0, bad.into_iter(), a.local_addr().unwrap(), false));
+        let many = vec![&payloads[0][..]; MAX_SEGS + 1];
+        assert!(!out.set_send_segments(0, many.into_iter(), a.local_addr().unwrap(), false));
     }
 
     #[test]

@@ -75,3 +75,84 @@ fn ipv4_peers_on_dual_stack_socket() {
         Some(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
     );
 }
+
+/// A burst of same-size datagrams from A to C: A sends it as segmented sends, B takes them
+/// as coalesced receives and forwards them segmented again, and C gets every datagram once,
+/// in order. With `udp_offload` off at every node nothing is segmented or coalesced and the
+/// burst arrives the same.
+fn burst(ip: IpAddr, offload: bool) {
+    const N: u32 = 150;
+    let [a, b, c] = [free_addr(ip), free_addr(ip), free_addr(ip)];
+    let start = |me: SocketAddr, peers: &[SocketAddr]| {
+        let mut cfg = anode_io::DriverConfig::new(me);
+        cfg.udp_offload = offload;
+        anode_io::spawn(udp_node(me, peers, false), cfg).expect("driver starts")
+    };
+    let (ha, hb, hc) = (start(a, &[b]), start(b, &[a, c]), start(c, &[b]));
+    let events = hc.take_events().expect("events once");
+    assert!(
+        wait_route(&ha, c, Duration::from_secs(10)),
+        "no route A -> C"
+    );
+    let dst = NodeAddr::from(c);
+    let sent = ha
+        .call(move |n, now| {
+            (0..N)
+                .map(|i| n.send_datagram(now, dst, 7, 1, None, &[i.to_be_bytes(); 100].concat()))
+                .filter(Result::is_ok)
+                .count()
+        })
+        .expect("driver alive");
+    assert_eq!(sent, N as usize);
+    let mut got = Vec::new();
+    while got.len() < N as usize {
+        let Some(d) = next_delivery(&events, Duration::from_secs(5)) else {
+            break;
+        };
+        let seq = d
+            .payload()
+            .get(..4)
+            .map(|b| u32::from_be_bytes(b.try_into().unwrap()));
+        got.push(seq.unwrap());
+    }
+    assert_eq!(
+        got,
+        (0..N).collect::<Vec<_>>(),
+        "every datagram once, in order"
+    );
+    let (sa, sb) = (ha.stats(), hb.stats());
+    if offload {
+        assert!(sa.tx_segmented_sends > 0, "A segments: {sa:?}");
+        assert!(
+            sb.rx_coalesced_receives > 0,
+            "B takes coalesced receives: {sb:?}"
+        );
+        assert!(
+            sb.tx_segmented_datagrams > 0,
+            "B forwards segmented: {sb:?}"
+        );
+    } else {
+        assert_eq!(
+            sa.tx_segmented_sends + sb.tx_segmented_sends,
+            0,
+            "{sa:?} {sb:?}"
+        );
+        assert_eq!(sb.rx_coalesced_receives, 0, "{sb:?}");
+    }
+    assert_eq!(sb.send_errors + sb.unknown_peer_drops, 0, "{sb:?}");
+}
+
+#[test]
+fn a_burst_crosses_segmented_and_in_order_ipv4() {
+    burst(IpAddr::V4(Ipv4Addr::LOCALHOST), true);
+}
+
+#[test]
+fn a_burst_crosses_segmented_and_in_order_ipv6() {
+    burst(IpAddr::V6(Ipv6Addr::LOCALHOST), true);
+}
+
+#[test]
+fn a_burst_crosses_without_offload() {
+    burst(IpAddr::V4(Ipv4Addr::LOCALHOST), false);
+}

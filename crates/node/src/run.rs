@@ -73,6 +73,7 @@ impl RunOptions {
             .map(crate::config::impair::LinkImpairment::to_driver)
             .collect();
         driver.kernel_transit = file.dataplane;
+        driver.udp_offload = file.udp_offload;
         RunOptions {
             driver,
             socket: Some(file.socket.clone()),

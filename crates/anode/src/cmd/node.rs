@@ -160,7 +160,7 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
             "startup": f.modules.startup.iter().map(|m| m.source.to_string()).collect::<Vec<_>>(),
         },
         "metrics": f.metrics.map(|a| a.to_string()),
-        "dataplane": { "mode": dataplane_mode(f.dataplane) },
+        "dataplane": { "mode": dataplane_mode(f.dataplane), "udp_offload": f.udp_offload },
         "remote": f.remote.as_ref().map(|r| serde_json::json!({
             "listen": r.listen.to_string(),
             "max_ttl_s": r.max_ttl_s,
@@ -230,6 +230,14 @@ fn print_summary(f: &NodeFile) {
                 "auto: passive transit in the kernel (eBPF, TC ingress) where it loads, else sockets",
             anode_io::KernelTransit::Tc => "tc: passive transit in the kernel (eBPF, TC ingress)",
             anode_io::KernelTransit::Off => "socket: every packet through the node's UDP socket",
+        }
+    );
+    println!(
+        "          UDP offload {}",
+        if f.udp_offload {
+            "on: runs of datagrams to one peer leave as one send (UDP_SEGMENT), receives may be coalesced (UDP_GRO)"
+        } else {
+            "off: one datagram per send and receive"
         }
     );
     println!(

@@ -118,6 +118,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         nodeos,
         plan,
         dataplane,
+        udp_offload: raw.dataplane.udp_offload.unwrap_or(true),
         remote,
     })
 }

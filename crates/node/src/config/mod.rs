@@ -43,6 +43,8 @@
 //! [dataplane]
 //! # mode = "auto"              # passive transit forwarded in the kernel (eBPF at TC ingress)
 //! #                            # where it loads, else sockets; "tc": kernel or fail; "socket"
+//! # udp_offload = true         # runs of datagrams to one peer sent as one (UDP_SEGMENT),
+//! #                            # coalesced receives taken (UDP_GRO)
 //!
 //! [remote]                     # remote management, off unless listen is set: see `remote.rs`
 //! # listen = "198.18.0.1:7100" # TCP; [[remote.key]] key = "HEX", may = ["read", "manage"]
@@ -107,6 +109,9 @@ pub struct NodeFile {
     pub plan: plan::PlanFile,
     /// Where passive transit is forwarded (`[dataplane] mode`; default auto).
     pub dataplane: anode_io::KernelTransit,
+    /// UDP segmentation and receive offload on the node's socket (`[dataplane]
+    /// udp_offload`; default on).
+    pub udp_offload: bool,
     /// Remote management (`[remote]`); `None`: off.
     pub remote: Option<crate::control::RemoteConfig>,
 }

@@ -43,6 +43,7 @@ pub(super) struct RawFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDataplane {
     pub mode: Option<Spanned<String>>,
+    pub udp_offload: Option<bool>,
 }
 
 /// `[node]`.

@@ -373,6 +373,14 @@ fn dataplane_mode() {
     use anode_io::KernelTransit;
     let f = parse(Path::new("a.toml"), &with("", "")).unwrap();
     assert_eq!(f.dataplane, KernelTransit::Auto, "auto by default");
+    assert!(f.udp_offload, "UDP offload on by default");
+    let off = with("", "[dataplane]\nudp_offload = false");
+    assert!(!parse(Path::new("a.toml"), &off).unwrap().udp_offload);
+    let (_, msg) = err(&with("", "[dataplane]\nudp_offload = \"yes\""));
+    assert!(
+        msg.contains("udp_offload") || msg.contains("boolean"),
+        "{msg}"
+    );
     for (mode, want) in [
         ("auto", KernelTransit::Auto),
         ("tc", KernelTransit::Tc),
