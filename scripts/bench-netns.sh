@@ -22,6 +22,10 @@
 #           kernel fast path, eBPF at TC ingress, when it loads)
 #   anode-node-socket  the same with `[dataplane] mode = "socket"`: every packet through the
 #           node's UDP socket and its user-space fast path (opt-in)
+#   anode-node-attacked, anode-node-socket-attacked  anode-node and anode-node-socket with
+#           remote management on (`[remote] listen`, one trusted key) while 4 connections from
+#           d send r requests signed "by" that key with a wrong signature, each costing r a
+#           full ed25519 check (opt-in; the rate of forged requests is in the JSON)
 #   anode-node-socket-plain, anode-capsule-plain  anode-node-socket and anode-capsule with
 #           `[dataplane] udp_offload = false`: one datagram per send, as before UDP
 #           segmentation offload (opt-in, to compare)
@@ -66,6 +70,41 @@ LAT=0
 NICE=${NICE:-0}
 target=${CARGO_TARGET_DIR:-$repo/target}
 tmp=$(mktemp -d /tmp/anode-bench.XXXXXX)
+# The *-attacked rows' attacker: CONNS connections to r's remote-management port, each
+# sending a request signed "by" the trusted key with a random signature and reading the
+# refusal, until killed; prints the refusals so far twice a second.
+cat >"$tmp/attack.py" <<'EOF_PY'
+import json, os, socket, sys, threading, time
+to, key, conns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host, port = to.rsplit(":", 1)
+count = [0] * conns
+connects = [0] * conns
+def run(i):
+    while True:  # a hung-up connection is made again at once, as a real attacker would
+        try:
+            s = socket.create_connection((host, int(port)))
+            f = s.makefile("rb")
+            while True:
+                env = {"request": '{"id":1,"op":"hello","protocol":1,"client":"flood"}',
+                       "to": to, "nonce": os.urandom(16).hex(),
+                       "expires": int(time.time()) + 60, "key": key,
+                       "sig": os.urandom(64).hex()}
+                s.sendall((json.dumps(env) + "\n").encode())
+                if not f.readline():
+                    break
+                count[i] += 1
+            s.close()
+        except OSError:
+            pass
+        connects[i] += 1
+for i in range(conns):
+    threading.Thread(target=run, args=(i,), daemon=True).start()
+t0 = time.time()
+while True:
+    time.sleep(0.5)
+    print(json.dumps({"refused": sum(count), "connects": sum(connects),
+                      "secs": time.time() - t0}), flush=True)
+EOF_PY
 outdir=$repo/bench-out
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 json=$outdir/netns-$stamp.json
@@ -139,13 +178,18 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-node-attacked | anode-node-socket-attacked)
       dst=$R:$PORT
       [[ $fwd == anode-capsule* ]] && kind=(--capsule)
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
       if [[ $fwd == anode-node-scraped ]]; then
         printf '[metrics]\nlisten = "127.0.0.1:9464"\n' >>"$tmp/r.toml"
+      fi
+      if [[ $fwd == *-attacked ]]; then
+        [[ -f $tmp/ops.pub ]] || "$bin/anode" keygen --out "$tmp/ops" >/dev/null
+        printf '[remote]\nlisten = "0.0.0.0:7100"\n[[remote.key]]\nkey = "%s"\nmay = ["read"]\n' \
+          "$(cat "$tmp/ops.pub")" >>"$tmp/r.toml"
       fi
       if [[ $fwd == anode-node-socket* || $fwd == *-plain ]]; then
         printf '[dataplane]\n' >>"$tmp/r.toml"
@@ -175,12 +219,25 @@ point() {
       { [[ -z $fpid ]] || grep -Eq 'ready|running on UDP' "$tmp/fwd.out" 2>/dev/null; } && break
     sleep 0.1
   done
+  local apid2=""
+  if [[ $fwd == *-attacked ]]; then
+    ip netns exec "${P}d" timeout $((secs + 4)) python3 "$tmp/attack.py" 198.18.2.1:7100 "$(cat "$tmp/ops.pub")" 4 >"$tmp/attack.out" 2>&1 &
+    apid2=$!; pids+=("$apid2")
+    sleep 0.5
+  fi
   if [[ $fwd == anode-capsule* ]]; then
     ip netns exec "${P}r" timeout 10 "$bin/anode" code put forward --socket "$tmp/r.sock" >/dev/null
   fi
   nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
     --size "$size" --secs "$secs" --rate "$rate" --batch "$batch" "${kind[@]}" "${blastx[@]}" >"$tmp/blast.out" 2>&1 || true
   wait "$spid" || true
+  local forged=null reconnects=null
+  if [[ -n $apid2 ]]; then
+    kill "$apid2" 2>/dev/null || true
+    wait "$apid2" 2>/dev/null || true
+    forged=$(tail -n1 "$tmp/attack.out" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(round(v["refused"]/v["secs"]))' 2>/dev/null || echo null)
+    reconnects=$(tail -n1 "$tmp/attack.out" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(round(v["connects"]/v["secs"]))' 2>/dev/null || echo null)
+  fi
   # CPU seconds the anode node process used during the point (user + system, 10 ms ticks).
   local cpu=null apid
   if [[ $fwd == anode-node* || $fwd == anode-capsule* ]]; then
@@ -217,8 +274,8 @@ point() {
     echo "   latency $fwd size=$size rate=$rate: p50=${p50}us p99=${p99}us loss=$loss%" >&2
     return
   fi
-  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s}\n' \
-    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" >>"$tmp/points"
+  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s,"forged_requests_per_s":%s,"attacker_connects_per_s":%s}\n' \
+    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" "$forged" "$reconnects" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
   if [[ $fwd == anode-fwd-capsule ]]; then
@@ -234,7 +291,9 @@ point() {
     scrapes=" scrapes=$(wc -l <"$tmp/scrapes" 2>/dev/null || echo 0)"
     : >"$tmp/scrapes"
   fi
-  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes" >&2
+  local attacked=""
+  [[ $forged != null ]] && attacked=" forged_requests_per_s=$forged attacker_connects_per_s=$reconnects"
+  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes$attacked" >&2
 }
 
 : >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"; : >"$tmp/latpoints"; : >"$tmp/latrows"

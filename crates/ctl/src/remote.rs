@@ -17,7 +17,8 @@
 //! TCP): remote management authenticates who may act on a node, not what a listener sees.
 //!
 //! ## What the node checks, in order (see [`Refusal`])
-//! The envelope parses; the key is one the node trusts; the signature verifies; `to` is the
+//! The envelope parses; the key is one the node trusts; the peer has not sent too many bad
+//! signatures lately (signature checks are the costly part); the signature verifies; `to` is the
 //! address the connection arrived on (a request signed for one node does not work on
 //! another); the expiry is in the future and at most the node's bound ahead (so a nonce
 //! need only be remembered until then); the nonce was not seen before (no replay); the op may
@@ -185,6 +186,10 @@ pub enum Refusal {
     /// The nonce was used before.
     #[error("nonce {0} was already used: a request is accepted once (replay refused)")]
     Replayed(String),
+    /// The peer sent too many requests whose signatures failed lately: its requests are
+    /// refused unchecked for a while.
+    #[error("too many requests with bad signatures from {0} lately: refused unchecked; wait a second")]
+    Throttled(std::net::IpAddr),
     /// The node remembers as many nonces as it may; it accepts more as they expire.
     #[error("too many recent remote requests to remember ({0}); try again shortly")]
     Busy(usize),
@@ -214,6 +219,7 @@ impl Refusal {
             Refusal::Expired { .. } => "expired",
             Refusal::TooLong { .. } => "too_long",
             Refusal::Replayed(_) => "replayed",
+            Refusal::Throttled(_) => "throttled",
             Refusal::Busy(_) => "busy",
             Refusal::LocalOnly(_) => "local_only",
             Refusal::NotPermitted { .. } => "not_permitted",
@@ -222,9 +228,10 @@ impl Refusal {
 }
 
 /// Every [`Refusal::reason`], in counter order.
-pub const REFUSAL_REASONS: [&str; 10] = [
+pub const REFUSAL_REASONS: [&str; 11] = [
     "malformed",
     "unknown_key",
+    "throttled",
     "bad_signature",
     "wrong_node",
     "expired",
@@ -443,6 +450,7 @@ mod tests {
         let all = [
             Refusal::Malformed(String::new()),
             Refusal::UnknownKey(String::new()),
+            Refusal::Throttled(std::net::Ipv4Addr::LOCALHOST.into()),
             Refusal::BadSignature(String::new()),
             Refusal::WrongNode {
                 to: String::new(),

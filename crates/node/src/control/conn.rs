@@ -32,6 +32,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::handlers::{self, ConnState};
 use super::remote::RemotePeer;
+use anode_ctl::remote::Refusal;
 use super::state::{ConnId, ConnOut, OutQueue, Shared};
 
 /// Longest request line accepted; a longer one is answered with an error and skipped.
@@ -207,6 +208,9 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>) {
                     handlers::handle(shared, &mut state, a.frame)
                 }
                 Err(e) => {
+                    // A throttled peer is sending bad signatures: hang up on it (it must
+                    // reconnect, and its new connections are refused while it is throttled).
+                    state.close_after_reply = matches!(e, Refusal::Throttled(_));
                     let rid = request_id(&text);
                     ServerMessage::error(rid, ErrorCode::Unauthorized, e.to_string())
                 }
@@ -379,6 +383,18 @@ impl<'a> Io<'a> {
                 .remote
                 .as_ref()
                 .map_or(0, |g| g.max_connections());
+            if self
+                .shared
+                .remote
+                .as_ref()
+                .is_some_and(|g| g.throttled(peer.ip().to_canonical()))
+            {
+                // Hung up on for bad signatures and still over its budget: no new connection.
+                self.shared
+                    .refused_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let here = match stream.local_addr() {
                 Ok(h) if self.remote_open < max => h,
                 _ => {
@@ -387,7 +403,7 @@ impl<'a> Io<'a> {
                 }
             };
             let _ = stream.set_nodelay(true);
-            tracing::info!(%peer, "remote control connection");
+            tracing::debug!(%peer, "remote control connection");
             self.add(poll, Stream::Tcp(stream), Some(RemotePeer { peer, here }));
         }
     }
@@ -505,6 +521,12 @@ impl<'a> Io<'a> {
     /// Takes back the states of answered requests and starts the next ones.
     fn answered(&mut self, poll: &Poll) {
         while let Ok(Done { id, state }) = self.done.try_recv() {
+            if state.close_after_reply {
+                // Best effort: the refusal goes out if the socket takes it at once.
+                self.write(poll, id);
+                self.close(poll, id);
+                continue;
+            }
             if let Some(c) = self.conns.get_mut(&id) {
                 c.state = Some(state);
                 c.last_active = Instant::now();

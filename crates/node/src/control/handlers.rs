@@ -29,6 +29,8 @@ pub(super) struct ConnState {
     /// For a remote connection: its peer and what the key of the request being answered may
     /// do (set per request: each is signed on its own).
     pub remote: Option<(std::net::SocketAddr, super::remote::Grant)>,
+    /// Close the connection once this reply is written (a throttled remote peer).
+    pub close_after_reply: bool,
 }
 
 impl std::fmt::Debug for ConnState {
@@ -49,6 +51,7 @@ impl ConnState {
             client: String::new(),
             after_reply: None,
             remote: None,
+            close_after_reply: false,
         }
     }
 }

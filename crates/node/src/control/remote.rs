@@ -6,13 +6,19 @@
 //!   act, each within the classes it is granted (`read`, `manage`, `shutdown`), and the
 //!   application ops (ports, datagrams, captures, injected packets) stay local.
 //! - Cheap checks first: an unknown key costs a hash lookup, not a signature verification.
+//! - Signature checks are the costly part, so each peer address gets a budget of failed ones
+//!   ([`FAILED_CHECKS_PER_S`], a burst of [`FAILED_CHECKS_BURST`]); past it, its requests are
+//!   refused as `throttled` without a check until the budget refills. Peers are remembered
+//!   in a bounded table ([`MAX_PEERS`], the longest idle one forgotten first).
 //! - A nonce is accepted once. Nonces are remembered until their request's expiry, which is
 //!   at most [`RemoteConfig::max_ttl_s`] ahead, and at most [`RemoteConfig::max_nonces`] at
 //!   once (when full, a request is refused as busy rather than remembered beyond the bound):
 //!   memory stays bounded under any flood, and only requests with valid signatures from
 //!   trusted keys reach the nonce store at all.
-//! - Every accepted request is logged (peer, key name, op) and every refusal is logged and
-//!   counted by reason.
+//! - Every accepted request is logged (peer, key name, op); every refusal is counted by
+//!   reason and logged, at most one line a second (the line says how many it stands for).
+//! - A throttled peer's connection is closed after the refusal, and its new connections are
+//!   refused while it stays over its budget.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -29,6 +35,13 @@ pub const DEFAULT_MAX_TTL_S: u64 = 300;
 pub const DEFAULT_MAX_NONCES: usize = 65_536;
 /// Default bound on open remote connections (apart from the local socket's).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
+
+/// Failed signature checks a peer address earns per second.
+pub const FAILED_CHECKS_PER_S: f64 = 20.0;
+/// Failed signature checks a peer address may make at once.
+pub const FAILED_CHECKS_BURST: f64 = 40.0;
+/// Peer addresses whose budgets are remembered.
+pub const MAX_PEERS: usize = 4096;
 
 /// A key allowed to manage the node remotely.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +103,10 @@ pub(super) struct Gate {
     cfg: RemoteConfig,
     by_key: HashMap<[u8; 32], usize>,
     nonces: Mutex<Nonces>,
+    /// Per peer address: (failed-check tokens, when they were last counted).
+    budgets: Mutex<HashMap<std::net::IpAddr, (f64, std::time::Instant)>>,
+    /// When a refusal was last logged, and how many were not logged since.
+    log: Mutex<(Option<std::time::Instant>, u64)>,
     accepted: AtomicU64,
     refused: [AtomicU64; REFUSAL_REASONS.len()],
 }
@@ -127,6 +144,8 @@ impl Gate {
             cfg,
             by_key,
             nonces: Mutex::new(Nonces::default()),
+            budgets: Mutex::new(HashMap::new()),
+            log: Mutex::new((None, 0)),
             accepted: AtomicU64::new(0),
             refused: Default::default(),
         }
@@ -159,7 +178,21 @@ impl Gate {
         {
             c.fetch_add(1, Ordering::Relaxed);
         }
-        tracing::warn!(%peer, reason = e.reason(), "remote control request refused: {e}");
+        // One line a second at most: a flood must not become a flood of log lines.
+        let mut l = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        if l.0.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
+            l.1 += 1;
+            return;
+        }
+        let more = std::mem::take(&mut l.1);
+        l.0 = Some(now);
+        drop(l);
+        if more == 0 {
+            tracing::warn!(%peer, reason = e.reason(), "remote control request refused: {e}");
+        } else {
+            tracing::warn!(%peer, reason = e.reason(), "remote control request refused: {e} (and {more} more refusals since the last line; `anode stats` counts them by reason)");
+        }
     }
 
     fn check(&self, line: &str, from: RemotePeer, now: u64) -> Result<Admitted, Refusal> {
@@ -171,7 +204,14 @@ impl Gate {
         else {
             return Err(Refusal::UnknownKey(short_key(&o.key)));
         };
-        o.verify()?;
+        let ip = from.peer.ip().to_canonical();
+        if !self.may_check(ip) {
+            return Err(Refusal::Throttled(ip));
+        }
+        if let Err(e) = o.verify() {
+            self.failed_check(ip);
+            return Err(e);
+        }
         let to_ok = o
             .env
             .to
@@ -220,6 +260,38 @@ impl Gate {
                 may: k.may.clone(),
             },
         })
+    }
+
+    /// Whether `ip` has failed-check budget left (refilled for the time since last counted).
+    fn may_check(&self, ip: std::net::IpAddr) -> bool {
+        let mut b = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((tokens, at)) = b.get_mut(&ip) else {
+            return true;
+        };
+        let now = std::time::Instant::now();
+        let earned = now.duration_since(*at).as_secs_f64() * FAILED_CHECKS_PER_S;
+        *tokens = (*tokens + earned).min(FAILED_CHECKS_BURST);
+        *at = now;
+        *tokens >= 1.0
+    }
+
+    /// Whether `ip` is out of failed-check budget now (its new connections are refused).
+    pub fn throttled(&self, ip: std::net::IpAddr) -> bool {
+        !self.may_check(ip)
+    }
+
+    /// Takes one failed check from `ip`'s budget.
+    fn failed_check(&self, ip: std::net::IpAddr) {
+        let mut b = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        if !b.contains_key(&ip) && b.len() >= MAX_PEERS {
+            let oldest = b.iter().min_by_key(|(_, (_, at))| *at).map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                b.remove(&k);
+            }
+        }
+        let e = b.entry(ip).or_insert((FAILED_CHECKS_BURST, now));
+        e.0 = (e.0 - 1.0).max(0.0);
     }
 
     /// Records `nonce` until `expires`; refuses one seen before, or one more than the bound.
@@ -349,6 +421,34 @@ mod tests {
         assert_eq!(refused.values().sum::<u64>(), 8);
         // Refused requests leave nothing behind.
         assert_eq!(g.remembered(), 0);
+    }
+
+    #[test]
+    fn a_peer_sending_bad_signatures_is_throttled_and_others_are_not() {
+        let g = gate(&[RemoteClass::Read], 1 << 16);
+        let mut env: serde_json::Value =
+            serde_json::from_str(&line(1, "status", 1, NOW + 60)).unwrap();
+        env["request"] = r#"{"id":7,"op":"shutdown"}"#.into();
+        let forged = env.to_string();
+        // The burst goes to signature checks (a few more as the budget refills meanwhile:
+        // a check takes milliseconds in a debug build), then the peer is throttled.
+        let checked = (0..1000)
+            .take_while(|_| reason(&g, &forged) == "bad_signature")
+            .count();
+        assert!(
+            (FAILED_CHECKS_BURST as usize..1000).contains(&checked),
+            "{checked} checked"
+        );
+        // A good request from the same address waits too; another address is not held.
+        assert_eq!(reason(&g, &line(1, "status", 2, NOW + 60)), "throttled");
+        let other = RemotePeer {
+            peer: "198.18.0.3:50000".parse().unwrap(),
+            here: HERE.parse().unwrap(),
+        };
+        g.admit(&line(1, "status", 3, NOW + 60), other, NOW).unwrap();
+        // The budget refills: after 1/FAILED_CHECKS_PER_S seconds one more check is allowed.
+        std::thread::sleep(std::time::Duration::from_secs_f64(1.5 / FAILED_CHECKS_PER_S));
+        g.admit(&line(1, "status", 4, NOW + 60), from(), NOW).unwrap();
     }
 
     #[test]
