@@ -188,7 +188,9 @@ pub enum Refusal {
     Replayed(String),
     /// The peer sent too many requests whose signatures failed lately: its requests are
     /// refused unchecked for a while.
-    #[error("too many requests with bad signatures from {0} lately: refused unchecked; wait a second")]
+    #[error(
+        "too many requests with bad signatures from {0} lately: refused unchecked; wait a second"
+    )]
     Throttled(std::net::IpAddr),
     /// The node remembers as many nonces as it may; it accepts more as they expire.
     #[error("too many recent remote requests to remember ({0}); try again shortly")]

@@ -32,8 +32,8 @@ use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::handlers::{self, ConnState};
 use super::remote::RemotePeer;
-use anode_ctl::remote::Refusal;
 use super::state::{ConnId, ConnOut, OutQueue, Shared};
+use anode_ctl::remote::Refusal;
 
 /// Longest request line accepted; a longer one is answered with an error and skipped.
 pub(super) const MAX_LINE: usize = 1 << 20;

@@ -181,7 +181,9 @@ impl Gate {
         // One line a second at most: a flood must not become a flood of log lines.
         let mut l = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let now = std::time::Instant::now();
-        if l.0.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
+        if l.0
+            .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1))
+        {
             l.1 += 1;
             return;
         }
@@ -445,10 +447,14 @@ mod tests {
             peer: "198.18.0.3:50000".parse().unwrap(),
             here: HERE.parse().unwrap(),
         };
-        g.admit(&line(1, "status", 3, NOW + 60), other, NOW).unwrap();
+        g.admit(&line(1, "status", 3, NOW + 60), other, NOW)
+            .unwrap();
         // The budget refills: after 1/FAILED_CHECKS_PER_S seconds one more check is allowed.
-        std::thread::sleep(std::time::Duration::from_secs_f64(1.5 / FAILED_CHECKS_PER_S));
-        g.admit(&line(1, "status", 4, NOW + 60), from(), NOW).unwrap();
+        std::thread::sleep(std::time::Duration::from_secs_f64(
+            1.5 / FAILED_CHECKS_PER_S,
+        ));
+        g.admit(&line(1, "status", 4, NOW + 60), from(), NOW)
+            .unwrap();
     }
 
     #[test]
