@@ -70,41 +70,6 @@ LAT=0
 NICE=${NICE:-0}
 target=${CARGO_TARGET_DIR:-$repo/target}
 tmp=$(mktemp -d /tmp/anode-bench.XXXXXX)
-# The *-attacked rows' attacker: CONNS connections to r's remote-management port, each
-# sending a request signed "by" the trusted key with a random signature and reading the
-# refusal, until killed; prints the refusals so far twice a second.
-cat >"$tmp/attack.py" <<'EOF_PY'
-import json, os, socket, sys, threading, time
-to, key, conns = sys.argv[1], sys.argv[2], int(sys.argv[3])
-host, port = to.rsplit(":", 1)
-count = [0] * conns
-connects = [0] * conns
-def run(i):
-    while True:  # a hung-up connection is made again at once, as a real attacker would
-        try:
-            s = socket.create_connection((host, int(port)))
-            f = s.makefile("rb")
-            while True:
-                env = {"request": '{"id":1,"op":"hello","protocol":1,"client":"flood"}',
-                       "to": to, "nonce": os.urandom(16).hex(),
-                       "expires": int(time.time()) + 60, "key": key,
-                       "sig": os.urandom(64).hex()}
-                s.sendall((json.dumps(env) + "\n").encode())
-                if not f.readline():
-                    break
-                count[i] += 1
-            s.close()
-        except OSError:
-            pass
-        connects[i] += 1
-for i in range(conns):
-    threading.Thread(target=run, args=(i,), daemon=True).start()
-t0 = time.time()
-while True:
-    time.sleep(0.5)
-    print(json.dumps({"refused": sum(count), "connects": sum(connects),
-                      "secs": time.time() - t0}), flush=True)
-EOF_PY
 outdir=$repo/bench-out
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 json=$outdir/netns-$stamp.json
@@ -221,7 +186,7 @@ point() {
   done
   local apid2=""
   if [[ $fwd == *-attacked ]]; then
-    ip netns exec "${P}d" timeout $((secs + 4)) python3 "$tmp/attack.py" 198.18.2.1:7100 "$(cat "$tmp/ops.pub")" 4 >"$tmp/attack.out" 2>&1 &
+    ip netns exec "${P}d" timeout $((secs + 4)) python3 "$repo/scripts/remote-flood-attacker.py" 198.18.2.1:7100 "$(cat "$tmp/ops.pub")" 4 >"$tmp/attack.out" 2>&1 &
     apid2=$!; pids+=("$apid2")
     sleep 0.5
   fi

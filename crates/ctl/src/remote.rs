@@ -368,15 +368,20 @@ mod tests {
 
     const TO: &str = "198.18.0.1:7100";
 
-    #[test]
-    fn a_sealed_request_opens_and_verifies() {
-        let line = seal(
+    /// A status request sealed by key 1 for TO, nonce 7s, expiring at 99.
+    fn sealed_status() -> String {
+        seal(
             &key(1),
             TO.parse().unwrap(),
             r#"{"id":1,"op":"status"}"#,
             [7; 16],
             99,
-        );
+        )
+    }
+
+    #[test]
+    fn a_sealed_request_opens_and_verifies() {
+        let line = sealed_status();
         let o = Opened::parse(&line).unwrap();
         o.verify().unwrap();
         assert_eq!(o.env.to, TO);
@@ -387,13 +392,7 @@ mod tests {
 
     #[test]
     fn any_changed_field_breaks_the_signature() {
-        let line = seal(
-            &key(1),
-            TO.parse().unwrap(),
-            r#"{"id":1,"op":"status"}"#,
-            [7; 16],
-            99,
-        );
+        let line = sealed_status();
         let env: Envelope = serde_json::from_str(&line).unwrap();
         let edits: [fn(&mut Envelope); 4] = [
             |e| e.request = r#"{"id":1,"op":"shutdown"}"#.into(),
