@@ -93,6 +93,9 @@ pub(crate) struct DataPath {
     groups: Vec<(usize, usize)>,
     /// Send runs of same-size datagrams to one peer as one `UDP_SEGMENT` send.
     gso: bool,
+    /// Largest datagram sent in a run: the kernel refuses segments over the path MTU
+    /// (EINVAL), and each refusal lowers this below the size refused.
+    gso_max_seg: usize,
     impair: Impairments,
     peers: HashMap<NodeAddr, Option<LinkId>>,
     last_peer: Option<(SocketAddr, Option<LinkId>)>,
@@ -107,6 +110,18 @@ impl std::fmt::Debug for DataPath {
             .field("node", &self.node)
             .field("batch", &self.batch)
             .finish()
+    }
+}
+
+/// The largest datagram sent in a segmented run to `dst`: what fits a 1500-byte Ethernet
+/// frame (1472 bytes of UDP payload over IPv4, 1452 over IPv6). A bigger datagram leaves on
+/// its own, as IP fragments: a segmented send of segments over the path MTU can vanish
+/// without an error (seen on veth), so the driver does not rely on the kernel refusing it.
+fn max_segment(dst: NodeAddr) -> usize {
+    if dst.socket_addr().is_ipv4() {
+        1472
+    } else {
+        1452
     }
 }
 
@@ -141,6 +156,7 @@ impl DataPath {
             sending: Vec::with_capacity(batch),
             groups: Vec::with_capacity(batch),
             gso: cfg.udp_offload,
+            gso_max_seg: usize::MAX,
             impair: Impairments::new(&cfg.impairments, cfg.seed),
             peers: HashMap::new(),
             last_peer: None,
@@ -406,7 +422,8 @@ impl DataPath {
                         return false;
                     };
                     let seg = first.buf.len();
-                    first.dst == t.dst
+                    seg <= self.gso_max_seg.min(max_segment(first.dst))
+                        && first.dst == t.dst
                         && last.buf.len() == seg
                         && !t.buf.is_empty()
                         && t.buf.len() <= seg
