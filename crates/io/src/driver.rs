@@ -91,6 +91,8 @@ pub(crate) struct DataPath {
     sending: Vec<Transmit>,
     /// The messages of the batch being sent: (first datagram in `sending`, datagrams).
     groups: Vec<(usize, usize)>,
+    /// The datagrams of a coalesced receive after its first, while they are handed over.
+    split: Vec<Vec<u8>>,
     /// Send runs of same-size datagrams to one peer as one `UDP_SEGMENT` send.
     gso: bool,
     /// Largest datagram sent in a run: the kernel refuses segments over the path MTU
@@ -155,6 +157,7 @@ impl DataPath {
             out: VecDeque::with_capacity(batch * 2),
             sending: Vec::with_capacity(batch),
             groups: Vec::with_capacity(batch),
+            split: Vec::with_capacity(sys::MAX_SEGS),
             gso: cfg.udp_offload,
             gso_max_seg: usize::MAX,
             impair: Impairments::new(&cfg.impairments, cfg.seed),
@@ -364,18 +367,24 @@ impl DataPath {
         seg: usize,
     ) {
         self.st.rx_coalesced_receives += 1;
-        let mut rest = Vec::new();
+        let mut rest = std::mem::take(&mut self.split);
         for part in buf.get(seg..).unwrap_or_default().chunks(seg) {
-            let mut b = self.take_buf();
+            // A pooled buffer if there is one; else one just big enough, so a burst of
+            // coalesced receives costs their bytes, not 64 KiB per datagram.
+            let mut b = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(part.len()));
             b.extend_from_slice(part);
             rest.push(b);
         }
         buf.truncate(seg);
         self.st.rx_coalesced_datagrams += 1 + rest.len() as u64;
         self.receive(now, src, buf);
-        for b in rest {
+        for b in rest.drain(..) {
             self.receive(now, src, b);
         }
+        self.split = rest;
     }
 
     /// Sends everything the node queued (through the impairments).
