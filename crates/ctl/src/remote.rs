@@ -21,8 +21,9 @@
 //! signatures lately (signature checks are the costly part); the signature verifies; `to` is the
 //! address the connection arrived on (a request signed for one node does not work on
 //! another); the expiry is in the future and at most the node's bound ahead (so a nonce
-//! need only be remembered until then); the nonce was not seen before (no replay); the op may
-//! be done remotely at all ([`Request::remote_class`]) and this key may do that class.
+//! need only be remembered until then); the op may be done remotely at all
+//! ([`Request::remote_class`]) and this key may do that class; last, the nonce was not seen
+//! before (no replay; only requests that passed everything else are remembered).
 
 use std::net::SocketAddr;
 
