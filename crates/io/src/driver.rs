@@ -95,9 +95,6 @@ pub(crate) struct DataPath {
     split: Vec<Vec<u8>>,
     /// Send runs of same-size datagrams to one peer as one `UDP_SEGMENT` send.
     gso: bool,
-    /// Largest datagram sent in a run: the kernel refuses segments over the path MTU
-    /// (EINVAL), and each refusal lowers this below the size refused.
-    gso_max_seg: usize,
     impair: Impairments,
     peers: HashMap<NodeAddr, Option<LinkId>>,
     last_peer: Option<(SocketAddr, Option<LinkId>)>,
@@ -159,7 +156,6 @@ impl DataPath {
             groups: Vec::with_capacity(batch),
             split: Vec::with_capacity(sys::MAX_SEGS),
             gso: cfg.udp_offload,
-            gso_max_seg: usize::MAX,
             impair: Impairments::new(&cfg.impairments, cfg.seed),
             peers: HashMap::new(),
             last_peer: None,
@@ -431,7 +427,7 @@ impl DataPath {
                         return false;
                     };
                     let seg = first.buf.len();
-                    seg <= self.gso_max_seg.min(max_segment(first.dst))
+                    seg <= max_segment(first.dst)
                         && first.dst == t.dst
                         && last.buf.len() == seg
                         && !t.buf.is_empty()
