@@ -37,6 +37,25 @@ pub(super) fn at<T>(text: &str, s: &Spanned<T>, what: String, fix: &str) -> Prob
     }
 }
 
+/// The ed25519 public key written (in hex) at `k`; else a problem there saying
+/// "`what` 'HEX' is not an ed25519 public key (why)" and `fix`.
+pub(super) fn public_key(
+    text: &str,
+    k: &Spanned<String>,
+    what: &str,
+    fix: &str,
+) -> Result<ed25519_dalek::VerifyingKey, Problem> {
+    let hexkey = k.get_ref().trim();
+    anode_modules::parse_public(hexkey).map_err(|e| {
+        at(
+            text,
+            k,
+            format!("{what} '{hexkey}' is not an ed25519 public key ({e})"),
+            fix,
+        )
+    })
+}
+
 struct Ctx<'a> {
     text: &'a str,
 }

@@ -30,7 +30,7 @@ use anode_ctl::{ModuleConfig, ModuleConfigValue};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::{Problem, at};
+use super::check::{Problem, at, public_key};
 use super::locate::Pos;
 
 /// `[modules]` as written.
@@ -170,16 +170,13 @@ pub(super) fn check(
     };
     let mut keys = Vec::new();
     for k in &raw.trusted_keys {
-        let hexkey = k.get_ref().trim();
-        if let Err(e) = anode_modules::parse_public(hexkey) {
-            return Err(at(
-                text,
-                k,
-                format!("trusted key '{hexkey}' is not an ed25519 public key ({e})"),
-                "give the 64 hex digits of a publisher's public key (the BASE.pub file `anode keygen --out BASE` writes)",
-            ));
-        }
-        keys.push(hexkey.to_string());
+        public_key(
+            text,
+            k,
+            "trusted key",
+            "give the 64 hex digits of a publisher's public key (the BASE.pub file `anode keygen --out BASE` writes)",
+        )?;
+        keys.push(k.get_ref().trim().to_string());
     }
     if !list.is_empty() && keys.is_empty() {
         let pos = entry_pos(text, 0);

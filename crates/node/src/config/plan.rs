@@ -19,7 +19,7 @@ use anode_wire::NodeAddr;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::{Problem, at};
+use super::check::{Problem, at, public_key};
 
 /// `[plan]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -44,18 +44,13 @@ pub struct PlanFile {
 pub(super) fn check(text: &str, raw: &RawPlan) -> Result<PlanFile, Problem> {
     let mut out = PlanFile::default();
     for k in &raw.trusted_keys {
-        let hexkey = k.get_ref().trim();
-        match anode_modules::parse_public(hexkey) {
-            Ok(key) => out.trusted_keys.push(key.to_bytes()),
-            Err(e) => {
-                return Err(at(
-                    text,
-                    k,
-                    format!("[plan] trusted key '{hexkey}' is not an ed25519 public key ({e})"),
-                    "give the 64 hex digits of a public key (the BASE.pub file `anode keygen --out BASE` writes)",
-                ));
-            }
-        }
+        let key = public_key(
+            text,
+            k,
+            "[plan] trusted key",
+            "give the 64 hex digits of a public key (the BASE.pub file `anode keygen --out BASE` writes)",
+        )?;
+        out.trusted_keys.push(key.to_bytes());
     }
     for (name, a) in &raw.hosts {
         let written = text.get(a.span()).unwrap_or("").trim().trim_matches('"');

@@ -24,7 +24,7 @@ use anode_ctl::remote::{RemoteClass, short_key};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::check::{Problem, at};
+use super::check::{Problem, at, public_key};
 use crate::control::{
     REMOTE_MAX_CONNECTIONS, REMOTE_MAX_NONCES, REMOTE_MAX_TTL_S, RemoteConfig, RemoteKey,
 };
@@ -139,15 +139,12 @@ pub(super) fn check(text: &str, raw: &RawRemote) -> Result<Option<RemoteConfig>,
 }
 
 fn check_key(text: &str, k: &RawRemoteKey) -> Result<RemoteKey, Problem> {
-    let hexkey = k.key.get_ref().trim();
-    let key = anode_modules::parse_public(hexkey).map_err(|e| {
-        at(
-            text,
-            &k.key,
-            format!("[[remote.key]] '{hexkey}' is not an ed25519 public key ({e})"),
-            "give the 64 hex digits of the BASE.pub file `anode keygen --out BASE` writes",
-        )
-    })?;
+    let key = public_key(
+        text,
+        &k.key,
+        "[[remote.key]]",
+        "give the 64 hex digits of the BASE.pub file `anode keygen --out BASE` writes",
+    )?;
     let mut may = BTreeSet::new();
     for c in k.may.get_ref() {
         let Some(class) = RemoteClass::parse(c) else {
