@@ -378,17 +378,11 @@ impl<'a> Io<'a> {
                     return;
                 }
             };
-            let max = self
-                .shared
-                .remote
-                .as_ref()
-                .map_or(0, |g| g.max_connections());
-            if self
-                .shared
-                .remote
-                .as_ref()
-                .is_some_and(|g| g.throttled(peer.ip().to_canonical()))
-            {
+            let Some(gate) = self.shared.remote.as_ref() else {
+                return;
+            };
+            let max = gate.max_connections();
+            if gate.throttled(peer.ip().to_canonical()) {
                 // Hung up on for bad signatures and still over its budget: no new connection.
                 self.shared
                     .refused_connections
