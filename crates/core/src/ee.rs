@@ -294,6 +294,13 @@ impl NodeContext<'_> {
         self.core.link_load(link, self.now)
     }
 
+    /// The node's packet processors (the service-module host), for an EE that manages
+    /// modules (the deployment service installs and removes them). `None` if none is
+    /// installed.
+    pub fn packet_hooks_mut(&mut self) -> Option<&mut (dyn crate::hooks::PacketHooks + 'static)> {
+        self.core.hooks.as_deref_mut()
+    }
+
     /// Default resource bound for packets this node originates.
     pub fn default_rb(&self) -> u16 {
         self.core.cfg.default_rb

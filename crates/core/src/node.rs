@@ -145,6 +145,12 @@ impl Node {
         })
     }
 
+    /// The time of the last call the node handled (its creation time before any): a driver
+    /// setting up a node just made reads the time the node was made at.
+    pub fn last_now(&self) -> Instant {
+        self.core.now
+    }
+
     /// This node's address.
     pub fn address(&self) -> NodeAddr {
         self.core.addr

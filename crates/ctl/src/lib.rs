@@ -86,7 +86,7 @@ pub mod tools;
 pub use app::{CodeEntry, StateEntry};
 pub use capsule::{CapsuleSession, SessionCode};
 pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
-pub use module::{ModuleConfig, ModuleConfigValue, ModuleEntry, ServiceEntry};
+pub use module::{DeployedEntry, ModuleConfig, ModuleConfigValue, ModuleEntry, ServiceEntry};
 pub use payload::{Payload, PayloadError};
 pub use proto::{
     CaptureEndInfo, ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode,

@@ -91,6 +91,23 @@ pub struct ServiceEntry {
     pub users: Vec<String>,
 }
 
+/// A module deployed at a node along a path (`module_deployments`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeployedEntry {
+    /// The module's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// SHA-256 of its package.
+    pub package_sha256: String,
+    /// The deploy key that put it here (its name in `[[deploy.key]]`).
+    pub by: String,
+    /// The lifetime each refresh gives, in seconds.
+    pub ttl_s: u32,
+    /// Time left before it goes unless refreshed, in ms.
+    pub expires_in_ms: u64,
+}
+
 fn unexpected(request: &'static str, r: &Response) -> ClientError {
     ClientError::Unexpected {
         request,
@@ -133,6 +150,28 @@ impl Client {
             config,
         };
         self.module_reply("module_upgrade", req)
+    }
+
+    /// Keeps a package at the node's deployment service (see [`Request::ModuleStage`]);
+    /// returns its SHA-256.
+    pub fn module_stage(&mut self, package: Vec<u8>) -> Result<String, ClientError> {
+        let req = Request::ModuleStage {
+            package: Payload::from(package),
+        };
+        match self.request(req)? {
+            Response::ModuleStaged { sha256, .. } => Ok(sha256),
+            r => Err(unexpected("module_stage", &r)),
+        }
+    }
+
+    /// The modules deployed at the node along a path, and the deployment counters.
+    pub fn module_deployments(
+        &mut self,
+    ) -> Result<(Vec<DeployedEntry>, BTreeMap<String, u64>), ClientError> {
+        match self.request(Request::ModuleDeployments)? {
+            Response::Deployments { deployed, counters } => Ok((deployed, counters)),
+            r => Err(unexpected("module_deployments", &r)),
+        }
     }
 
     /// Every installed module, in load order.

@@ -216,6 +216,16 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         category: Option<String>,
     },
+    /// Keeps a package (the bytes of a `.amod` file) at this node's deployment service, so
+    /// the first hop of a deployment along a path can fetch it from here; `anode module
+    /// deploy` sends it, then injects the signed request (local only).
+    ModuleStage {
+        /// The package.
+        package: Payload,
+    },
+    /// The modules deployed here along a path (soft state) and the deployment service's
+    /// counters.
+    ModuleDeployments,
     /// One installed module.
     ModuleInfo {
         /// Its name.
@@ -383,6 +393,21 @@ pub enum Response {
     Modules {
         /// In load order.
         modules: Vec<ModuleEntry>,
+    },
+    /// Answer to [`Request::ModuleStage`].
+    ModuleStaged {
+        /// The package's SHA-256 (what the deploy request names).
+        sha256: String,
+        /// Its length.
+        bytes: u64,
+    },
+    /// Answer to [`Request::ModuleDeployments`].
+    Deployments {
+        /// The modules deployed here, by name.
+        deployed: Vec<crate::module::DeployedEntry>,
+        /// The service's counters: requests, outcome/NAME, refused/REASON, expired,
+        /// fetched_bytes, served_bytes, serve_throttled, malformed, unanswered.
+        counters: BTreeMap<String, u64>,
     },
     /// Answer to [`Request::ModuleServices`].
     Services {

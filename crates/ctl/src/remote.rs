@@ -116,6 +116,7 @@ impl Request {
             | R::CodeState { .. }
             | R::ModuleList
             | R::ModuleServices { .. }
+            | R::ModuleDeployments
             | R::ModuleInfo { .. } => Some(RemoteClass::Read),
             R::AddRoute { .. }
             | R::SetLink { .. }
@@ -135,6 +136,7 @@ impl Request {
             | R::Subscribe
             | R::Capture { .. }
             | R::Inject { .. }
+            | R::ModuleStage { .. }
             | R::BindApp { .. } => None,
         }
     }

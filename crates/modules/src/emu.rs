@@ -65,6 +65,7 @@ pub fn add_to(r: &mut Registry) {
         "node, port, interval_ms, duration_ms",
         parse_sample,
     );
+    crate::emu_deploy::add_to(r);
     r.on_node(Arc::new(|_, node| {
         if let Some(rt) = runtime() {
             crate::attach(node, rt, Trust::new(vec![emu_key().verifying_key()]));
@@ -120,7 +121,7 @@ fn parse_install(a: &mut StepArgs<'_>) -> Result<Box<dyn Action>, SpanError> {
 }
 
 /// `package = PATH`: an `.amod` file or a module directory, signed with the emulator key.
-fn read_package(a: &StepArgs<'_>, path: &str) -> Result<Package, SpanError> {
+pub(crate) fn read_package(a: &StepArgs<'_>, path: &str) -> Result<Package, SpanError> {
     let p = std::path::Path::new(path);
     let read = if p.is_dir() {
         Package::from_dir(p)
@@ -156,7 +157,7 @@ fn signed_builtin(module: &str, version: Option<&str>) -> Option<Package> {
 }
 
 /// `module = NAME [version = V]`: a built-in module, signed with the emulator key.
-fn builtin_package(a: &mut StepArgs<'_>) -> Result<Package, SpanError> {
+pub(crate) fn builtin_package(a: &mut StepArgs<'_>) -> Result<Package, SpanError> {
     let module = a.str_req(
         "module",
         "a module of guest/modules (module = \"rr\") or your own (package = \"path\")",

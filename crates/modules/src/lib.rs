@@ -16,6 +16,8 @@
 //! - `node.rs`: attaching the host to a node, queue disciplines on links;
 //! - `route.rs`: routing-function modules as the PLAN and capsule EEs' routing functions;
 //! - `builtin.rs`: the modules of `guest/modules/`, embedded.
+//! - `deploy/`: deploying modules along a path (signed requests, soft state, packages fetched
+//!   from the previous hop), the deployment service of Type ID `TYPE_DEPLOY`.
 
 #![cfg_attr(
     not(test),
@@ -24,7 +26,9 @@
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod deploy;
 pub mod emu;
+pub mod emu_deploy;
 mod error;
 mod host;
 mod manifest;

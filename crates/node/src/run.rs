@@ -190,6 +190,30 @@ impl Driver for Udp {
     }
 }
 
+/// Gives the node's deployment service (if it runs one) a thread that verifies and compiles
+/// deployed packages off the node's thread (`anode_modules::deploy::worker`).
+fn start_preparer(udp: &Arc<Udp>) {
+    use anode_modules::deploy::{set_preparer, spawn_preparer};
+    let has = udp
+        .0
+        .call(|n, _| n.ee_mut(anode_wire::anep::TYPE_DEPLOY).is_some())
+        .unwrap_or(false);
+    if !has {
+        return;
+    }
+    let weak = Arc::downgrade(udp);
+    match spawn_preparer(Box::new(move |job| {
+        weak.upgrade().is_some_and(|u| u.run(job).is_ok())
+    })) {
+        Ok(tx) => {
+            let _ = udp.0.call(move |n, _| set_preparer(n, tx));
+        }
+        Err(e) => tracing::warn!(
+            "cannot start the deploy preparer thread ({e}): deployed packages compile on the node thread"
+        ),
+    }
+}
+
 /// A node running over UDP; see the module docs.
 #[derive(Debug)]
 pub struct RunningNode {
@@ -237,6 +261,7 @@ impl RunningNode {
             }
         })?;
         let udp = Arc::new(Udp(handle));
+        start_preparer(&udp);
         let mut teed = None;
         let server = match (listener, &opts.socket) {
             (Some(l), Some(path)) => {

@@ -46,6 +46,9 @@ pub const TYPE_DATAGRAM: u16 = 0x0A02;
 pub const TYPE_CAPSULE: u16 = 0x0A03;
 /// Type ID of the PLAN execution environment (PLANet).
 pub const TYPE_PLAN: u16 = 0x0A04;
+/// Type ID of module deployment along a path (NetServ signaling): requests and per-hop results,
+/// and package transfer inside control messages (`deploy.rs`).
+pub const TYPE_DEPLOY: u16 = 0x0A05;
 
 /// Option type: source identifier.
 pub const OPT_SOURCE: u16 = 1;

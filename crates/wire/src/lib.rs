@@ -42,6 +42,7 @@ pub mod capsule;
 pub mod checksum;
 pub mod control;
 pub mod datagram;
+pub mod deploy;
 mod error;
 pub mod transit;
 mod util;

@@ -151,6 +151,24 @@ pub(crate) fn connect_to(c: &Conn) -> Result<Client, String> {
 }
 
 impl Conn {
+    /// A connection to a local node (or an emulation node by name), for commands that
+    /// flatten their own options.
+    pub(crate) fn local(
+        socket: Option<PathBuf>,
+        node_port: Option<u16>,
+        node: Option<String>,
+        json: bool,
+    ) -> Conn {
+        Conn {
+            socket,
+            node_port,
+            node,
+            key: None,
+            ttl: anode_ctl::remote::DEFAULT_TTL_S,
+            json,
+        }
+    }
+
     /// Whether `--json` was given.
     pub(crate) fn json(&self) -> bool {
         self.json

@@ -9,6 +9,7 @@ pub mod emulate;
 pub mod experiment;
 pub mod lab;
 pub mod module;
+pub mod module_deploy;
 pub mod module_ops;
 pub mod multicast;
 pub mod new;

@@ -149,6 +149,13 @@ Examples:
         #[command(flatten)]
         conn: Conn,
     },
+    /// Deploy a signed package on every node along the path to --to (soft state: it goes
+    /// after --ttl unless deployed again).
+    Deploy(super::module_deploy::DeployArgs),
+    /// Remove a deployed module from every node along the path to --to.
+    Undeploy(super::module_deploy::UndeployArgs),
+    /// The modules deployed at a running node along a path, and the deployment counters.
+    Deployments(Conn),
 }
 
 /// Parses `KEY=VALUE` configuration arguments.
@@ -284,6 +291,9 @@ fn out(json: bool, v: &impl serde::Serialize, text: String) -> super::CmdResult 
 pub fn run(c: NodeModuleCommand) -> super::CmdResult {
     let e = |e: anode_ctl::ClientError| e.to_string();
     match c {
+        NodeModuleCommand::Deploy(a) => super::module_deploy::deploy(a),
+        NodeModuleCommand::Undeploy(a) => super::module_deploy::undeploy(a),
+        NodeModuleCommand::Deployments(conn) => super::module_deploy::deployments(&conn),
         NodeModuleCommand::Install {
             src,
             no_start,

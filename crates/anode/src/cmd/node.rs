@@ -171,6 +171,17 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
                 "may": k.may.iter().map(|c| c.name()).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })),
+        "deploy": {
+            "service": !f.modules.trusted_keys.is_empty(),
+            "max_ttl_s": f.deploy.max_ttl_s,
+            "max_package_bytes": f.deploy.max_package_bytes,
+            "max_modules": f.deploy.max_modules,
+            "keys": f.deploy.keys.iter().map(|k| serde_json::json!({
+                "name": k.name,
+                "key": hex::encode(k.key),
+                "categories": k.categories.iter().map(|c| c.name()).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        },
     })
 }
 
@@ -256,6 +267,21 @@ fn print_summary(f: &NodeFile) {
             for k in &r.keys {
                 let may: Vec<&str> = k.may.iter().map(|c| c.name()).collect();
                 println!("         key {} may {}", k.name, may.join(", "));
+            }
+        }
+    }
+    let d = &f.deploy;
+    match (f.modules.trusted_keys.is_empty(), d.keys.is_empty()) {
+        (true, _) => println!("deploy   off (no module host: [modules] trusted_keys is empty)"),
+        (false, true) => println!("deploy   refuses every request (no [[deploy.key]])"),
+        (false, false) => {
+            println!(
+                "deploy   modules along a path: lifetime at most {} s, packages at most {} B, {} modules",
+                d.max_ttl_s, d.max_package_bytes, d.max_modules
+            );
+            for k in &d.keys {
+                let c: Vec<&str> = k.categories.iter().map(|c| c.name()).collect();
+                println!("         key {} may deploy {}", k.name, c.join(", "));
             }
         }
     }

@@ -121,6 +121,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let plan = super::plan::check(text, &raw.plan)?;
     let dataplane = check_dataplane(&cx, &raw)?;
     let remote = super::remote::check(text, &raw.remote)?;
+    let deploy = super::deploy::check(text, &raw.deploy)?;
     Ok(NodeFile {
         path: path.to_path_buf(),
         node,
@@ -139,6 +140,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         dataplane,
         udp_offload: raw.dataplane.udp_offload.unwrap_or(true),
         remote,
+        deploy,
     })
 }
 

@@ -49,6 +49,9 @@
 //! [remote]                     # remote management, off unless listen is set: see `remote.rs`
 //! # listen = "198.18.0.1:7100" # TCP; [[remote.key]] key = "HEX", may = ["read", "manage"]
 //!
+//! [deploy]                     # modules deployed along a path: see `deploy.rs`
+//! # [[deploy.key]] key = "HEX", categories = ["function", "user"]
+//!
 //! [plan]                       # the PLAN EE: see `plan.rs`
 //! # trusted_keys = ["HEX"]     # keys whose signed chunks authEval runs
 //! # [plan.hosts] b = "127.0.0.1:4002"   # names getHostByName resolves
@@ -62,6 +65,7 @@
 //! that do not fit together).
 
 mod check;
+pub mod deploy;
 pub mod impair;
 mod locate;
 pub mod modules;
@@ -114,6 +118,8 @@ pub struct NodeFile {
     pub udp_offload: bool,
     /// Remote management (`[remote]`); `None`: off.
     pub remote: Option<crate::control::RemoteConfig>,
+    /// Who may deploy modules here along a path, and the limits (`[deploy]`).
+    pub deploy: anode_modules::deploy::DeployPolicy,
 }
 
 /// A static route from the file.

@@ -36,6 +36,8 @@ pub(super) struct RawFile {
     pub dataplane: RawDataplane,
     #[serde(default)]
     pub remote: super::remote::RawRemote,
+    #[serde(default)]
+    pub deploy: super::deploy::RawDeploy,
 }
 
 /// `[dataplane]`.

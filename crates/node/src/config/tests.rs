@@ -448,3 +448,56 @@ fn remote_management() {
     let twice = format!("{text}\n[[remote.key]]\nkey = \"{key}\"\nmay = [\"read\"]\n");
     assert!(err(&twice).1.contains("listed twice"));
 }
+
+#[test]
+fn deploy_policy() {
+    use anode_modules::Category;
+    let f = parse(Path::new("a.toml"), &with("", "")).unwrap();
+    assert!(f.deploy.keys.is_empty(), "nobody may deploy by default");
+    let key = hex::encode(anode_modules::generate_key().verifying_key().as_bytes());
+    let text = with(
+        "",
+        &format!(
+            "[deploy]\nmax_ttl_s = 600\n\n[[deploy.key]]\nkey = \"{key}\"\nname = \"ops\"\n\
+             categories = [\"standard\", \"user\"]\n"
+        ),
+    );
+    let d = parse(Path::new("a.toml"), &text).unwrap().deploy;
+    assert_eq!((d.max_ttl_s, d.max_modules), (600, 32));
+    assert_eq!(d.keys[0].name, "ops");
+    assert_eq!(
+        d.keys[0].categories,
+        vec![Category::Standard, Category::User]
+    );
+    for (bad, says, at) in [
+        ("max_ttl_s = 600", "max_ttl_s = 0", "out of range"),
+        (
+            "categories = [\"standard\", \"user\"]",
+            "categories = [\"system\"]",
+            "system modules are not deployed",
+        ),
+        (
+            "categories = [\"standard\", \"user\"]",
+            "categories = [\"admin\"]",
+            "not a category",
+        ),
+        (
+            "categories = [\"standard\", \"user\"]",
+            "categories = []",
+            "categories is empty",
+        ),
+    ] {
+        let text = text.replace(bad, says);
+        let (line, msg) = err(&text);
+        assert_eq!(text.lines().nth(line - 1), Some(says), "{msg}");
+        assert!(msg.contains(at), "{msg}");
+    }
+    let defaults = text.replace("categories = [\"standard\", \"user\"]\n", "");
+    let d = parse(Path::new("a.toml"), &defaults).unwrap().deploy;
+    assert_eq!(
+        d.keys[0].categories,
+        vec![Category::Function, Category::User]
+    );
+    let twice = format!("{text}\n[[deploy.key]]\nkey = \"{key}\"\n");
+    assert!(err(&twice).1.contains("listed twice"));
+}

@@ -26,6 +26,7 @@ mod app;
 mod capture;
 mod conn;
 pub(crate) mod convert;
+mod deploy;
 mod handlers;
 mod modules;
 mod pump;

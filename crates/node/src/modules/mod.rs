@@ -40,6 +40,12 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
     let rt = ModRuntime::new(MAX_INSTANCES)
         .map_err(|e| format!("cannot start the module runtime: {e}"))?;
     anode_modules::attach(node, Arc::clone(&rt), trust);
+    // The deployment service (`anode module deploy`) comes with the module host; its
+    // `[deploy]` keys say who may use it (none: every request is refused as disabled).
+    node.register_ee(Box::new(anode_modules::deploy::DeployEe::new(
+        file.deploy.clone(),
+        anode_modules::deploy::UnixClock::system(),
+    )));
     let store = journal::Store::new(&m.state_dir);
     let kept = store.load().map_err(|e| e.to_string())?;
     let packages = read_startup(file)?;

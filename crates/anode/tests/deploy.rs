@@ -1,0 +1,266 @@
+//! Deploying a module along a path of real `anode node` processes (loopback UDP, a line of
+//! six nodes a - b - c - d - e - f): `anode module deploy` from a to f installs a 200 KB
+//! package on every node, each fetching it from the node before it (windows of chunks);
+//! a second deploy refreshes it (`present`); a stranger's key is refused at every hop; a
+//! replayed request is refused at every hop; without a refresh the modules are gone within
+//! ttl + 1 s everywhere; `anode module undeploy` removes a new deployment along the path;
+//! `anode module deployments` shows what is deployed and the counters.
+
+mod node_util;
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anode_ctl::{Client, StreamItem};
+use anode_modules::deploy::NewRequest;
+use anode_wire::anep::TYPE_DEPLOY;
+use anode_wire::deploy::{Message, Op};
+use node_util::*;
+
+const T: Duration = Duration::from_secs(20);
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = anode().run(args, T);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (good, out, err) = run(args);
+    assert!(good, "anode {args:?}: {err}\n{out}");
+    out
+}
+
+fn keygen(dir: &TestDir, name: &str) -> (String, String) {
+    let out = ok(&["keygen", "--json", "--out", &s(&dir.path(name))]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    (
+        v["secret_key_file"].as_str().unwrap().to_string(),
+        v["public_key"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The built-in `counter` module with a 200,000-byte custom section appended to its code
+/// (valid WebAssembly: a custom section is skipped by the compiler), signed with `secret`.
+fn big_package(dir: &TestDir, secret: &str) -> String {
+    let p = anode_modules::builtin::package("counter").unwrap();
+    let mut code = p.code.clone();
+    let name = b"padding";
+    let payload = 200_000usize;
+    let size = 1 + name.len() + payload;
+    code.push(0);
+    let mut n = size;
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            code.push(b);
+            break;
+        }
+        code.push(b | 0x80);
+    }
+    code.push(name.len() as u8);
+    code.extend_from_slice(name);
+    code.extend((0..payload).map(|i| (i % 251) as u8));
+    let mut pkg = anode_modules::Package::new(p.manifest_text.clone(), code).unwrap();
+    pkg.sign(&anode_modules::read_key(Path::new(secret)).unwrap());
+    let out = dir.path("counter-big.amod");
+    pkg.write(&out).unwrap();
+    s(&out)
+}
+
+/// The JSON lines of a `deploy`/`undeploy --json` run: (per-hop results, summary, success).
+fn deploy_json(args: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value, bool) {
+    let (good, out, err) = run(args);
+    let mut lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{err}")))
+        .collect();
+    let summary = lines.pop().unwrap_or_else(|| panic!("no output: {err}"));
+    (lines, summary, good)
+}
+
+fn outcomes(hops: &[serde_json::Value]) -> Vec<String> {
+    hops.iter()
+        .map(|h| h["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn has_counter(n: &NodeProc) -> bool {
+    n.json(&["module", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "counter")
+}
+
+#[test]
+fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() {
+    let dir = TestDir::new("deploy");
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
+    let (ops_key, ops_pub) = keygen(&dir, "ops");
+    let (stranger_key, _) = keygen(&dir, "stranger");
+    let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let nodes: Vec<NodeProc> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut peers = Vec::new();
+            if i > 0 {
+                peers.push(("prev", addrs[i - 1].as_str()));
+            }
+            if i + 1 < names.len() {
+                peers.push(("next", addrs[i + 1].as_str()));
+            }
+            let config = format!(
+                "{}\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+                 [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
+                node_config(&addrs[i], &peers, &dir.path(&format!("{name}.sock"))),
+                s(&dir.path(&format!("modules-{name}")))
+            );
+            anode().start_node(&dir, name, &addrs[i], &config)
+        })
+        .collect();
+    let (a, f) = (&nodes[0], &nodes[5]);
+    assert!(
+        wait_until(Duration::from_secs(15), || a.has_route(&f.addr)
+            && f.has_route(&a.addr)),
+        "no route a <-> f:\n{}",
+        a.log_text()
+    );
+    let pkg = big_package(&dir, &publisher_key);
+    let sock = s(&a.socket);
+    let deploy = |key: &str, ttl: &str| {
+        deploy_json(&[
+            "module", "deploy", &pkg, "--to", &f.addr, "--sign", key, "--ttl", ttl, "--socket",
+            &sock, "--json",
+        ])
+    };
+
+    // Every node fetches 200 KB from the node before it, installs and starts the module.
+    let (hops, sum, good) = deploy(&ops_key, "3");
+    assert!(good, "{hops:?} {sum}");
+    assert_eq!(outcomes(&hops), vec!["installed"; 6], "{hops:?}");
+    assert_eq!(sum["done"], true);
+    eprintln!(
+        "deploy, every hop fetching: last result after {} ms",
+        sum["last_ms"]
+    );
+    for n in &nodes {
+        assert!(has_counter(n), "{}", n.log_text());
+    }
+    let fd = f.json(&["module", "deployments"]);
+    assert_eq!(fd["deployed"][0]["name"], "counter", "{fd}");
+    assert_eq!(fd["deployed"][0]["by"], "ops", "{fd}");
+    assert!(
+        fd["counters"]["fetched_bytes"].as_u64().unwrap() >= 200_000,
+        "{fd}"
+    );
+    let ad = a.json(&["module", "deployments"]);
+    assert_eq!(
+        ad["counters"]["fetched_bytes"], 0,
+        "the origin had it: {ad}"
+    );
+
+    // A refresh: present everywhere.
+    let (hops, sum, good) = deploy(&ops_key, "3");
+    let refreshed = Instant::now();
+    assert!(good, "{hops:?}");
+    assert_eq!(outcomes(&hops), vec!["present"; 6], "{hops:?}");
+    eprintln!(
+        "refresh, package cached: last result after {} ms",
+        sum["last_ms"]
+    );
+
+    // A stranger's key: refused at every hop, with the reason, and counted.
+    let (hops, _, good) = deploy(&stranger_key, "3");
+    assert!(!good);
+    assert_eq!(outcomes(&hops), vec!["refused"; 6], "{hops:?}");
+    assert!(
+        hops.iter()
+            .all(|h| h["reason"].as_str().unwrap().starts_with("unknown_key"))
+    );
+
+    // A replayed request: the second copy is refused at every hop.
+    let key = anode_modules::read_key(Path::new(&ops_key)).unwrap();
+    let mut c = Client::connect(&a.socket, "deploy-test").unwrap();
+    c.bind_app(TYPE_DEPLOY, 40_123).unwrap();
+    let (req, pkt) = NewRequest {
+        op: Op::Undeploy,
+        origin: a.addr.parse().unwrap(),
+        target: f.addr.parse().unwrap(),
+        package: None,
+        name: "nothing-here".into(),
+        ttl_s: 0,
+        reply_port: 40_123,
+        unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+        valid: Duration::from_secs(30),
+        nonce: [0x5a; 16],
+        rb: 32,
+    }
+    .build(&key)
+    .unwrap();
+    c.inject(pkt.clone(), false).unwrap();
+    c.inject(pkt, false).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 12 && Instant::now() < deadline {
+        if let Ok(StreamItem::Delivery(d)) = c.next_item(Some(deadline))
+            && let Ok(Message::Result(r)) = Message::parse(d.payload.as_bytes())
+        {
+            assert_eq!(r.nonce, req.nonce);
+            seen.push((r.hop, r.outcome.name(), r.reason));
+        }
+    }
+    seen.sort();
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    for hop in 0..6u8 {
+        let at: Vec<_> = seen.iter().filter(|s| s.0 == hop).collect();
+        assert_eq!(at[0].1, "absent", "{seen:?}");
+        assert_eq!(at[1].1, "refused", "{seen:?}");
+        assert!(at[1].2.starts_with("replayed"), "{seen:?}");
+    }
+    drop(c);
+
+    // Soft state: no refresh, so gone everywhere within ttl + 1 s of the refresh.
+    let gone = wait_until(Duration::from_secs(6), || {
+        nodes.iter().all(|n| !has_counter(n))
+    });
+    assert!(
+        gone,
+        "still installed {:?} after the refresh",
+        refreshed.elapsed()
+    );
+    assert!(refreshed.elapsed() <= Duration::from_secs(4) + Duration::from_millis(500));
+    assert_eq!(f.json(&["module", "deployments"])["counters"]["expired"], 1);
+
+    // Deploy again (cached everywhere), then undeploy along the path.
+    let (hops, _, good) = deploy(&ops_key, "60");
+    assert!(good, "{hops:?}");
+    assert_eq!(outcomes(&hops), vec!["installed"; 6], "{hops:?}");
+    let (hops, _, good) = deploy_json(&[
+        "module", "undeploy", "counter", "--to", &f.addr, "--sign", &ops_key, "--socket", &sock,
+        "--json",
+    ]);
+    assert!(good, "{hops:?}");
+    assert_eq!(outcomes(&hops), vec!["removed"; 6], "{hops:?}");
+    for n in &nodes {
+        assert!(!has_counter(n));
+    }
+    let text = ok(&["module", "deployments", "--socket", &s(&f.socket)]);
+    assert!(text.contains("nothing deployed here"), "{text}");
+    assert!(text.contains("refused/unknown_key 1"), "{text}");
+}
