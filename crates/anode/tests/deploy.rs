@@ -264,3 +264,66 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     assert!(text.contains("nothing deployed here"), "{text}");
     assert!(text.contains("refused/unknown_key 1"), "{text}");
 }
+
+/// A node without the deployment service (no `[modules]`) passes requests and results on:
+/// the nodes that run it answer, numbered among themselves.
+#[test]
+fn a_node_without_the_service_passes_the_request_on() {
+    let dir = TestDir::new("deploy-pass");
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let addrs: Vec<String> = (0..3).map(|_| addr(ip, free_port(ip))).collect();
+    let (ops_key, ops_pub) = keygen(&dir, "ops");
+    let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let names = ["a", "b", "c"];
+    let nodes: Vec<NodeProc> = (0..3usize)
+        .map(|i| {
+            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1).filter(|j| *j < 3)]
+                .into_iter()
+                .flatten()
+                .map(|j| (names[j], addrs[j].as_str()))
+                .collect();
+            let mut config =
+                node_config(&addrs[i], &peers, &dir.path(&format!("{}.sock", names[i])));
+            if i != 1 {
+                config.push_str(&format!(
+                    "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+                     [[deploy.key]]\nkey = \"{ops_pub}\"\n",
+                    s(&dir.path(&format!("modules-{}", names[i])))
+                ));
+            }
+            anode().start_node(&dir, names[i], &addrs[i], &config)
+        })
+        .collect();
+    let (a, c) = (&nodes[0], &nodes[2]);
+    assert!(wait_until(Duration::from_secs(10), || a.has_route(&c.addr)
+        && c.has_route(&a.addr)));
+    let pkg = s(&dir.path("null.amod"));
+    ok(&["module", "pack", "--builtin", "null", "--out", &pkg]);
+    ok(&["module", "sign", &pkg, "--key", &publisher_key]);
+    let (hops, sum, good) = deploy_json(&[
+        "module",
+        "deploy",
+        &pkg,
+        "--to",
+        &c.addr,
+        "--sign",
+        &ops_key,
+        "--socket",
+        &s(&a.socket),
+        "--json",
+    ]);
+    assert!(good, "{hops:?} {sum}");
+    let at: Vec<(u64, String)> = hops
+        .iter()
+        .map(|h| {
+            (
+                h["hop"].as_u64().unwrap(),
+                h["node"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(at, vec![(0, a.addr.clone()), (1, c.addr.clone())]);
+    assert_eq!(outcomes(&hops), vec!["installed"; 2]);
+    let (good, _, err) = run(&["module", "deployments", "--socket", &s(&nodes[1].socket)]);
+    assert!(!good && err.contains("no deployment service"), "{err}");
+}

@@ -406,7 +406,7 @@ pub enum Response {
         /// The modules deployed here, by name.
         deployed: Vec<crate::module::DeployedEntry>,
         /// The service's counters: requests, outcome/NAME, refused/REASON, expired,
-        /// fetched_bytes, served_bytes, serve_throttled, malformed, unanswered.
+        /// fetched_bytes, served_bytes, serve_refused, malformed, unanswered.
         counters: BTreeMap<String, u64>,
     },
     /// Answer to [`Request::ModuleServices`].

@@ -11,7 +11,7 @@
 //!   stays valid, default 60000; 0 sends one already expired), `expect` (the outcome every
 //!   node on the path must report, default `installed`), `wait_ms` (how long to wait for the
 //!   results, default 5000). The package is staged at the origin; the others fetch it from
-//!   their previous hop. The report lists each node's outcome, reason and the time its
+//!   the node before them. The report lists each node's outcome, reason and the time its
 //!   result reached the origin; the check holds when every node of the path answered
 //!   `expect`.
 //! - `undeploy-module`: `node`, `to`, `module`, `key`, `expect` (default `removed`),

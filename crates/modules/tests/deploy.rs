@@ -2,7 +2,8 @@
 //! (deploy, refresh, refusals, soft-state expiry, undeploy on a 5-hop line) with its timing
 //! goals in virtual time, the policy's refusals (a system module, a lifetime too long, a
 //! package too large), and hostile requests injected at a node (tampered signatures until
-//! the neighbor is throttled, garbage, a result nobody asked for), each counted by reason.
+//! the neighbor is throttled, garbage, a result nobody asked for, a package asked for without
+//! a request), each counted by reason.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -151,8 +152,12 @@ impl Action for Hostile {
                     }
                     .build(&deployer())
                     .unwrap();
-                    // The low byte of the signed ttl (ANEP 8, transit 72, ttl at 8 of 4).
-                    pkt[8 + 72 + 8 + 3] ^= 1;
+                    // The low byte of the signed ttl (after the ANEP header, the transit
+                    // header, and 8 bytes of the request).
+                    let hl = anode_wire::anep::AnepPacket::new_checked(&pkt[..])
+                        .unwrap()
+                        .header_len();
+                    pkt[hl + 72 + 8 + 3] ^= 1;
                     let _ = node.inject(now, pkt);
                 }
                 // Garbage under the deploy type, and a result nobody asked for.
@@ -176,6 +181,18 @@ impl Action for Hostile {
                 .to_packet(&t)
                 .unwrap();
                 node.handle_packet(now, anode_core::LinkId(0), stray);
+                // A request for a package for a deploy request b never forwarded.
+                let want = anode_wire::deploy::Message::Transfer(
+                    [0x77; 16],
+                    anode_wire::deploy::Transfer::Want {
+                        hash: [1; 32],
+                        offset: 0,
+                        max: 65_536,
+                    },
+                )
+                .to_packet(&t)
+                .unwrap();
+                node.handle_packet(now, anode_core::LinkId(0), want);
                 let s = node
                     .with_ee(now, TYPE_DEPLOY, |ee, _| {
                         ee.as_any_mut()
@@ -212,6 +229,7 @@ fn hostile_requests_are_refused_and_counted_by_reason() {
     assert_eq!(s.refused.get("bad_signature"), Some(&40), "{s:?}");
     assert_eq!(s.refused.get("throttled"), Some(&20), "{s:?}");
     assert_eq!(s.malformed, 2, "the garbage and the stray result: {s:?}");
+    assert_eq!((s.serve_refused, s.served_bytes), (1, 0), "{s:?}");
     let b = &r.nodes[1];
     let drops = serde_json::to_string(&b.counters).unwrap();
     assert!(drops.contains("deploy/malformed"), "{drops}");

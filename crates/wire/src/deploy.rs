@@ -1,12 +1,11 @@
 //! Module deployment along a path (NetServ signaling, NSIS-style soft state): the request a
-//! node sends toward a destination, the per-hop results, and the package transfer between
-//! neighbors. Carried under ANEP Type ID [`crate::anep::TYPE_DEPLOY`] (requests and results,
-//! routed with a transit header) and in [`crate::control::Control::Ee`] messages of that type
-//! (package transfer, one link).
+//! node sends toward a destination, the per-hop results, and the package transfer from one
+//! node of the service to the next. All are routed packets of ANEP Type ID
+//! [`crate::anep::TYPE_DEPLOY`]: the ANEP header names the destination in an option and does
+//! not ask to be discarded, so nodes without the service forward them; a transit header
+//! follows, then the message, which starts `version: u8 (1), kind: u8`.
 //!
-//! After the transit header, every message starts `version: u8 (1), kind: u8`.
-//!
-//! Request (kind 1), 204 bytes then the name and version strings:
+//! Request (kind 1), 222 bytes then the name and version strings:
 //! ```text
 //!  0 version | kind | op | hop            op: 1 deploy, 2 undeploy; hop: nodes before this one
 //!  4 reply port: u16 | name len: u8 | version len: u8
@@ -15,11 +14,12 @@
 //! 16 expires (unix ms): u64
 //! 24 nonce (16)
 //! 40 origin (18) | target (18) | package sha-256 (32) | signer key (32) | signature (64)
-//! 204 name, version
+//! 204 via (18)                           the last node of the service that handled it
+//! 222 name, version
 //! ```
 //! The signature (ed25519, made and checked by `anode-modules`) covers [`DEPLOY_TAG`] and the
-//! message with `hop` zeroed and the signature field left out ([`Request::signed_bytes`]):
-//! `hop` is the one field a node changes on the way.
+//! message with `hop` and `via` zeroed and the signature field left out
+//! ([`Request::signed_bytes`]): `hop` and `via` are the fields nodes change on the way.
 //!
 //! Result (kind 2), 52 bytes then the reason:
 //! ```text
@@ -31,13 +31,17 @@
 //! 52 reason
 //! ```
 //!
-//! Transfer (inside `Control::Ee`), 44 bytes then the data:
+//! Transfer (kind 3), 20 bytes, then a transfer body of 44 bytes and its data:
 //! ```text
-//!  0 kind: u8 (1 want, 2 chunk, 3 unavailable) | pad | data len: u16
+//!  0 version | kind | pad (2)
+//!  4 the request's nonce (16)
+//! 20 kind: u8 (1 want, 2 chunk, 3 unavailable) | pad | data len: u16
 //!  4 package sha-256 (32)
-//! 36 offset: u32 | want: most bytes wanted; chunk: the package's length: u32
-//! 44 data (chunk only)
+//! 56 offset: u32 | want: most bytes wanted; chunk: the package's length: u32
+//! 64 data (chunk only)
 //! ```
+//! A node asks the node in the request's `via` for the package; that node serves only a
+//! request it forwarded (by nonce), for a bounded number of bytes.
 
 use crate::transit::TransitRepr;
 use crate::{NodeAddr, WireError, addr::NODE_ADDR_LEN, util};
@@ -53,15 +57,22 @@ pub const MAX_REASON: usize = 512;
 /// Most data bytes in one chunk (a chunk stays inside a 1472-byte MTU).
 pub const MAX_CHUNK: usize = 1200;
 /// Length of a request before its strings.
-pub const REQUEST_LEN: usize = 204;
+pub const REQUEST_LEN: usize = 222;
 /// Length of a result before its reason.
 pub const RESULT_LEN: usize = 52;
-/// Length of a transfer message before its data.
+/// Length of a transfer body before its data.
 pub const TRANSFER_LEN: usize = 44;
+/// Length of a transfer message before its body.
+pub const TRANSFER_MSG_LEN: usize = 20;
 
 const KIND_REQUEST: u8 = 1;
 const KIND_RESULT: u8 = 2;
+const KIND_TRANSFER: u8 = 3;
 const SIG_AT: usize = 140;
+/// Where a request's `via` is.
+pub const VIA_AT: usize = 204;
+/// Where a request's `hop` is.
+pub const HOP_AT: usize = 3;
 
 /// What a request asks of each node on the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +125,9 @@ pub struct Request {
     pub pkg_hash: [u8; 32],
     /// The requester's ed25519 public key.
     pub signer: [u8; 32],
+    /// The last node of the service that handled the request (the one the next fetches the
+    /// package from); the origin at first.
+    pub via: NodeAddr,
     /// The signature over [`Request::signed_bytes`].
     pub signature: [u8; 64],
     /// The module's name.
@@ -208,6 +222,8 @@ pub enum Message {
     Request(Request),
     /// A hop's answer on its way to the origin.
     Result(HopResult),
+    /// Package transfer for the request with this nonce.
+    Transfer([u8; 16], Transfer),
 }
 
 fn string(buf: &[u8], at: usize, len: usize, what: &'static str) -> Result<String, WireError> {
@@ -249,9 +265,15 @@ impl Message {
         match util::u8_at(buf, 1, "deploy message")? {
             KIND_REQUEST => Request::parse(buf).map(Message::Request),
             KIND_RESULT => HopResult::parse(buf).map(Message::Result),
+            KIND_TRANSFER => {
+                util::get(buf, 0, TRANSFER_MSG_LEN, "deploy transfer")?;
+                let nonce = arr(buf, 4, "deploy transfer")?;
+                let t = Transfer::parse(buf.get(TRANSFER_MSG_LEN..).unwrap_or(&[]))?;
+                Ok(Message::Transfer(nonce, t))
+            }
             _ => Err(WireError::BadField {
                 what: "deploy message kind",
-                detail: "not 1 (request) or 2 (result)",
+                detail: "not 1 (request), 2 (result) or 3 (transfer)",
             }),
         }
     }
@@ -261,20 +283,28 @@ impl Message {
         match self {
             Message::Request(r) => r.to_bytes(),
             Message::Result(r) => r.to_bytes(),
+            Message::Transfer(nonce, t) => {
+                let mut b = vec![VERSION, KIND_TRANSFER, 0, 0];
+                b.extend_from_slice(nonce);
+                b.extend_from_slice(&t.to_bytes()?);
+                Ok(b)
+            }
         }
     }
 
     /// The whole ANEP packet with `transit` in front. Unlike other routed types the packet
-    /// does not ask to be discarded by nodes that do not know the type: a node without the
-    /// deployment service forwards it toward its destination (as NSIS signaling passes
-    /// routers that do not speak it).
+    /// does not ask to be discarded by nodes that do not know the type, and it names its
+    /// destination in an ANEP option: a node without the deployment service forwards it
+    /// toward its destination (as NSIS signaling passes routers that do not speak it).
     pub fn to_packet(&self, transit: &TransitRepr) -> Result<Vec<u8>, WireError> {
-        let body = self.to_bytes()?;
-        let mut p = crate::routed_packet(crate::anep::TYPE_DEPLOY, transit, &body, &[])?;
-        if let Some(flags) = p.get_mut(1) {
-            *flags &= !crate::anep::FLAG_DISCARD_UNKNOWN;
+        let mut payload = transit.to_vec();
+        payload.extend_from_slice(&self.to_bytes()?);
+        crate::anep::AnepRepr {
+            flags: 0,
+            type_id: crate::anep::TYPE_DEPLOY,
+            options: vec![crate::anep::AnepOptionT::Destination(transit.dst)],
         }
-        Ok(p)
+        .emit_packet(&payload)
     }
 }
 
@@ -313,6 +343,7 @@ impl Request {
             pkg_hash: arr(buf, 76, W)?,
             signer: arr(buf, 108, W)?,
             signature: arr(buf, SIG_AT, W)?,
+            via: NodeAddr::read(buf, VIA_AT)?,
             name: string(buf, REQUEST_LEN, name_len, "deploy request module name")?,
             version: string(
                 buf,
@@ -344,18 +375,20 @@ impl Request {
         util::put(&mut b, 76, &self.pkg_hash)?;
         util::put(&mut b, 108, &self.signer)?;
         util::put(&mut b, SIG_AT, &self.signature)?;
+        self.via.write(&mut b, VIA_AT)?;
         b.extend_from_slice(self.name.as_bytes());
         b.extend_from_slice(self.version.as_bytes());
         Ok(b)
     }
 
-    /// What the signature covers: [`DEPLOY_TAG`], then the request's bytes with `hop` zeroed
-    /// and without the signature field.
+    /// What the signature covers: [`DEPLOY_TAG`], then the request's bytes with `hop` and
+    /// `via` zeroed and without the signature field.
     pub fn signed_bytes(&self) -> Result<Vec<u8>, WireError> {
         let mut b = self.to_bytes()?;
-        if let Some(h) = b.get_mut(3) {
+        if let Some(h) = b.get_mut(HOP_AT) {
             *h = 0;
         }
+        util::put(&mut b, VIA_AT, &[0; NODE_ADDR_LEN])?;
         b.drain(SIG_AT..SIG_AT + 64);
         let mut out = DEPLOY_TAG.to_vec();
         out.extend_from_slice(&b);
@@ -413,7 +446,7 @@ impl HopResult {
     }
 }
 
-/// Package transfer between neighbors (inside a `Control::Ee` of type `TYPE_DEPLOY`).
+/// Package transfer between two nodes of the service (inside [`Message::Transfer`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transfer {
     /// Send me the package's bytes from `offset`, at most `max` of them.
@@ -530,6 +563,7 @@ mod tests {
             pkg_hash: [0xab; 32],
             signer: [0x11; 32],
             signature: [0x22; 64],
+            via: v4(198, 18, 0, 2, 3322),
             name: "counter".into(),
             version: "1.0.0".into(),
         }
@@ -548,6 +582,7 @@ mod tests {
         // The signed bytes do not depend on the hop or the signature.
         let mut other = r.clone();
         other.hop = 9;
+        other.via = v4(198, 18, 0, 5, 3322);
         other.signature = [0; 64];
         assert_eq!(r.signed_bytes().unwrap(), other.signed_bytes().unwrap());
         let s = r.signed_bytes().unwrap();
@@ -597,6 +632,12 @@ mod tests {
             max: 65536,
         };
         assert_eq!(Transfer::parse(&w.to_bytes().unwrap()).unwrap(), w);
+        let m = Message::Transfer([3; 16], c);
+        let b = m.to_bytes().unwrap();
+        assert_eq!(&b[..4], &[1, 3, 0, 0]);
+        assert_eq!(&b[4..20], &[3; 16]);
+        assert_eq!(b.len(), TRANSFER_MSG_LEN + TRANSFER_LEN + 2);
+        assert_eq!(Message::parse(&b).unwrap(), m);
     }
 
     #[test]
@@ -630,6 +671,7 @@ mod tests {
         let a = crate::anep::AnepPacket::new_checked(&p[..]).unwrap();
         assert_eq!(a.type_id(), crate::anep::TYPE_DEPLOY);
         assert!(!a.discard_if_unknown());
+        assert_eq!(a.destination(), Some(t.dst), "passive nodes route by it");
         let (_, tl) = TransitRepr::parse(a.payload()).unwrap();
         assert_eq!(
             Message::parse(&a.payload()[tl..]).unwrap(),

@@ -1,23 +1,24 @@
-//! Packages between neighbors: the cache a node serves from, the fetches it makes from its
-//! previous hop, and the budget that bounds what it serves.
+//! Packages between the nodes of a path: the cache a node serves from, the fetches it makes
+//! from the node of the service before it, and what it agrees to serve.
 //!
 //! Contracts:
 //! - The cache holds whole packages by SHA-256, verified on the way in, within a byte budget
 //!   (oldest out first); a package never enters it unless its bytes hash to its name.
-//! - A fetch asks its one neighbor for windows of [`WINDOW`] bytes in [`MAX_CHUNK`]-byte
+//! - A fetch asks one node (for one request) for windows of [`WINDOW`] bytes in [`MAX_CHUNK`]-byte
 //!   chunks at chunk-aligned offsets; a chunk that is not aligned, has the wrong length or
 //!   names another package length is ignored. A window that does not complete within
 //!   [`RETRY`] is asked for again from its first missing chunk; after [`MAX_TRIES`] tries
 //!   without progress the fetch fails.
-//! - Serving costs a neighbor's byte budget ([`SERVE_RATE`] per second, burst
-//!   [`SERVE_BURST`]): a neighbor cannot make this node send more than that however often it
-//!   asks.
+//! - A node serves a package only for a request it forwarded while holding that package
+//!   (by the request's nonce), for [`SERVE_FOR`] and at most [`SERVE_FACTOR`] times the
+//!   package's length (retries included): nobody can make it send packages to an address
+//!   that no deploy request of its path named, nor more than a few copies.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anode_core::LinkId;
+use anode_wire::NodeAddr;
 use anode_wire::deploy::{MAX_CHUNK, Transfer};
 use sha2::{Digest, Sha256};
 
@@ -27,10 +28,12 @@ pub const WINDOW: u32 = 48 * MAX_CHUNK as u32;
 pub const RETRY: Duration = Duration::from_millis(200);
 /// Tries without progress before a fetch fails.
 pub const MAX_TRIES: u32 = 6;
-/// Bytes per second served to one neighbor.
-pub const SERVE_RATE: f64 = 16e6;
-/// Bytes one neighbor may be served at once.
-pub const SERVE_BURST: f64 = 256.0 * 1024.0;
+/// How long after forwarding a request a node serves its package.
+pub const SERVE_FOR: Duration = Duration::from_secs(60);
+/// How many times a package's length a node serves for one request.
+pub const SERVE_FACTOR: u64 = 4;
+/// Requests a node serves for at once.
+pub const MAX_SERVING: usize = 1024;
 
 /// Packages kept by hash within a byte budget.
 #[derive(Debug)]
@@ -85,11 +88,11 @@ impl Cache {
     }
 }
 
-/// A package being fetched from a neighbor.
+/// A package being fetched from the node of the service before this one.
 #[derive(Debug)]
 pub struct Fetch {
-    /// The neighbor asked.
-    pub link: LinkId,
+    /// The node asked, and the request the fetch is for (its nonce).
+    pub from: (NodeAddr, [u8; 16]),
     total: u32,
     data: Vec<u8>,
     got: Vec<bool>,
@@ -118,10 +121,15 @@ fn chunks(total: u32) -> usize {
 
 impl Fetch {
     /// A fetch of a `total`-byte package from `link`, and the first message to send.
-    pub fn start(hash: [u8; 32], total: u32, link: LinkId, now: Instant) -> (Fetch, Transfer) {
+    pub fn start(
+        hash: [u8; 32],
+        total: u32,
+        from: (NodeAddr, [u8; 16]),
+        now: Instant,
+    ) -> (Fetch, Transfer) {
         let n = chunks(total);
         let f = Fetch {
-            link,
+            from,
             total,
             data: vec![0; total as usize],
             got: vec![false; n],
@@ -199,24 +207,34 @@ impl Fetch {
     }
 }
 
-/// Per-neighbor serving budgets.
+/// The requests this node serves packages for (see the module docs).
 #[derive(Debug, Default)]
-pub struct ServeBudget {
-    links: HashMap<LinkId, (f64, Instant)>,
+pub struct Serving {
+    map: HashMap<[u8; 16], ([u8; 32], u64, Instant)>,
 }
 
-impl ServeBudget {
-    /// Takes `bytes` from `link`'s budget; false if it has not enough.
-    pub fn take(&mut self, link: LinkId, bytes: usize, now: Instant) -> bool {
-        let (tokens, at) = self.links.entry(link).or_insert((SERVE_BURST, now));
-        let dt = now.saturating_duration_since(*at).as_secs_f64();
-        *tokens = (*tokens + dt * SERVE_RATE).min(SERVE_BURST);
-        *at = now;
-        if *tokens < bytes as f64 {
-            return false;
+impl Serving {
+    /// Serves package `hash` (`len` bytes) for the request `nonce`.
+    pub fn allow(&mut self, nonce: [u8; 16], hash: [u8; 32], len: u32, now: Instant) {
+        if self.map.len() >= MAX_SERVING {
+            self.map.retain(|_, (_, _, until)| *until > now);
+            if self.map.len() >= MAX_SERVING {
+                return;
+            }
         }
-        *tokens -= bytes as f64;
-        true
+        let budget = u64::from(len) * SERVE_FACTOR + u64::from(WINDOW);
+        self.map.insert(nonce, (hash, budget, now + SERVE_FOR));
+    }
+
+    /// Takes `n` bytes of package `hash` for request `nonce`; false if it is not served.
+    pub fn take(&mut self, nonce: &[u8; 16], hash: &[u8; 32], n: u64, now: Instant) -> bool {
+        match self.map.get_mut(nonce) {
+            Some((h, left, until)) if h == hash && *until > now && *left >= n => {
+                *left -= n;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -256,7 +274,8 @@ mod tests {
         let bytes: Vec<u8> = (0..150_000u32).map(|i| (i % 251) as u8).collect();
         let h = hash(&bytes);
         let t0 = Instant::now();
-        let (mut f, mut want) = Fetch::start(h, bytes.len() as u32, LinkId(0), t0);
+        let from = (anode_wire::addr::v4(198, 18, 0, 1, 1), [0; 16]);
+        let (mut f, mut want) = Fetch::start(h, bytes.len() as u32, from, t0);
         let mut windows = 0;
         let done: Vec<u8>;
         // Lose the third chunk of the first window once: the window is retried from it.
@@ -306,7 +325,8 @@ mod tests {
     #[test]
     fn unusable_chunks_are_ignored_and_fetches_give_up() {
         let t0 = Instant::now();
-        let (mut f, _) = Fetch::start([1; 32], 3000, LinkId(0), t0);
+        let from = (anode_wire::addr::v4(198, 18, 0, 1, 1), [0; 16]);
+        let (mut f, _) = Fetch::start([1; 32], 3000, from, t0);
         assert_eq!(f.chunk([1; 32], (3000, 5, &[0; 10]), t0), Progress::None);
         assert_eq!(f.chunk([1; 32], (2999, 0, &[0; 1200]), t0), Progress::None);
         assert_eq!(f.chunk([1; 32], (3000, 0, &[0; 100]), t0), Progress::None);
@@ -324,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn cache_and_budget_are_bounded() {
+    fn cache_and_serving_are_bounded() {
         let mut c = Cache::new(2500);
         for i in 0..5u8 {
             let b = vec![i; 1000];
@@ -333,13 +353,20 @@ mod tests {
         assert!(c.used() <= 2500);
         assert!(c.get(&hash(&[4u8; 1000])).is_some());
         assert!(c.get(&hash(&[0u8; 1000])).is_none());
-        let mut s = ServeBudget::default();
+        let mut s = Serving::default();
         let t0 = Instant::now();
-        let mut served = 0;
-        while s.take(LinkId(1), 1200, t0) {
+        assert!(
+            !s.take(&[1; 16], &[2; 32], 1, t0),
+            "not a forwarded request"
+        );
+        s.allow([1; 16], [2; 32], 10_000, t0);
+        assert!(!s.take(&[1; 16], &[3; 32], 1, t0), "another package");
+        let mut served = 0u64;
+        while s.take(&[1; 16], &[2; 32], 1200, t0) {
             served += 1200;
         }
-        assert!(served as f64 <= SERVE_BURST);
-        assert!(s.take(LinkId(1), 1200, t0 + Duration::from_millis(1)));
+        assert!(served <= 10_000 * SERVE_FACTOR + u64::from(WINDOW));
+        s.allow([4; 16], [2; 32], 10_000, t0);
+        assert!(!s.take(&[4; 16], &[2; 32], 1, t0 + SERVE_FOR), "too late");
     }
 }

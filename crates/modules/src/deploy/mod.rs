@@ -10,8 +10,9 @@
 //!    `too_long`), the nonce unseen (`replayed`), the lifetime (`bad_ttl`) and size
 //!    (`too_large`) within the policy;
 //! 2. for a deploy: if the same package is deployed here, extends its lifetime (`present`);
-//!    otherwise takes the package from its cache or fetches it from the previous hop (the
-//!    neighbor the request came from, which has just taken it itself), forwards the request
+//!    otherwise takes the package from its cache or fetches it from the previous node of the
+//!    service (the request's `via`: the last node that handled it, which has just taken the
+//!    package itself; nodes without the service between them just route), forwards the request
 //!    on, checks the package's manifest against the request and the key's categories, has it
 //!    verified and compiled (off the node thread when the driver gives a preparer,
 //!    [`worker`]), installs and starts it (`installed`), or upgrades the version deployed
@@ -33,7 +34,7 @@
 //!
 //! Bounds: 64 requests pending (fetch or compile) at once, 65,536 remembered nonces (until
 //! their expiry), `max_modules` deployed modules, the package cache's `cache_bytes`, and a
-//! per-neighbor serving budget (`fetch.rs`).
+//! serving only for requests this node forwarded, a few copies each (`fetch.rs`).
 
 pub mod fetch;
 pub mod policy;
@@ -44,18 +45,15 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use anode_core::{
-    Delivery, Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext, NodeFacts,
-};
+use anode_core::{Delivery, Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 use anode_wire::NodeAddr;
-use anode_wire::anep::{BASIC_HEADER_LEN, TYPE_DEPLOY};
-use anode_wire::control::Control;
+use anode_wire::anep::{AnepPacket, TYPE_DEPLOY};
 use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request, Transfer};
 use anode_wire::transit::TransitRepr;
 use sha2::{Digest, Sha256};
 
 use crate::{Category, ModuleError, ModuleHost, Package, Prepared};
-use fetch::{Cache, Fetch, Progress, ServeBudget};
+use fetch::{Cache, Fetch, Progress, Serving};
 pub use policy::{DEFAULT_CATEGORIES, DeployKey, DeployPolicy, Refusal, UnixClock, sign, verify};
 pub use worker::{PrepareJob, set_preparer, spawn_preparer};
 
@@ -103,12 +101,12 @@ pub struct DeployStats {
     pub refused: BTreeMap<&'static str, u64>,
     /// Modules removed because their lifetime passed.
     pub expired: u64,
-    /// Package bytes fetched from neighbors.
+    /// Package bytes fetched from the previous nodes of paths.
     pub fetched_bytes: u64,
-    /// Package bytes served to neighbors.
+    /// Package bytes served to the next nodes of paths.
     pub served_bytes: u64,
-    /// Package requests not answered because the neighbor's serving budget was spent.
-    pub serve_throttled: u64,
+    /// Package requests refused: not for a request this node forwarded, or past its budget.
+    pub serve_refused: u64,
     /// Messages that did not parse.
     pub malformed: u64,
     /// Refusals not answered because the node's answer budget was spent (they are counted
@@ -144,7 +142,7 @@ pub struct DeployEe {
     preparer: Option<Sender<PrepareJob>>,
     sig_budget: HashMap<Option<LinkId>, (f64, Instant)>,
     refusal_budget: Option<(f64, Instant)>,
-    serve: ServeBudget,
+    serving: Serving,
     originated: HashMap<[u8; 16], (u16, Instant)>,
     results: VecDeque<HopResult>,
     stats: DeployStats,
@@ -166,7 +164,7 @@ impl DeployEe {
             preparer: None,
             sig_budget: HashMap::new(),
             refusal_budget: None,
-            serve: ServeBudget::default(),
+            serving: Serving::default(),
             originated: HashMap::new(),
             results: VecDeque::new(),
             stats: DeployStats::default(),
@@ -342,6 +340,7 @@ impl DeployEe {
     }
 
     fn deploy(&mut self, ctx: &mut NodeContext<'_>, mut p: Pending, link: Option<LinkId>) {
+        let me = ctx.address();
         let now = ctx.now();
         let name = p.req.name.clone();
         if let Some(d) = self.deployed.get_mut(&name)
@@ -378,17 +377,17 @@ impl DeployEe {
         if let Some(bytes) = self.cache.get(&hash) {
             return self.have_package(ctx, p, &bytes);
         }
-        let Some(link) = link else {
+        if link.is_none() || p.req.via == me {
             let why = "the package is not at the origin (`anode module deploy` stages it there)";
             return self.answer(ctx, &mut p, Outcome::Failed, why.into());
-        };
+        }
         if p.req.pkg_len == 0 {
             return self.answer(ctx, &mut p, Outcome::Failed, "empty package".into());
         }
         if let std::collections::hash_map::Entry::Vacant(v) = self.fetches.entry(hash) {
-            let (f, want) = Fetch::start(hash, p.req.pkg_len, link, now);
+            let (f, want) = Fetch::start(hash, p.req.pkg_len, (p.req.via, p.req.nonce), now);
             v.insert(f);
-            send_transfer(ctx, link, &want);
+            send_transfer(ctx, p.req.via, p.req.nonce, &want);
         }
         self.waiting.push(p);
     }
@@ -498,14 +497,23 @@ impl DeployEe {
         }
     }
 
-    /// Sends the request on toward its target (once).
+    /// Sends the request on toward its target (once), as the `via` of the next node; if
+    /// this node holds the package, it will serve the next node's fetch for this request.
     fn forward(&mut self, ctx: &mut NodeContext<'_>, p: &mut Pending) {
         if p.forwarded {
             return;
         }
         p.forwarded = true;
-        if let Some(h) = p.buf.get_mut(p.ee_at + 3) {
+        if let Some(h) = p.buf.get_mut(p.ee_at + anode_wire::deploy::HOP_AT) {
             *h = h.saturating_add(1);
+        }
+        let via = p.ee_at + anode_wire::deploy::VIA_AT;
+        if let Some(v) = p.buf.get_mut(via..via + anode_wire::addr::NODE_ADDR_LEN) {
+            v.copy_from_slice(&ctx.address().to_bytes());
+        }
+        if p.req.op == Op::Deploy && self.cache.get(&p.req.pkg_hash).is_some() {
+            self.serving
+                .allow(p.req.nonce, p.req.pkg_hash, p.req.pkg_len, ctx.now());
         }
         let _ = ctx.forward(std::mem::take(&mut p.buf), p.anep_len);
     }
@@ -533,17 +541,7 @@ impl DeployEe {
             self.stats.unanswered += 1;
             return;
         }
-        let t = TransitRepr {
-            flags: 0,
-            rb: ctx.default_rb(),
-            flow: u64::from_be_bytes(p.req.nonce[..8].try_into().unwrap_or_default()),
-            src: me,
-            dst: p.req.origin,
-            prev_hop: me,
-        };
-        if let Ok(pkt) = Message::Result(r).to_packet(&t) {
-            let _ = ctx.forward(pkt, BASIC_HEADER_LEN);
-        }
+        send_routed(ctx, p.req.origin, p.req.nonce, &Message::Result(r));
     }
 
     /// A result for a request this node originated: to the requester's port, and kept.
@@ -576,31 +574,35 @@ impl DeployEe {
         self.results.push_back(r);
     }
 
-    fn on_transfer(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, t: Transfer) {
+    fn on_transfer(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        from: NodeAddr,
+        nonce: [u8; 16],
+        t: Transfer,
+    ) {
         let now = ctx.now();
         match t {
             Transfer::Want { hash, offset, max } => {
-                if ctx.neighbor_on(link).is_none() {
-                    return;
-                }
-                let Some(bytes) = self.cache.get(&hash) else {
-                    return send_transfer(ctx, link, &Transfer::Unavailable { hash });
-                };
-                let chunks = fetch::serve(hash, &bytes, offset, max);
-                let n: usize = chunks
+                let bytes = self.cache.get(&hash);
+                let chunks = bytes
+                    .as_ref()
+                    .map(|b| fetch::serve(hash, b, offset, max))
+                    .unwrap_or_default();
+                let n: u64 = chunks
                     .iter()
                     .map(|c| match c {
-                        Transfer::Chunk { data, .. } => data.len(),
+                        Transfer::Chunk { data, .. } => data.len() as u64,
                         _ => 0,
                     })
                     .sum();
-                if !self.serve.take(link, n, now) {
-                    self.stats.serve_throttled += 1;
-                    return;
+                if bytes.is_none() || !self.serving.take(&nonce, &hash, n, now) {
+                    self.stats.serve_refused += 1;
+                    return send_transfer(ctx, from, nonce, &Transfer::Unavailable { hash });
                 }
-                self.stats.served_bytes += n as u64;
+                self.stats.served_bytes += n;
                 for c in &chunks {
-                    send_transfer(ctx, link, c);
+                    send_transfer(ctx, from, nonce, c);
                 }
             }
             Transfer::Chunk {
@@ -609,7 +611,7 @@ impl DeployEe {
                 offset,
                 data,
             } => {
-                let Some(f) = self.fetches.get_mut(&hash).filter(|f| f.link == link) else {
+                let Some(f) = self.fetches.get_mut(&hash).filter(|f| f.from.0 == from) else {
                     return;
                 };
                 match f.chunk(hash, (total, offset, &data), now) {
@@ -617,7 +619,8 @@ impl DeployEe {
                     Progress::Stored => self.stats.fetched_bytes += data.len() as u64,
                     Progress::NextWindow(w) => {
                         self.stats.fetched_bytes += data.len() as u64;
-                        send_transfer(ctx, link, &w);
+                        let (to, n) = f.from;
+                        send_transfer(ctx, to, n, &w);
                     }
                     Progress::Done(bytes) => {
                         self.stats.fetched_bytes += data.len() as u64;
@@ -627,15 +630,14 @@ impl DeployEe {
                 }
             }
             Transfer::Unavailable { hash } => {
-                if self.fetches.get(&hash).is_some_and(|f| f.link == link) {
+                if self.fetches.get(&hash).is_some_and(|f| f.from.0 == from) {
                     self.fetches.remove(&hash);
-                    let who = ctx
-                        .neighbor_on(link)
-                        .map_or_else(|| format!("link {}", link.0), |n| n.addr.to_string());
                     self.fail_waiting(
                         ctx,
                         &hash,
-                        &format!("the previous hop ({who}) does not hold the package"),
+                        &format!(
+                            "the previous node of the service ({from}) does not hold the package"
+                        ),
                     );
                 }
             }
@@ -700,16 +702,26 @@ fn refusal_text(r: Refusal) -> String {
     format!("{}: {}", r.name(), r.explain())
 }
 
-fn send_transfer(ctx: &mut NodeContext<'_>, link: LinkId, t: &Transfer) {
-    if let Ok(data) = t.to_bytes() {
-        let _ = ctx.send_control(
-            link,
-            &Control::Ee {
-                type_id: TYPE_DEPLOY,
-                data,
-            },
-        );
+/// Sends a routed message from this node to `dst`.
+fn send_routed(ctx: &mut NodeContext<'_>, dst: NodeAddr, flow: [u8; 16], m: &Message) {
+    let me = ctx.address();
+    let t = TransitRepr {
+        flags: 0,
+        rb: ctx.default_rb(),
+        flow: u64::from_be_bytes(flow[..8].try_into().unwrap_or_default()),
+        src: me,
+        dst,
+        prev_hop: me,
+    };
+    if let Ok(pkt) = m.to_packet(&t)
+        && let Ok(anep_len) = AnepPacket::new_checked(&pkt[..]).map(|a| a.header_len())
+    {
+        let _ = ctx.forward(pkt, anep_len);
     }
+}
+
+fn send_transfer(ctx: &mut NodeContext<'_>, dst: NodeAddr, nonce: [u8; 16], t: &Transfer) {
+    send_routed(ctx, dst, nonce, &Message::Transfer(nonce, t.clone()));
 }
 
 impl ExecutionEnvironment for DeployEe {
@@ -728,7 +740,11 @@ impl ExecutionEnvironment for DeployEe {
                 let offset = pkt.anep_len + pkt.transit_len;
                 self.take_result(ctx, r, pkt.buf, offset);
             }
-            Ok(Message::Result(_)) => {
+            Ok(Message::Transfer(nonce, t)) if pkt.why == Dispatch::Destination => {
+                let from = pkt.transit().src();
+                self.on_transfer(ctx, from, nonce, t);
+            }
+            Ok(Message::Result(_) | Message::Transfer(..)) => {
                 // A result asking for every-hop evaluation or injected here: not ours.
                 self.stats.malformed += 1;
                 ctx.count_drop("deploy", "stray_result");
@@ -736,19 +752,6 @@ impl ExecutionEnvironment for DeployEe {
             Err(_) => {
                 self.stats.malformed += 1;
                 ctx.count_drop("deploy", "malformed");
-            }
-        }
-    }
-
-    fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
-        let Control::Ee { data, .. } = msg else {
-            return;
-        };
-        match Transfer::parse(data) {
-            Ok(t) => self.on_transfer(ctx, link, t),
-            Err(_) => {
-                self.stats.malformed += 1;
-                ctx.count_drop("deploy", "malformed_transfer");
             }
         }
     }
@@ -782,15 +785,15 @@ impl ExecutionEnvironment for DeployEe {
             let Some(f) = self.fetches.get_mut(&hash) else {
                 continue;
             };
-            let link = f.link;
+            let (to, nonce) = f.from;
             match f.retry(hash, now) {
-                Some(want) => send_transfer(ctx, link, &want),
+                Some(want) => send_transfer(ctx, to, nonce, &want),
                 None => {
                     self.fetches.remove(&hash);
                     self.fail_waiting(
                         ctx,
                         &hash,
-                        "fetching the package from the previous hop timed out",
+                        "fetching the package from the previous node of the service timed out",
                     );
                 }
             }
@@ -868,6 +871,7 @@ impl NewRequest {
             pkg_hash: hash,
             signer: [0; 32],
             signature: [0; 64],
+            via: self.origin,
             name,
             version,
         };

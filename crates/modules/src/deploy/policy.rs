@@ -249,12 +249,14 @@ mod tests {
             pkg_hash: [0; 32],
             signer: [0; 32],
             signature: [0; 64],
+            via: anode_wire::addr::v4(198, 18, 0, 1, 1),
             name: "null".into(),
             version: "1.0.0".into(),
         };
         sign(&mut r, &key).unwrap();
         assert!(verify(&r));
-        r.hop = 4; // nodes change the hop: still valid
+        r.hop = 4; // nodes change the hop and the via: still valid
+        r.via = anode_wire::addr::v4(198, 18, 0, 9, 1);
         assert!(verify(&r));
         r.ttl_s = 11;
         assert!(!verify(&r));

@@ -77,7 +77,7 @@ pub(super) fn deployments(shared: &Shared) -> Result<Response, Failure> {
             ("expired", s.expired),
             ("fetched_bytes", s.fetched_bytes),
             ("served_bytes", s.served_bytes),
-            ("serve_throttled", s.serve_throttled),
+            ("serve_refused", s.serve_refused),
             ("malformed", s.malformed),
             ("unanswered", s.unanswered),
         ] {
