@@ -26,6 +26,11 @@
 #           remote management on (`[remote] listen`, one trusted key) while 4 connections from
 #           d send r requests signed "by" that key with a wrong signature, each costing r a
 #           full ed25519 check (opt-in; the rate of forged requests is in the JSON)
+#   anode-node-deploy-attacked, anode-node-socket-deploy-attacked  anode-node and
+#           anode-node-socket hosting modules with one [[deploy.key]] while d sends r
+#           DEPLOY_RATE (default 20000) deploy requests a second from a third link peer, each
+#           signed "by" that key with a wrong signature (scripts/deploy-flood-attacker.py;
+#           opt-in; the rate sent is in the JSON)
 #   anode-node-socket-plain, anode-capsule-plain  anode-node-socket and anode-capsule with
 #           `[dataplane] udp_offload = false`: one datagram per send, as before UDP
 #           segmentation offload (opt-in, to compare)
@@ -143,7 +148,7 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-node-attacked | anode-node-socket-attacked)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked)
       dst=$R:$PORT
       [[ $fwd == anode-capsule* ]] && kind=(--capsule)
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
@@ -151,7 +156,11 @@ point() {
       if [[ $fwd == anode-node-scraped ]]; then
         printf '[metrics]\nlisten = "127.0.0.1:9464"\n' >>"$tmp/r.toml"
       fi
-      if [[ $fwd == *-attacked ]]; then
+      if [[ $fwd == *-deploy-attacked ]]; then
+        [[ -f $tmp/ops.pub ]] || "$bin/anode" keygen --out "$tmp/ops" >/dev/null
+        printf '[modules]\ntrusted_keys = ["%s"]\nstate_dir = "%s"\n[[deploy.key]]\nkey = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n' \
+          "$(cat "$tmp/ops.pub")" "$tmp/mods" "$(cat "$tmp/ops.pub")" "$D:$((PORT + 1))" >>"$tmp/r.toml"
+      elif [[ $fwd == *-attacked ]]; then
         [[ -f $tmp/ops.pub ]] || "$bin/anode" keygen --out "$tmp/ops" >/dev/null
         printf '[remote]\nlisten = "0.0.0.0:7100"\n[[remote.key]]\nkey = "%s"\nmay = ["read"]\n' \
           "$(cat "$tmp/ops.pub")" >>"$tmp/r.toml"
@@ -185,7 +194,12 @@ point() {
     sleep 0.1
   done
   local apid2=""
-  if [[ $fwd == *-attacked ]]; then
+  if [[ $fwd == *-deploy-attacked ]]; then
+    ip netns exec "${P}d" timeout $((secs + 4)) python3 "$repo/scripts/deploy-flood-attacker.py" \
+      "$D:$((PORT + 1))" "$R:$PORT" "$(cat "$tmp/ops.pub")" "${DEPLOY_RATE:-20000}" >"$tmp/attack.out" 2>&1 &
+    apid2=$!; pids+=("$apid2")
+    sleep 0.5
+  elif [[ $fwd == *-attacked ]]; then
     ip netns exec "${P}d" timeout $((secs + 4)) python3 "$repo/scripts/remote-flood-attacker.py" 198.18.2.1:7100 "$(cat "$tmp/ops.pub")" 4 >"$tmp/attack.out" 2>&1 &
     apid2=$!; pids+=("$apid2")
     sleep 0.5
@@ -200,7 +214,7 @@ point() {
   if [[ -n $apid2 ]]; then
     kill "$apid2" 2>/dev/null || true
     wait "$apid2" 2>/dev/null || true
-    forged=$(tail -n1 "$tmp/attack.out" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(round(v["refused"]/v["secs"]))' 2>/dev/null || echo null)
+    forged=$(tail -n1 "$tmp/attack.out" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(round(v.get("refused", v.get("sent", 0))/v["secs"]))' 2>/dev/null || echo null)
     reconnects=$(tail -n1 "$tmp/attack.out" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(round(v["connects"]/v["secs"]))' 2>/dev/null || echo null)
   fi
   # CPU seconds the anode node process used during the point (user + system, 10 ms ticks).

@@ -265,19 +265,20 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     assert!(text.contains("refused/unknown_key 1"), "{text}");
 }
 
-/// A node without the deployment service (no `[modules]`) passes requests and results on:
-/// the nodes that run it answer, numbered among themselves.
+/// A node without the deployment service (no `[modules]`) routes requests, results and
+/// packages like any packet, and a node that refuses (no `[[deploy.key]]`: `disabled`) passes
+/// the request on: the node after both fetches the package from the last node that has it.
 #[test]
-fn a_node_without_the_service_passes_the_request_on() {
+fn nodes_without_the_service_or_refusing_pass_the_request_on() {
     let dir = TestDir::new("deploy-pass");
     let ip: IpAddr = "127.0.0.1".parse().unwrap();
-    let addrs: Vec<String> = (0..3).map(|_| addr(ip, free_port(ip))).collect();
+    let names = ["a", "b", "c", "d"];
+    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
     let (ops_key, ops_pub) = keygen(&dir, "ops");
     let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
-    let names = ["a", "b", "c"];
-    let nodes: Vec<NodeProc> = (0..3usize)
+    let nodes: Vec<NodeProc> = (0..4usize)
         .map(|i| {
-            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1).filter(|j| *j < 3)]
+            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1).filter(|j| *j < 4)]
                 .into_iter()
                 .flatten()
                 .map(|j| (names[j], addrs[j].as_str()))
@@ -286,17 +287,19 @@ fn a_node_without_the_service_passes_the_request_on() {
                 node_config(&addrs[i], &peers, &dir.path(&format!("{}.sock", names[i])));
             if i != 1 {
                 config.push_str(&format!(
-                    "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
-                     [[deploy.key]]\nkey = \"{ops_pub}\"\n",
+                    "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n",
                     s(&dir.path(&format!("modules-{}", names[i])))
                 ));
+            }
+            if i != 1 && i != 2 {
+                config.push_str(&format!("\n[[deploy.key]]\nkey = \"{ops_pub}\"\n"));
             }
             anode().start_node(&dir, names[i], &addrs[i], &config)
         })
         .collect();
-    let (a, c) = (&nodes[0], &nodes[2]);
-    assert!(wait_until(Duration::from_secs(10), || a.has_route(&c.addr)
-        && c.has_route(&a.addr)));
+    let (a, d) = (&nodes[0], &nodes[3]);
+    assert!(wait_until(Duration::from_secs(10), || a.has_route(&d.addr)
+        && d.has_route(&a.addr)));
     let pkg = s(&dir.path("null.amod"));
     ok(&["module", "pack", "--builtin", "null", "--out", &pkg]);
     ok(&["module", "sign", &pkg, "--key", &publisher_key]);
@@ -305,25 +308,45 @@ fn a_node_without_the_service_passes_the_request_on() {
         "deploy",
         &pkg,
         "--to",
-        &c.addr,
+        &d.addr,
         "--sign",
         &ops_key,
         "--socket",
         &s(&a.socket),
         "--json",
     ]);
-    assert!(good, "{hops:?} {sum}");
-    let at: Vec<(u64, String)> = hops
+    assert!(!good, "c refused: {hops:?} {sum}");
+    let mut at: Vec<(u64, &str, &str)> = hops
         .iter()
         .map(|h| {
             (
                 h["hop"].as_u64().unwrap(),
-                h["node"].as_str().unwrap().to_string(),
+                h["node"].as_str().unwrap(),
+                h["outcome"].as_str().unwrap(),
             )
         })
         .collect();
-    assert_eq!(at, vec![(0, a.addr.clone()), (1, c.addr.clone())]);
-    assert_eq!(outcomes(&hops), vec!["installed"; 2]);
+    at.sort();
+    assert_eq!(
+        at,
+        vec![
+            (0, a.addr.as_str(), "installed"),
+            (1, nodes[2].addr.as_str(), "refused"),
+            (2, d.addr.as_str(), "installed"),
+        ],
+        "{hops:?}"
+    );
+    let at_c = hops.iter().find(|h| h["hop"] == 1).unwrap();
+    assert!(at_c["reason"].as_str().unwrap().starts_with("disabled"));
+    assert!(has_counter_named(d, "null"));
     let (good, _, err) = run(&["module", "deployments", "--socket", &s(&nodes[1].socket)]);
     assert!(!good && err.contains("no deployment service"), "{err}");
+}
+
+fn has_counter_named(n: &NodeProc, name: &str) -> bool {
+    n.json(&["module", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == name)
 }

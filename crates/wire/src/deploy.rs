@@ -14,7 +14,7 @@
 //! 16 expires (unix ms): u64
 //! 24 nonce (16)
 //! 40 origin (18) | target (18) | package sha-256 (32) | signer key (32) | signature (64)
-//! 204 via (18)                           the last node of the service that handled it
+//! 204 via (18)                           the last node on the way that holds the package
 //! 222 name, version
 //! ```
 //! The signature (ed25519, made and checked by `anode-modules`) covers [`DEPLOY_TAG`] and the
@@ -125,8 +125,8 @@ pub struct Request {
     pub pkg_hash: [u8; 32],
     /// The requester's ed25519 public key.
     pub signer: [u8; 32],
-    /// The last node of the service that handled the request (the one the next fetches the
-    /// package from); the origin at first.
+    /// The last node on the way that holds the package (the one the next node fetches it
+    /// from); the origin at first.
     pub via: NodeAddr,
     /// The signature over [`Request::signed_bytes`].
     pub signature: [u8; 64],

@@ -497,8 +497,9 @@ impl DeployEe {
         }
     }
 
-    /// Sends the request on toward its target (once), as the `via` of the next node; if
-    /// this node holds the package, it will serve the next node's fetch for this request.
+    /// Sends the request on toward its target (once). If this node holds the package it
+    /// becomes the request's `via` and will serve the next node's fetch for this request;
+    /// if not (it refused, or its fetch failed), the `via` stays the last node that has it.
     fn forward(&mut self, ctx: &mut NodeContext<'_>, p: &mut Pending) {
         if p.forwarded {
             return;
@@ -507,11 +508,11 @@ impl DeployEe {
         if let Some(h) = p.buf.get_mut(p.ee_at + anode_wire::deploy::HOP_AT) {
             *h = h.saturating_add(1);
         }
-        let via = p.ee_at + anode_wire::deploy::VIA_AT;
-        if let Some(v) = p.buf.get_mut(via..via + anode_wire::addr::NODE_ADDR_LEN) {
-            v.copy_from_slice(&ctx.address().to_bytes());
-        }
         if p.req.op == Op::Deploy && self.cache.get(&p.req.pkg_hash).is_some() {
+            let via = p.ee_at + anode_wire::deploy::VIA_AT;
+            if let Some(v) = p.buf.get_mut(via..via + anode_wire::addr::NODE_ADDR_LEN) {
+                v.copy_from_slice(&ctx.address().to_bytes());
+            }
             self.serving
                 .allow(p.req.nonce, p.req.pkg_hash, p.req.pkg_len, ctx.now());
         }
