@@ -108,6 +108,7 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let names = ["a", "b", "c", "d", "e", "f"];
     let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
+    let metrics = addr(ip, free_port(ip));
     let (ops_key, ops_pub) = keygen(&dir, "ops");
     let (stranger_key, _) = keygen(&dir, "stranger");
     let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
@@ -122,12 +123,15 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
             if i + 1 < names.len() {
                 peers.push(("next", addrs[i + 1].as_str()));
             }
-            let config = format!(
+            let mut config = format!(
                 "{}\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
                  [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
                 node_config(&addrs[i], &peers, &dir.path(&format!("{name}.sock"))),
                 s(&dir.path(&format!("modules-{name}")))
             );
+            if i == 5 {
+                config.push_str(&format!("\n[metrics]\nlisten = \"{metrics}\"\n"));
+            }
             anode().start_node(&dir, name, &addrs[i], &config)
         })
         .collect();
@@ -166,6 +170,24 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
         fd["counters"]["fetched_bytes"].as_u64().unwrap() >= 200_000,
         "{fd}"
     );
+    let m = anode_testkit::http::get(metrics.as_str(), "/metrics");
+    let body = m.split_once("\r\n\r\n").unwrap().1;
+    let families = anode_testkit::http::openmetrics_families(body);
+    for f in [
+        "anode_deploy_results counter",
+        "anode_deploy_refused counter",
+        "anode_deploy_package_bytes counter",
+        "anode_deploy_expired counter",
+        "anode_deployed_modules gauge",
+    ] {
+        assert!(families.contains(f), "{f}:\n{families}");
+    }
+    for line in [
+        r#"anode_deploy_results_total{outcome="installed"} 1"#,
+        "anode_deployed_modules 1",
+    ] {
+        assert!(m.contains(line), "{line}:\n{m}");
+    }
     let ad = a.json(&["module", "deployments"]);
     assert_eq!(
         ad["counters"]["fetched_bytes"], 0,

@@ -6,7 +6,6 @@
 
 mod node_util;
 
-use std::io::Write;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -14,31 +13,6 @@ use node_util::*;
 
 fn get(port: u16, path: &str) -> String {
     anode_testkit::http::get(("127.0.0.1", port), path)
-}
-
-/// The families the reference parser finds in `text`, one `name type samples` per line.
-fn parse_with_reference_parser(text: &str) -> String {
-    let script = "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\nfor f in p(sys.stdin.read()):\n    print(f.name, f.type, len(f.samples))\n";
-    let mut child = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 (scripts/setup.sh installs python3-prometheus-client)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the reference parser refused /metrics: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
@@ -70,7 +44,7 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
     assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
     assert!(resp.contains("application/openmetrics-text"), "{resp}");
     let body = resp.split_once("\r\n\r\n").unwrap().1;
-    let families = parse_with_reference_parser(body);
+    let families = anode_testkit::http::openmetrics_families(body);
     let names: Vec<&str> = families
         .lines()
         .filter_map(|l| l.split(' ').next())

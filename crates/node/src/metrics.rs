@@ -68,6 +68,8 @@ pub struct Snapshot {
     pub modules: Vec<ModuleSnap>,
     /// Capsule principals -> the protocol names their code declares (a `protocol` label).
     pub code_names: std::collections::HashMap<String, String>,
+    /// The deployment service's counters and how many modules are deployed here.
+    pub deploy: Option<(anode_modules::deploy::DeployStats, usize)>,
 }
 
 impl Snapshot {
@@ -91,8 +93,16 @@ impl Snapshot {
             })
             .unwrap_or_default();
         let code_names = crate::ees::code_names(n);
+        let deploy = n
+            .ee_mut(anode_wire::anep::TYPE_DEPLOY)
+            .and_then(|e| {
+                e.as_any_mut()
+                    .downcast_mut::<anode_modules::deploy::DeployEe>()
+            })
+            .map(|d| (d.stats().clone(), d.deployed().count()));
         Snapshot {
             code_names,
+            deploy,
             counters: n.counters().clone(),
             domains: n.domain_reports(),
             capsule: crate::ees::capsule_ee(n).map(|c| c.stats().clone()),
@@ -215,6 +225,7 @@ impl prometheus_client::collector::Collector for Snapshot {
         self.encode_packets(&mut f)?;
         self.encode_domains(&mut f)?;
         self.encode_capsule(&mut f)?;
+        self.encode_deploy(&mut f)?;
         self.encode_routing(&mut f)
     }
 }
@@ -490,6 +501,55 @@ impl Snapshot {
             MetricType::Histogram,
         )?;
         m.encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn encode_deploy(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        let Some((s, deployed)) = &self.deploy else {
+            return Ok(());
+        };
+        let rows: Vec<_> = s
+            .outcomes
+            .iter()
+            .map(|(k, v)| (vec![("outcome", *k)], *v))
+            .collect();
+        f.counter(
+            "anode_deploy_results",
+            "Deploy and undeploy requests this node answered, by outcome.",
+            None,
+            &rows,
+        )?;
+        let rows: Vec<_> = s
+            .refused
+            .iter()
+            .map(|(k, v)| (vec![("reason", *k)], *v))
+            .collect();
+        f.counter(
+            "anode_deploy_refused",
+            "Deploy and undeploy requests refused, by reason.",
+            None,
+            &rows,
+        )?;
+        f.counter(
+            "anode_deploy_package_bytes",
+            "Package bytes fetched from and served to other nodes of paths.",
+            None,
+            &[
+                (vec![("direction", "fetched")], s.fetched_bytes),
+                (vec![("direction", "served")], s.served_bytes),
+            ],
+        )?;
+        f.counter(
+            "anode_deploy_expired",
+            "Deployed modules removed because their lifetime passed without a refresh.",
+            None,
+            &[(vec![], s.expired)],
+        )?;
+        f.gauge(
+            "anode_deployed_modules",
+            "Modules deployed here along a path (soft state).",
+            None,
+            &[(vec![], g(*deployed as u64))],
+        )
     }
 
     fn encode_routing(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
