@@ -170,24 +170,7 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
         fd["counters"]["fetched_bytes"].as_u64().unwrap() >= 200_000,
         "{fd}"
     );
-    let m = anode_testkit::http::get(metrics.as_str(), "/metrics");
-    let body = m.split_once("\r\n\r\n").unwrap().1;
-    let families = anode_testkit::http::openmetrics_families(body);
-    for f in [
-        "anode_deploy_results counter",
-        "anode_deploy_refused counter",
-        "anode_deploy_package_bytes counter",
-        "anode_deploy_expired counter",
-        "anode_deployed_modules gauge",
-    ] {
-        assert!(families.contains(f), "{f}:\n{families}");
-    }
-    for line in [
-        r#"anode_deploy_results_total{outcome="installed"} 1"#,
-        "anode_deployed_modules 1",
-    ] {
-        assert!(m.contains(line), "{line}:\n{m}");
-    }
+    check_metrics(&metrics);
     let ad = a.json(&["module", "deployments"]);
     assert_eq!(
         ad["counters"]["fetched_bytes"], 0,
@@ -214,48 +197,7 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     );
 
     // A replayed request: the second copy is refused at every hop.
-    let key = anode_modules::read_key(Path::new(&ops_key)).unwrap();
-    let mut c = Client::connect(&a.socket, "deploy-test").unwrap();
-    c.bind_app(TYPE_DEPLOY, 40_123).unwrap();
-    let (req, pkt) = NewRequest {
-        op: Op::Undeploy,
-        origin: a.addr.parse().unwrap(),
-        target: f.addr.parse().unwrap(),
-        package: None,
-        name: "nothing-here".into(),
-        ttl_s: 0,
-        reply_port: 40_123,
-        unix_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64,
-        valid: Duration::from_secs(30),
-        nonce: [0x5a; 16],
-        rb: 32,
-    }
-    .build(&key)
-    .unwrap();
-    c.inject(pkt.clone(), false).unwrap();
-    c.inject(pkt, false).unwrap();
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while seen.len() < 12 && Instant::now() < deadline {
-        if let Ok(StreamItem::Delivery(d)) = c.next_item(Some(deadline))
-            && let Ok(Message::Result(r)) = Message::parse(d.payload.as_bytes())
-        {
-            assert_eq!(r.nonce, req.nonce);
-            seen.push((r.hop, r.outcome.name(), r.reason));
-        }
-    }
-    seen.sort();
-    assert_eq!(seen.len(), 12, "{seen:?}");
-    for hop in 0..6u8 {
-        let at: Vec<_> = seen.iter().filter(|s| s.0 == hop).collect();
-        assert_eq!(at[0].1, "absent", "{seen:?}");
-        assert_eq!(at[1].1, "refused", "{seen:?}");
-        assert!(at[1].2.starts_with("replayed"), "{seen:?}");
-    }
-    drop(c);
+    replay_is_refused(a, f, &ops_key);
 
     // Soft state: no refresh, so gone everywhere within ttl + 1 s of the refresh.
     let gone = wait_until(Duration::from_secs(6), || {
@@ -371,4 +313,73 @@ fn has_counter_named(n: &NodeProc, name: &str) -> bool {
         .unwrap()
         .iter()
         .any(|m| m["name"] == name)
+}
+
+/// The deployment families on the target's /metrics, as the reference parser reads them.
+fn check_metrics(metrics: &str) {
+    let m = anode_testkit::http::get(metrics, "/metrics");
+    let body = m.split_once("\r\n\r\n").unwrap().1;
+    let families = anode_testkit::http::openmetrics_families(body);
+    for f in [
+        "anode_deploy_results counter",
+        "anode_deploy_refused counter",
+        "anode_deploy_package_bytes counter",
+        "anode_deploy_expired counter",
+        "anode_deployed_modules gauge",
+    ] {
+        assert!(families.contains(f), "{f}:\n{families}");
+    }
+    for line in [
+        r#"anode_deploy_results_total{outcome="installed"} 1"#,
+        "anode_deployed_modules 1",
+    ] {
+        assert!(m.contains(line), "{line}:\n{m}");
+    }
+}
+
+/// Injects one signed undeploy request at `a` twice: every node answers the first (absent)
+/// and refuses the second (replayed).
+fn replay_is_refused(a: &NodeProc, f: &NodeProc, ops_key: &str) {
+    let key = anode_modules::read_key(Path::new(ops_key)).unwrap();
+    let mut c = Client::connect(&a.socket, "deploy-test").unwrap();
+    c.bind_app(TYPE_DEPLOY, 40_123).unwrap();
+    let (req, pkt) = NewRequest {
+        op: Op::Undeploy,
+        origin: a.addr.parse().unwrap(),
+        target: f.addr.parse().unwrap(),
+        package: None,
+        name: "nothing-here".into(),
+        ttl_s: 0,
+        reply_port: 40_123,
+        unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+        valid: Duration::from_secs(30),
+        nonce: [0x5a; 16],
+        rb: 32,
+    }
+    .build(&key)
+    .unwrap();
+    c.inject(pkt.clone(), false).unwrap();
+    c.inject(pkt, false).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.len() < 12 && Instant::now() < deadline {
+        if let Ok(StreamItem::Delivery(d)) = c.next_item(Some(deadline))
+            && let Ok(Message::Result(r)) = Message::parse(d.payload.as_bytes())
+        {
+            assert_eq!(r.nonce, req.nonce);
+            seen.push((r.hop, r.outcome.name(), r.reason));
+        }
+    }
+    seen.sort();
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    for hop in 0..6u8 {
+        let at: Vec<_> = seen.iter().filter(|s| s.0 == hop).collect();
+        assert_eq!(at[0].1, "absent", "{seen:?}");
+        assert_eq!(at[1].1, "refused", "{seen:?}");
+        assert!(at[1].2.starts_with("replayed"), "{seen:?}");
+    }
+    drop(c);
 }
