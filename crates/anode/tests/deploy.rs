@@ -21,31 +21,18 @@ use node_util::*;
 const T: Duration = Duration::from_secs(20);
 
 fn s(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
+    path_str(p)
 }
 
+/// `anode ARGS`: (success, stdout, stderr).
 fn run(args: &[&str]) -> (bool, String, String) {
-    let out = anode().run(args, T);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_cli(args, T)
 }
 
 fn ok(args: &[&str]) -> String {
     let (good, out, err) = run(args);
     assert!(good, "anode {args:?}: {err}\n{out}");
     out
-}
-
-fn keygen(dir: &TestDir, name: &str) -> (String, String) {
-    let out = ok(&["keygen", "--json", "--out", &s(&dir.path(name))]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    (
-        v["secret_key_file"].as_str().unwrap().to_string(),
-        v["public_key"].as_str().unwrap().to_string(),
-    )
 }
 
 /// The built-in `counter` module with a 200,000-byte custom section appended to its code

@@ -104,23 +104,16 @@ struct Deploy {
 }
 
 fn outcome(a: &StepArgs<'_>, s: &str) -> Result<Outcome, SpanError> {
-    [
-        Outcome::Installed,
-        Outcome::Present,
-        Outcome::Refused,
-        Outcome::Failed,
-        Outcome::Removed,
-        Outcome::Absent,
-    ]
-    .into_iter()
-    .find(|o| o.name() == s)
-    .ok_or_else(|| {
-        a.err(
-            "expect",
-            format!("unknown outcome '{s}'"),
-            "one of installed, present, refused, failed, removed, absent",
-        )
-    })
+    Outcome::ALL
+        .into_iter()
+        .find(|o| o.name() == s)
+        .ok_or_else(|| {
+            a.err(
+                "expect",
+                format!("unknown outcome '{s}'"),
+                "one of installed, present, refused, failed, removed, absent",
+            )
+        })
 }
 
 fn parse(a: &mut StepArgs<'_>, op: Op) -> Result<Box<dyn Action>, SpanError> {

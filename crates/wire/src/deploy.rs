@@ -154,7 +154,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    const ALL: [Outcome; 6] = [
+    /// Every outcome.
+    pub const ALL: [Outcome; 6] = [
         Outcome::Installed,
         Outcome::Present,
         Outcome::Refused,

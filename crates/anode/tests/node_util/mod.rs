@@ -19,3 +19,32 @@ pub fn anode() -> Anode {
 pub fn addr(ip: IpAddr, port: u16) -> String {
     std::net::SocketAddr::new(ip, port).to_string()
 }
+
+/// A path as a string, for command lines.
+pub fn path_str(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// `anode ARGS`, killed after `limit`: (success, stdout, stderr).
+pub fn run_cli(args: &[&str], limit: std::time::Duration) -> (bool, String, String) {
+    let out = anode().run(args, limit);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A key pair from `anode keygen --out DIR/NAME`: (secret key file, public key hex).
+pub fn keygen(dir: &TestDir, name: &str) -> (String, String) {
+    let (good, out, err) = run_cli(
+        &["keygen", "--json", "--out", &path_str(&dir.path(name))],
+        std::time::Duration::from_secs(10),
+    );
+    assert!(good, "anode keygen: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    (
+        v["secret_key_file"].as_str().unwrap().to_string(),
+        v["public_key"].as_str().unwrap().to_string(),
+    )
+}
