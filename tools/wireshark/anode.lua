@@ -10,6 +10,7 @@
 --   datagram header                      crates/wire/src/datagram.rs
 --   PLAN body and marshalled chunk       crates/plan/src/packet.rs, crates/plan/src/marshal.rs
 --   control messages                     crates/wire/src/control.rs
+--   deploy requests, results, transfer   crates/wire/src/deploy.rs
 --
 -- Node addresses inside anode headers are 18 bytes (IPv6 or IPv4-mapped IPv6, then the port),
 -- crates/wire/src/addr.rs; they are shown as "198.18.0.1:3322" / "[2001:2::1]:3322".
@@ -36,12 +37,14 @@ local TYPE_CONTROL = 0x0A01
 local TYPE_DATAGRAM = 0x0A02
 local TYPE_CAPSULE = 0x0A03
 local TYPE_PLAN = 0x0A04
+local TYPE_DEPLOY = 0x0A05
 
 local type_names = {
     [TYPE_CONTROL] = "Control",
     [TYPE_DATAGRAM] = "Datagram",
     [TYPE_CAPSULE] = "Capsule",
     [TYPE_PLAN] = "PLAN",
+    [TYPE_DEPLOY] = "Deploy",
 }
 
 local OPT_SOURCE, OPT_DEST, OPT_CHECKSUM, OPT_AUTH = 1, 2, 3, 4
@@ -206,6 +209,39 @@ A.code_len = ProtoField.uint16("anode.control.code.len", "Chunk length", base.DE
 A.code_data = ProtoField.bytes("anode.control.code.data", "Chunk data")
 A.ee_type = ProtoField.uint16("anode.control.ee.type", "EE Type ID", base.HEX, type_names)
 A.ee_data = ProtoField.bytes("anode.control.ee.data", "EE data")
+-- module deployment along a path (crates/wire/src/deploy.rs)
+local deploy_kinds = { [1] = "request", [2] = "result", [3] = "transfer" }
+local deploy_ops = { [1] = "deploy", [2] = "undeploy" }
+local deploy_outcomes = { [1] = "installed", [2] = "present", [3] = "refused", [4] = "failed",
+    [5] = "removed", [6] = "absent" }
+local transfer_kinds = { [1] = "want", [2] = "chunk", [3] = "unavailable" }
+A.deploy = ProtoField.none("anode.deploy", "Deploy message")
+A.dp_version = ProtoField.uint8("anode.deploy.version", "Version", base.DEC)
+A.dp_kind = ProtoField.uint8("anode.deploy.kind", "Kind", base.DEC, deploy_kinds)
+A.dp_op = ProtoField.uint8("anode.deploy.op", "Operation", base.DEC, deploy_ops)
+A.dp_hop = ProtoField.uint8("anode.deploy.hop", "Hop (nodes of the service before)", base.DEC)
+A.dp_reply_port = ProtoField.uint16("anode.deploy.reply_port", "Reply port", base.DEC)
+A.dp_ttl = ProtoField.uint32("anode.deploy.ttl", "Lifetime (s)", base.DEC)
+A.dp_pkg_len = ProtoField.uint32("anode.deploy.pkg_len", "Package length", base.DEC)
+A.dp_expires = ProtoField.uint64("anode.deploy.expires", "Expires (Unix ms)", base.DEC)
+A.dp_nonce = ProtoField.bytes("anode.deploy.nonce", "Nonce")
+A.dp_origin = ProtoField.string("anode.deploy.origin", "Origin")
+A.dp_target = ProtoField.string("anode.deploy.target", "Target")
+A.dp_pkg_hash = ProtoField.bytes("anode.deploy.pkg_hash", "Package (SHA-256)")
+A.dp_signer = ProtoField.bytes("anode.deploy.signer", "Signer (ed25519 public key)")
+A.dp_signature = ProtoField.bytes("anode.deploy.signature", "Signature")
+A.dp_via = ProtoField.string("anode.deploy.via", "Via (last node holding the package)")
+A.dp_module = ProtoField.string("anode.deploy.module", "Module")
+A.dp_module_version = ProtoField.string("anode.deploy.module_version", "Module version")
+A.dp_outcome = ProtoField.uint8("anode.deploy.outcome", "Outcome", base.DEC, deploy_outcomes)
+A.dp_elapsed = ProtoField.uint32("anode.deploy.elapsed_us", "Time at the node (us)", base.DEC)
+A.dp_last = ProtoField.bool("anode.deploy.target_answer", "From the target", 32, nil, 0x1)
+A.dp_node = ProtoField.string("anode.deploy.node", "Node")
+A.dp_reason = ProtoField.string("anode.deploy.reason", "Reason")
+A.dp_transfer = ProtoField.uint8("anode.deploy.transfer", "Transfer", base.DEC, transfer_kinds)
+A.dp_offset = ProtoField.uint32("anode.deploy.offset", "Offset", base.DEC)
+A.dp_count = ProtoField.uint32("anode.deploy.count", "Most bytes wanted / package length", base.DEC)
+A.dp_data = ProtoField.bytes("anode.deploy.data", "Chunk data")
 
 do
     local list = {}
@@ -591,6 +627,90 @@ local function dissect_datagram(ctx, tree, off, tr)
     local info = fmt("Datagram port %d", port)
     if tr then info = fmt("%s %s → %s RB %d%s len %d", info, tr.src, tr.dst, tr.rb, flow_text(tr.flow), plen) end
     return info
+end
+
+---------------------------------------------------------------------------------------------
+-- Deploy messages (crates/wire/src/deploy.rs), after the transit header
+
+local function deploy_request(ctx, d, off)
+    local tvb = ctx.tvb
+    if not ctx:need(d, off, 222, "deploy request") then return "Deploy request (truncated)" end
+    d:add(A.dp_op, tvb(off + 2, 1))
+    d:add(A.dp_hop, tvb(off + 3, 1))
+    d:add(A.dp_reply_port, tvb(off + 4, 2))
+    local nl, vl = tvb(off + 6, 1):uint(), tvb(off + 7, 1):uint()
+    d:add(A.dp_ttl, tvb(off + 8, 4))
+    d:add(A.dp_pkg_len, tvb(off + 12, 4))
+    d:add(A.dp_expires, tvb(off + 16, 8))
+    d:add(A.dp_nonce, tvb(off + 24, 16))
+    local origin = add_node_addr(d, A.dp_origin, tvb, off + 40)
+    local target = add_node_addr(d, A.dp_target, tvb, off + 58)
+    d:add(A.dp_pkg_hash, tvb(off + 76, 32))
+    d:add(A.dp_signer, tvb(off + 108, 32))
+    d:add(A.dp_signature, tvb(off + 140, 64))
+    add_node_addr(d, A.dp_via, tvb, off + 204)
+    local op = deploy_ops[tvb(off + 2, 1):uint()] or "?"
+    if not ctx:need(d, off + 222, nl + vl, "deploy request strings") then return "Deploy request" end
+    local name = tvb(off + 222, nl):string()
+    d:add(A.dp_module, tvb(off + 222, nl))
+    if vl > 0 then d:add(A.dp_module_version, tvb(off + 222 + nl, vl)) end
+    local version = vl > 0 and (" " .. tvb(off + 222 + nl, vl):string()) or ""
+    return fmt("Deploy %s %s%s %s → %s hop %d", op, name, version, origin, target, tvb(off + 3, 1):uint())
+end
+
+local function deploy_result(ctx, d, off)
+    local tvb = ctx.tvb
+    if not ctx:need(d, off, 52, "deploy result") then return "Deploy result (truncated)" end
+    d:add(A.dp_outcome, tvb(off + 2, 1))
+    d:add(A.dp_hop, tvb(off + 3, 1))
+    d:add(A.dp_elapsed, tvb(off + 8, 4))
+    d:add(A.dp_last, tvb(off + 12, 4))
+    d:add(A.dp_nonce, tvb(off + 16, 16))
+    local node = add_node_addr(d, A.dp_node, tvb, off + 32)
+    local rl = tvb(off + 4, 2):uint()
+    local reason = ""
+    if rl > 0 and ctx:need(d, off + 52, rl, "deploy result reason") then
+        d:add(A.dp_reason, tvb(off + 52, rl))
+        reason = ": " .. tvb(off + 52, rl):string()
+    end
+    return fmt("Deploy result hop %d %s %s%s", tvb(off + 3, 1):uint(), node,
+        deploy_outcomes[tvb(off + 2, 1):uint()] or "?", reason)
+end
+
+local function deploy_transfer(ctx, d, off)
+    local tvb = ctx.tvb
+    if not ctx:need(d, off, 64, "deploy transfer") then return "Deploy transfer (truncated)" end
+    d:add(A.dp_nonce, tvb(off + 4, 16))
+    local b = off + 20
+    d:add(A.dp_transfer, tvb(b, 1))
+    d:add(A.dp_pkg_hash, tvb(b + 4, 32))
+    d:add(A.dp_offset, tvb(b + 36, 4))
+    d:add(A.dp_count, tvb(b + 40, 4))
+    local kind = transfer_kinds[tvb(b, 1):uint()] or "?"
+    local dl = tvb(b + 2, 2):uint()
+    if dl > 0 and ctx:need(d, b + 44, dl, "deploy chunk") then d:add(A.dp_data, tvb(b + 44, dl)) end
+    return fmt("Deploy transfer %s %s offset %d", kind, short_hash(tvb, b + 4), tvb(b + 36, 4):uint())
+end
+
+local function dissect_deploy(ctx, tree, off)
+    local tvb = ctx.tvb
+    local d = tree:add(A.deploy, ctx:range(off, ctx.pkt_end - off))
+    if not ctx:need(d, off, 2, "deploy message") then return "Deploy (truncated)" end
+    d:add(A.dp_version, tvb(off, 1))
+    d:add(A.dp_kind, tvb(off + 1, 1))
+    local kind = tvb(off + 1, 1):uint()
+    if tvb(off, 1):uint() ~= 1 then
+        ctx:malformed(d, E.anode_malformed, fmt("deploy message version %d not supported", tvb(off, 1):uint()))
+        return "Deploy (bad version)"
+    elseif kind == 1 then
+        return deploy_request(ctx, d, off)
+    elseif kind == 2 then
+        return deploy_result(ctx, d, off)
+    elseif kind == 3 then
+        return deploy_transfer(ctx, d, off)
+    end
+    ctx:malformed(d, E.anode_malformed, fmt("deploy message kind %d unknown", kind))
+    return "Deploy (unknown kind)"
 end
 
 ---------------------------------------------------------------------------------------------
@@ -1346,7 +1466,8 @@ local function dissect_anep(tvb, pinfo, root)
         local a = root:add(anode, ctx:range(hl, ctx.limit - hl))
         a:append_text(", Control")
         info = dissect_control(ctx, a, hl)
-    elseif type_id == TYPE_DATAGRAM or type_id == TYPE_CAPSULE or type_id == TYPE_PLAN then
+    elseif type_id == TYPE_DATAGRAM or type_id == TYPE_CAPSULE or type_id == TYPE_PLAN
+        or type_id == TYPE_DEPLOY then
         local a = root:add(anode, ctx:range(hl, ctx.limit - hl))
         a:append_text(", " .. tname)
         local tr = dissect_transit(ctx, a, hl)
@@ -1358,6 +1479,8 @@ local function dissect_anep(tvb, pinfo, root)
                 info = dissect_capsule(ctx, a, tr.next, tr)
             elseif type_id == TYPE_DATAGRAM then
                 info = dissect_datagram(ctx, a, tr.next, tr)
+            elseif type_id == TYPE_DEPLOY then
+                info = dissect_deploy(ctx, a, tr.next)
             else
                 info = dissect_plan(ctx, a, tr.next, tr)
             end

@@ -94,6 +94,23 @@ const FIELDS: &[&str] = &[
     "anode.control.code.data",
     "anode.control.ee.type",
     "anode.control.ee.data",
+    "anode.deploy.kind",
+    "anode.deploy.op",
+    "anode.deploy.hop",
+    "anode.deploy.ttl",
+    "anode.deploy.origin",
+    "anode.deploy.target",
+    "anode.deploy.via",
+    "anode.deploy.module",
+    "anode.deploy.module_version",
+    "anode.deploy.outcome",
+    "anode.deploy.node",
+    "anode.deploy.reason",
+    "anode.deploy.target_answer",
+    "anode.deploy.transfer",
+    "anode.deploy.offset",
+    "anode.deploy.count",
+    "anode.deploy.data",
 ];
 
 fn repo_root() -> PathBuf {
@@ -936,6 +953,164 @@ fn plan_fields(pcap: &Path, p: &Frame) {
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
+}
+
+/// A deploy request, a hop's result and a package chunk, as the deployment service sends them.
+fn deploy_messages() -> Vec<Vec<u8>> {
+    use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request, Transfer};
+    let t = TransitRepr {
+        flags: FLAG_EVAL_EVERY_HOP,
+        rb: 30,
+        flow: 7,
+        src: addr("198.18.0.1:3322"),
+        dst: addr("198.18.0.6:3322"),
+        prev_hop: addr("198.18.0.2:3322"),
+    };
+    let req = Message::Request(Request {
+        op: Op::Deploy,
+        hop: 2,
+        reply_port: 50_000,
+        ttl_s: 300,
+        pkg_len: 5000,
+        expires_unix_ms: 1_800_000_000_000,
+        nonce: [7; 16],
+        origin: addr("198.18.0.1:3322"),
+        target: addr("198.18.0.6:3322"),
+        pkg_hash: [0xab; 32],
+        signer: [0x11; 32],
+        signature: [0x22; 64],
+        via: addr("198.18.0.2:3322"),
+        name: "counter".into(),
+        version: "1.0.0".into(),
+    });
+    let result = Message::Result(HopResult {
+        outcome: Outcome::Refused,
+        hop: 3,
+        elapsed_us: 1234,
+        last: true,
+        nonce: [7; 16],
+        node: addr("198.18.0.6:3322"),
+        reason: "unknown_key: not a deploy key here".into(),
+    });
+    let chunk = Message::Transfer(
+        [7; 16],
+        Transfer::Chunk {
+            hash: [0xab; 32],
+            total: 5000,
+            offset: 1200,
+            data: vec![9; 4],
+        },
+    );
+    let back = TransitRepr {
+        flags: 0,
+        dst: addr("198.18.0.1:3322"),
+        src: addr("198.18.0.6:3322"),
+        ..t
+    };
+    vec![
+        req.to_packet(&t).unwrap(),
+        result.to_packet(&back).unwrap(),
+        chunk.to_packet(&back).unwrap(),
+    ]
+}
+
+#[test]
+fn deploy_messages_decode_field_by_field() {
+    require_tshark();
+    let dir = TempDir::new("deploy");
+    let mut msgs = deploy_messages();
+    // A request cut inside its fixed part (the packet length says so): malformed, no Lua error.
+    let mut cut = msgs[0][..200].to_vec();
+    set_u16(&mut cut, 6, 200);
+    msgs.push(cut);
+    let frames: Vec<(Vec<u8>, usize)> = msgs.iter().map(|p| frame(p)).collect();
+    let pcap = dir.file("deploy.pcap");
+    write_pcap(&pcap, &frames);
+    let fr = decode(&pcap);
+    assert_eq!(fr.len(), 4);
+    for f in &fr[..3] {
+        assert_eq!(f.get("anep.type"), "0x0a05", "{f:?}");
+        assert!(!f.all("_ws.expert.severity").contains(&SEV_ERROR), "{f:?}");
+    }
+    assert_eq!(
+        values(
+            &fr[0],
+            &[
+                "anode.deploy.kind",
+                "anode.deploy.op",
+                "anode.deploy.hop",
+                "anode.deploy.ttl",
+                "anode.deploy.origin",
+                "anode.deploy.target",
+                "anode.deploy.via",
+                "anode.deploy.module",
+                "anode.deploy.module_version",
+            ]
+        ),
+        [
+            "1",
+            "1",
+            "2",
+            "300",
+            "198.18.0.1:3322",
+            "198.18.0.6:3322",
+            "198.18.0.2:3322",
+            "counter",
+            "1.0.0"
+        ]
+    );
+    assert!(
+        fr[0]
+            .get("_ws.col.Info")
+            .contains("Deploy deploy counter 1.0.0"),
+        "{:?}",
+        fr[0]
+    );
+    assert_eq!(
+        values(
+            &fr[1],
+            &[
+                "anode.deploy.kind",
+                "anode.deploy.outcome",
+                "anode.deploy.hop",
+                "anode.deploy.node",
+                "anode.deploy.reason",
+                "anode.deploy.target_answer",
+            ]
+        ),
+        [
+            "2",
+            "3",
+            "3",
+            "198.18.0.6:3322",
+            "unknown_key: not a deploy key here",
+            "1"
+        ]
+    );
+    assert_eq!(
+        values(
+            &fr[2],
+            &[
+                "anode.deploy.kind",
+                "anode.deploy.transfer",
+                "anode.deploy.offset",
+                "anode.deploy.count",
+                "anode.deploy.data",
+            ]
+        ),
+        ["3", "2", "1200", "5000", "09090909"]
+    );
+    let bad = &fr[3];
+    assert!(
+        bad.all("_ws.expert.severity").contains(&SEV_ERROR),
+        "{bad:?}"
+    );
+    assert!(
+        bad.all("_ws.expert.message")
+            .iter()
+            .any(|m| m.contains("deploy request truncated")),
+        "{bad:?}"
+    );
 }
 
 // ------------------------------------------------------------------------------------------
