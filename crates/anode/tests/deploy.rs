@@ -150,6 +150,8 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     for n in &nodes {
         assert!(has_counter(n), "{}", n.log_text());
     }
+    let listed = f.json(&["module", "list"]);
+    assert_eq!(listed[0]["origin"], "deployed", "{listed}");
     let fd = f.json(&["module", "deployments"]);
     assert_eq!(fd["deployed"][0]["name"], "counter", "{fd}");
     assert_eq!(fd["deployed"][0]["by"], "ops", "{fd}");

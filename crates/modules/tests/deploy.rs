@@ -235,3 +235,44 @@ fn hostile_requests_are_refused_and_counted_by_reason() {
     assert!(drops.contains("deploy/malformed"), "{drops}");
     assert!(drops.contains("deploy/stray_result"), "{drops}");
 }
+
+#[test]
+fn a_module_the_operator_removed_is_installed_again_by_the_next_refresh() {
+    let steps = r#"
+[[step]]
+at_ms = 2000
+action = "deploy-module"
+node = "a"
+to = "c"
+module = "counter"
+[[step]]
+at_ms = 2500
+action = "remove-module"
+node = "b"
+module = "counter"
+[[step]]
+at_ms = 3000
+action = "deploy-module"
+node = "a"
+to = "c"
+module = "counter"
+expect = "present"
+"#;
+    let r = run(&format!("{LINE}{steps}"), &anode_modules::emu::registry());
+    let refresh = &r.steps[2].outcome;
+    assert_eq!(
+        refresh
+            .details
+            .iter()
+            .filter(|l| l.contains("present"))
+            .count(),
+        2,
+        "{:?}",
+        refresh.details
+    );
+    assert!(
+        refresh.details.iter().any(|l| l.contains(" b: installed")),
+        "{:?}",
+        refresh.details
+    );
+}

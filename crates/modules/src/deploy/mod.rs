@@ -343,6 +343,14 @@ impl DeployEe {
         let me = ctx.address();
         let now = ctx.now();
         let name = p.req.name.clone();
+        // The operator may have removed or replaced a deployed module since: forget it.
+        if let Some(d) = self.deployed.get(&name)
+            && Self::host(ctx)
+                .and_then(|h| h.info(&name).ok())
+                .is_none_or(|i| i.version != d.version)
+        {
+            self.deployed.remove(&name);
+        }
         if let Some(d) = self.deployed.get_mut(&name)
             && d.package_sha256 == p.req.pkg_hash
         {

@@ -32,6 +32,16 @@ fn service(n: &mut Node) -> Option<&mut DeployEe> {
         .downcast_mut::<DeployEe>()
 }
 
+/// The names of the modules deployed here along a path (for `module_list`'s origin).
+pub(super) fn deployed_names(shared: &Shared) -> Vec<String> {
+    call(&*shared.driver, |n, _| {
+        service(n)
+            .map(|d| d.deployed().map(|x| x.name.clone()).collect())
+            .unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
 /// `module_stage`.
 pub(super) fn stage(shared: &Shared, package: Payload) -> Result<Response, Failure> {
     let bytes = package.as_bytes().to_vec();

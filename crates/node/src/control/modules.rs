@@ -280,7 +280,11 @@ pub(super) fn upgrade(
 pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
     let l = with_host(&*shared.driver, |h| Ok(h.list()))?;
     let kept = shared.journal.get().and_then(|s| s.load().ok());
+    let deployed = super::deploy::deployed_names(shared);
     let origin = |name: &str| {
+        if deployed.iter().any(|d| d == name) {
+            return Some("deployed".to_string());
+        }
         kept.as_ref()
             .and_then(|j| j.entries.iter().find(|e| e.name == name))
             .map(|e| e.origin.as_str().to_string())
