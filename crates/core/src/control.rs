@@ -38,6 +38,9 @@ impl Node {
                     self.core.drop(DropReason::NotNeighbor);
                 }
             }
+            Control::Ee { type_id, .. } if self.stopped.contains(type_id) => {
+                self.core.drop(DropReason::EeStopped);
+            }
             Control::Ee { type_id, .. } => {
                 let t = *type_id;
                 match self.ees.iter_mut().find(|e| e.type_id() == t) {
@@ -57,7 +60,12 @@ impl Node {
                 if self.ees.is_empty() {
                     self.core.drop(DropReason::UnhandledControl);
                 }
-                for ee in &mut self.ees {
+                let stopped = &self.stopped;
+                for ee in self
+                    .ees
+                    .iter_mut()
+                    .filter(|e| !stopped.contains(&e.type_id()))
+                {
                     let mut ctx = NodeContext {
                         core: &mut self.core,
                         now,

@@ -59,6 +59,8 @@ drop_reasons! {
     UnhandledControl = "unhandled_control",
     /// Addressed to this node under a Type ID whose EE rejected or failed it.
     EeDropped = "ee_dropped",
+    /// For an EE its operator stopped (`anode module stop capsule`).
+    EeStopped = "ee_stopped",
     /// A packet that came back to the node that sent it (routing loop).
     Loop = "loop",
     /// A cut-through channel's bandwidth limit was exceeded.

@@ -60,7 +60,7 @@ pub use ee::{Dispatch, EeHeader, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
 pub use hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
 pub use load::LinkLoad;
-pub use node::{NeighborInfo, Node, TransitView};
+pub use node::{EeInfo, NeighborInfo, Node, TransitView};
 pub use report::{DomainReport, DomainStat};
 pub use txq::{Fcfs, QueueDiscipline};
 pub use view::{NodeFacts, NodeView};

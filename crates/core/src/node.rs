@@ -95,6 +95,24 @@ pub struct NeighborInfo {
 pub struct Node {
     pub(crate) core: Core,
     pub(crate) ees: Vec<Box<dyn ExecutionEnvironment>>,
+    /// Packets handed to each EE (parallel to `ees`).
+    ee_packets: Vec<u64>,
+    /// Type IDs of the EEs their operator stopped: their packets and control messages are
+    /// dropped (`ee_stopped`); their timers still run.
+    pub(crate) stopped: Vec<u16>,
+}
+
+/// An execution environment as the node runs it (`Node::ees`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EeInfo {
+    /// Its ANEP Type ID.
+    pub type_id: u16,
+    /// Its name ("capsule", "plan", "deploy").
+    pub name: String,
+    /// False once stopped: its packets are dropped until it is started again.
+    pub running: bool,
+    /// Packets handed to it.
+    pub packets: u64,
 }
 
 impl std::fmt::Debug for Node {
@@ -142,6 +160,8 @@ impl Node {
                 cfg,
             },
             ees: Vec::new(),
+            ee_packets: Vec::new(),
+            stopped: Vec::new(),
         })
     }
 
@@ -226,8 +246,40 @@ impl Node {
     /// Registers an execution environment for its Type ID, replacing any earlier one.
     pub fn register_ee(&mut self, ee: Box<dyn ExecutionEnvironment>) {
         let t = ee.type_id();
-        self.ees.retain(|e| e.type_id() != t);
+        if let Some(i) = self.ees.iter().position(|e| e.type_id() == t) {
+            self.ees.remove(i);
+            self.ee_packets.remove(i);
+        }
         self.ees.push(ee);
+        self.ee_packets.push(0);
+    }
+
+    /// The EEs, in registration order.
+    pub fn ees(&self) -> Vec<EeInfo> {
+        self.ees
+            .iter()
+            .zip(&self.ee_packets)
+            .map(|(e, n)| EeInfo {
+                type_id: e.type_id(),
+                name: e.name().to_string(),
+                running: !self.stopped.contains(&e.type_id()),
+                packets: *n,
+            })
+            .collect()
+    }
+
+    /// Stops (`running` false) or starts the EE of `type_id`. A stopped EE keeps its state
+    /// (code cache, soft state, domains); the packets it would get are dropped and counted
+    /// as `ee_stopped` until it is started again. False if no EE has that Type ID.
+    pub fn set_ee_running(&mut self, type_id: u16, running: bool) -> bool {
+        if !self.ees.iter().any(|e| e.type_id() == type_id) {
+            return false;
+        }
+        self.stopped.retain(|t| *t != type_id);
+        if !running {
+            self.stopped.push(type_id);
+        }
+        true
     }
 
     /// The EE registered for `type_id`.
@@ -502,7 +554,13 @@ impl Node {
         if c.for_me && !self.core.checksum_ok(&buf, anep_len) {
             return self.core.drop(DropReason::BadChecksum);
         }
+        if !self.stopped.is_empty() && self.stopped.contains(&type_id) {
+            return self.core.drop(DropReason::EeStopped);
+        }
         self.core.counters.to_ee += 1;
+        if let Some(n) = self.ee_packets.get_mut(i) {
+            *n += 1;
+        }
         let Some(ee) = self.ees.get_mut(i) else {
             return self.core.drop(DropReason::EeDropped);
         };

@@ -174,6 +174,14 @@ impl Client {
         }
     }
 
+    /// The node's execution environments as services (kind `ee`).
+    pub fn module_ees(&mut self) -> Result<Vec<ModuleEntry>, ClientError> {
+        match self.request(Request::ModuleEes)? {
+            Response::Modules { modules } => Ok(modules),
+            r => Err(unexpected("module_ees", &r)),
+        }
+    }
+
     /// Every installed module, in load order.
     pub fn module_list(&mut self) -> Result<Vec<ModuleEntry>, ClientError> {
         match self.request(Request::ModuleList)? {

@@ -202,6 +202,9 @@ pub enum Request {
     },
     /// Every installed module.
     ModuleList,
+    /// The node's execution environments as services (kind `ee`; answered with
+    /// [`Response::Modules`]); `ModuleInfo`, `ModuleStart` and `ModuleStop` take an EE's name.
+    ModuleEes,
     /// The service interfaces installed modules provide (the service hierarchy's lookup):
     /// every provider, or with `interface` the one a module of `category` (default user)
     /// would be given for `version` (a semver range, default any).

@@ -115,6 +115,7 @@ impl Request {
             | R::CodeShow { .. }
             | R::CodeState { .. }
             | R::ModuleList
+            | R::ModuleEes
             | R::ModuleServices { .. }
             | R::ModuleDeployments
             | R::ModuleInfo { .. } => Some(RemoteClass::Read),

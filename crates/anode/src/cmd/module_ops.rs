@@ -7,6 +7,8 @@
 //!   only carries bytes. `--config KEY=VALUE` (repeatable; integers or true/false) fills the
 //!   module's configuration schema; `--no-start` installs without starting.
 //! - `upgrade SOURCE [NAME VERSION]`: replaces the installed version, handing its state over.
+//! - `ees`: the node's execution environments as services; `info`, `start`, `stop` take an
+//!   EE's name (capsule, plan, deploy) as well as a module's.
 //! - `list`, `info NAME`, `start NAME`, `stop NAME`, `remove NAME`, `call NAME OP [ARG]`
 //!   (a service operation of an active module), `qdisc NAME --link L --rate-mbps R` (a
 //!   queue-discipline module on a link; `--remove` takes it off); `--json` on every one.
@@ -61,6 +63,14 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
     },
     /// List the modules installed at a running node.
     List(Conn),
+    /// The node's execution environments as services (capsule, plan, deploy): kind ee,
+    /// state, packets handed to each. `anode module stop|start|info NAME` act on one.
+    #[command(after_help = "\
+Examples:
+  anode module ees --node-port 4001
+  anode module stop capsule --node-port 4001    # capsules are dropped (ee_stopped) until
+  anode module start capsule --node-port 4001   # it is started again; its code cache stays")]
+    Ees(Conn),
     /// The service interfaces a running node's modules provide, by interface (highest
     /// version first) with their providers' categories and users; with --interface, the
     /// provider a module of --category would be given (the service hierarchy's lookup).
@@ -313,6 +323,10 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             let m = connect_to(&conn)?.module_upgrade(bytes, cfg).map_err(e)?;
             let text = format!("upgraded {}", line(&m));
             out(conn.json(), &m, text)
+        }
+        NodeModuleCommand::Ees(conn) => {
+            let l = connect_to(&conn)?.module_ees().map_err(e)?;
+            out(conn.json(), &l, list_table(&l))
         }
         NodeModuleCommand::List(conn) => {
             let l = connect_to(&conn)?.module_list().map_err(e)?;

@@ -179,6 +179,7 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             super::modules::upgrade(who, &package, &config)
         }
         Request::ModuleList => super::modules::list(shared),
+        Request::ModuleEes => super::ees::list(shared),
         Request::ModuleStage { package } => super::deploy::stage(shared, package),
         Request::ModuleDeployments => super::deploy::deployments(shared),
         Request::ModuleServices {

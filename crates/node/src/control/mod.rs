@@ -27,6 +27,7 @@ mod capture;
 mod conn;
 pub(crate) mod convert;
 mod deploy;
+mod ees;
 mod handlers;
 mod modules;
 mod pump;

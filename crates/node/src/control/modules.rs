@@ -173,7 +173,12 @@ pub(super) struct Caller<'a> {
 impl Caller<'_> {
     /// Refuses (counted and logged as a remote refusal) a remote `op` on a module of
     /// `category` the key may not touch.
-    fn may_touch(&self, op: &str, what: &str, category: Category) -> Result<(), Failure> {
+    pub(super) fn may_touch(
+        &self,
+        op: &str,
+        what: &str,
+        category: Category,
+    ) -> Result<(), Failure> {
         let Some((peer, grant)) = self.remote else {
             return Ok(());
         };
@@ -305,6 +310,9 @@ pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
 
 /// `module_info`, `module_start`, `module_stop`, `module_remove`.
 pub(super) fn by_name(who: Caller<'_>, op: Op, name: String) -> Result<Response, Failure> {
+    if let Some(r) = super::ees::by_name(&who, op, &name)? {
+        return Ok(r);
+    }
     let shared = who.shared;
     if op != Op::Info {
         who.may_touch_installed(op.wire(), &name)?;
@@ -414,7 +422,7 @@ pub(super) enum Op {
 
 impl Op {
     /// The protocol's name of the op.
-    fn wire(self) -> &'static str {
+    pub(super) fn wire(self) -> &'static str {
         match self {
             Op::Info => "module_info",
             Op::Start => "module_start",
