@@ -33,11 +33,14 @@
 //! of a path send a flood of results to a victim; past the budget refusals are only counted.
 //!
 //! Bounds: 64 requests pending (fetch or compile) at once, 65,536 remembered nonces (until
-//! their expiry), `max_modules` deployed modules, the package cache's `cache_bytes`, and a
-//! serving only for requests this node forwarded, a few copies each (`fetch.rs`).
+//! their expiry), 4,096 requests remembered at their origin, `max_modules` deployed modules,
+//! the package cache's `cache_bytes`, and packages served only for requests this node
+//! forwarded, a few copies each (`fetch.rs`).
 
 pub mod fetch;
 pub mod policy;
+mod request;
+mod transfer;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -46,15 +49,15 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use anode_core::{Delivery, Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext};
-use anode_wire::NodeAddr;
-use anode_wire::anep::{AnepPacket, TYPE_DEPLOY};
-use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request, Transfer};
-use anode_wire::transit::TransitRepr;
+use anode_wire::anep::TYPE_DEPLOY;
+use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request};
 use sha2::{Digest, Sha256};
 
 use crate::{Category, ModuleError, ModuleHost, Package, Prepared};
-use fetch::{Cache, Fetch, Progress, Serving};
+use fetch::{Cache, Fetch, Serving};
 pub use policy::{DEFAULT_CATEGORIES, DeployKey, DeployPolicy, Refusal, UnixClock, sign, verify};
+pub use request::NewRequest;
+use transfer::{send_routed, send_transfer};
 pub use worker::{PrepareJob, set_preparer, spawn_preparer};
 
 /// Requests waiting for a package or its compilation at once.
@@ -70,6 +73,9 @@ const SIG_FAILS_BURST: f64 = 40.0;
 /// authenticated, so answers to it are bounded (no reflection of a flood at a victim).
 const REFUSALS_ANSWERED_PER_S: f64 = 50.0;
 const REFUSALS_ANSWERED_BURST: f64 = 100.0;
+/// Requests an origin remembers at once (past that, the results of new ones are dropped as
+/// stray until older ones are forgotten).
+const MAX_ORIGINATED: usize = 4096;
 /// How long an origin remembers a request it sent, for its results.
 const ORIGIN_MEMORY: Duration = Duration::from_secs(600);
 
@@ -292,7 +298,9 @@ impl DeployEe {
             }
             self.originated
                 .retain(|_, (_, t)| now.duration_since(*t) < ORIGIN_MEMORY);
-            self.originated.insert(req.nonce, (req.reply_port, now));
+            if self.originated.len() < MAX_ORIGINATED {
+                self.originated.insert(req.nonce, (req.reply_port, now));
+            }
         }
         let ee_at = pkt.anep_len + pkt.transit_len;
         let mut p = Pending {
@@ -582,105 +590,6 @@ impl DeployEe {
         }
         self.results.push_back(r);
     }
-
-    fn on_transfer(
-        &mut self,
-        ctx: &mut NodeContext<'_>,
-        from: NodeAddr,
-        nonce: [u8; 16],
-        t: Transfer,
-    ) {
-        let now = ctx.now();
-        match t {
-            Transfer::Want { hash, offset, max } => {
-                let bytes = self.cache.get(&hash);
-                let chunks = bytes
-                    .as_ref()
-                    .map(|b| fetch::serve(hash, b, offset, max))
-                    .unwrap_or_default();
-                let n: u64 = chunks
-                    .iter()
-                    .map(|c| match c {
-                        Transfer::Chunk { data, .. } => data.len() as u64,
-                        _ => 0,
-                    })
-                    .sum();
-                if bytes.is_none() || !self.serving.take(&nonce, &hash, n, now) {
-                    self.stats.serve_refused += 1;
-                    return send_transfer(ctx, from, nonce, &Transfer::Unavailable { hash });
-                }
-                self.stats.served_bytes += n;
-                for c in &chunks {
-                    send_transfer(ctx, from, nonce, c);
-                }
-            }
-            Transfer::Chunk {
-                hash,
-                total,
-                offset,
-                data,
-            } => {
-                let Some(f) = self.fetches.get_mut(&hash).filter(|f| f.from.0 == from) else {
-                    return;
-                };
-                match f.chunk(hash, (total, offset, &data), now) {
-                    Progress::None => {}
-                    Progress::Stored => self.stats.fetched_bytes += data.len() as u64,
-                    Progress::NextWindow(w) => {
-                        self.stats.fetched_bytes += data.len() as u64;
-                        let (to, n) = f.from;
-                        send_transfer(ctx, to, n, &w);
-                    }
-                    Progress::Done(bytes) => {
-                        self.stats.fetched_bytes += data.len() as u64;
-                        self.fetches.remove(&hash);
-                        self.fetched(ctx, hash, bytes);
-                    }
-                }
-            }
-            Transfer::Unavailable { hash } => {
-                if self.fetches.get(&hash).is_some_and(|f| f.from.0 == from) {
-                    self.fetches.remove(&hash);
-                    self.fail_waiting(
-                        ctx,
-                        &hash,
-                        &format!(
-                            "the previous node of the service ({from}) does not hold the package"
-                        ),
-                    );
-                }
-            }
-        }
-    }
-
-    /// A fetch completed: cache the package and go on with the requests that waited for it.
-    fn fetched(&mut self, ctx: &mut NodeContext<'_>, hash: [u8; 32], bytes: Vec<u8>) {
-        let bytes = Arc::new(bytes);
-        if !self.cache.put(hash, Arc::clone(&bytes)) {
-            return self.fail_waiting(
-                ctx,
-                &hash,
-                "the fetched bytes do not match the package's SHA-256",
-            );
-        }
-        let (ready, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|p| p.req.pkg_hash == hash);
-        self.waiting = rest;
-        for p in ready {
-            self.have_package(ctx, p, &bytes);
-        }
-    }
-
-    fn fail_waiting(&mut self, ctx: &mut NodeContext<'_>, hash: &[u8; 32], why: &str) {
-        let (failed, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|p| &p.req.pkg_hash == hash);
-        self.waiting = rest;
-        for mut p in failed {
-            self.answer(ctx, &mut p, Outcome::Failed, why.to_string());
-        }
-    }
 }
 
 impl DeployEe {
@@ -709,28 +618,6 @@ impl DeployStats {
 
 fn refusal_text(r: Refusal) -> String {
     format!("{}: {}", r.name(), r.explain())
-}
-
-/// Sends a routed message from this node to `dst`.
-fn send_routed(ctx: &mut NodeContext<'_>, dst: NodeAddr, flow: [u8; 16], m: &Message) {
-    let me = ctx.address();
-    let t = TransitRepr {
-        flags: 0,
-        rb: ctx.default_rb(),
-        flow: u64::from_be_bytes(flow[..8].try_into().unwrap_or_default()),
-        src: me,
-        dst,
-        prev_hop: me,
-    };
-    if let Ok(pkt) = m.to_packet(&t)
-        && let Ok(anep_len) = AnepPacket::new_checked(&pkt[..]).map(|a| a.header_len())
-    {
-        let _ = ctx.forward(pkt, anep_len);
-    }
-}
-
-fn send_transfer(ctx: &mut NodeContext<'_>, dst: NodeAddr, nonce: [u8; 16], t: &Transfer) {
-    send_routed(ctx, dst, nonce, &Message::Transfer(nonce, t.clone()));
 }
 
 impl ExecutionEnvironment for DeployEe {
@@ -817,85 +704,6 @@ impl ExecutionEnvironment for DeployEe {
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
-    }
-}
-
-/// A deploy (or undeploy) request from `origin` to `target`, signed with `key`, valid for
-/// `valid` from `unix_ms`, and the ANEP packet that carries it (evaluated at every hop).
-#[derive(Debug, Clone)]
-pub struct NewRequest {
-    /// What to do.
-    pub op: Op,
-    /// The node that sends it.
-    pub origin: NodeAddr,
-    /// The last node of the path.
-    pub target: NodeAddr,
-    /// The package (deploy) or `None` (undeploy, then `name` says which module).
-    pub package: Option<Vec<u8>>,
-    /// The module's name (undeploy; a deploy takes it from the package).
-    pub name: String,
-    /// Soft-state lifetime in seconds.
-    pub ttl_s: u32,
-    /// The origin's application port results go to (0: kept by the origin).
-    pub reply_port: u16,
-    /// Unix time now (ms), by the origin's clock.
-    pub unix_ms: u64,
-    /// How long the request stays valid.
-    pub valid: Duration,
-    /// A fresh nonce.
-    pub nonce: [u8; 16],
-    /// Resource bound (hops) of the packet.
-    pub rb: u16,
-}
-
-impl NewRequest {
-    /// The signed request and its packet.
-    pub fn build(
-        &self,
-        key: &ed25519_dalek::SigningKey,
-    ) -> Result<(Request, Vec<u8>), ModuleError> {
-        let (name, version, hash, len) = match &self.package {
-            Some(bytes) => {
-                let p = Package::decode(bytes)?;
-                (
-                    p.manifest.name.clone(),
-                    p.manifest.version.to_string(),
-                    Sha256::digest(bytes).into(),
-                    u32::try_from(bytes.len())
-                        .map_err(|_| ModuleError::Io("package larger than 4 GiB".into()))?,
-                )
-            }
-            None => (self.name.clone(), String::new(), [0; 32], 0),
-        };
-        let mut req = Request {
-            op: self.op,
-            hop: 0,
-            reply_port: self.reply_port,
-            ttl_s: self.ttl_s,
-            pkg_len: len,
-            expires_unix_ms: self.unix_ms + self.valid.as_millis() as u64,
-            nonce: self.nonce,
-            origin: self.origin,
-            target: self.target,
-            pkg_hash: hash,
-            signer: [0; 32],
-            signature: [0; 64],
-            via: self.origin,
-            name,
-            version,
-        };
-        let wire = |e: anode_wire::WireError| ModuleError::Io(e.to_string());
-        sign(&mut req, key).map_err(wire)?;
-        let t = TransitRepr {
-            flags: anode_wire::transit::FLAG_EVAL_EVERY_HOP,
-            rb: self.rb,
-            flow: u64::from_be_bytes(self.nonce[..8].try_into().unwrap_or_default()),
-            src: self.origin,
-            dst: self.target,
-            prev_hop: self.origin,
-        };
-        let pkt = Message::Request(req.clone()).to_packet(&t).map_err(wire)?;
-        Ok((req, pkt))
     }
 }
 
