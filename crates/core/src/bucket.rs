@@ -59,6 +59,16 @@ impl TokenBucket {
         }
     }
 
+    /// Whole bytes available at `now` (0 while anything is owed), taking nothing: for a
+    /// caller that decides by the budget first and charges only some outcomes.
+    pub fn available(&mut self, now: Instant) -> u64 {
+        self.refill(now);
+        if self.debt > 0 {
+            return 0;
+        }
+        u64::try_from(self.tokens / NS).unwrap_or(u64::MAX)
+    }
+
     /// Takes `bytes` if available at `now` (and nothing is owed).
     pub fn take(&mut self, now: Instant, bytes: u64) -> bool {
         self.refill(now);

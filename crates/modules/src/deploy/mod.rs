@@ -48,6 +48,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
+use anode_core::bucket::TokenBucket;
 use anode_core::{Delivery, Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 use anode_wire::anep::TYPE_DEPLOY;
 use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request};
@@ -67,12 +68,12 @@ pub const MAX_NONCES: usize = 65_536;
 /// Results kept at the origin for requests without a reply port.
 pub const KEPT_RESULTS: usize = 4096;
 /// Failed signature checks a neighbor may cause per second (and at once).
-const SIG_FAILS_PER_S: f64 = 20.0;
-const SIG_FAILS_BURST: f64 = 40.0;
+const SIG_FAILS_PER_S: u64 = 20;
+const SIG_FAILS_BURST: u64 = 40;
 /// Refusals answered per second (and at once): a refused request's origin is not
 /// authenticated, so answers to it are bounded (no reflection of a flood at a victim).
-const REFUSALS_ANSWERED_PER_S: f64 = 50.0;
-const REFUSALS_ANSWERED_BURST: f64 = 100.0;
+const REFUSALS_ANSWERED_PER_S: u64 = 50;
+const REFUSALS_ANSWERED_BURST: u64 = 100;
 /// Requests an origin remembers at once (past that, the results of new ones are dropped as
 /// stray until older ones are forgotten).
 const MAX_ORIGINATED: usize = 4096;
@@ -146,8 +147,8 @@ pub struct DeployEe {
     preparing: HashMap<u64, Pending>,
     next_job: u64,
     preparer: Option<Sender<PrepareJob>>,
-    sig_budget: HashMap<Option<LinkId>, (f64, Instant)>,
-    refusal_budget: Option<(f64, Instant)>,
+    sig_budget: HashMap<Option<LinkId>, TokenBucket>,
+    refusal_budget: TokenBucket,
     serving: Serving,
     originated: HashMap<[u8; 16], (u16, Instant)>,
     results: VecDeque<HopResult>,
@@ -169,7 +170,7 @@ impl DeployEe {
             next_job: 0,
             preparer: None,
             sig_budget: HashMap::new(),
-            refusal_budget: None,
+            refusal_budget: TokenBucket::new(REFUSALS_ANSWERED_PER_S, REFUSALS_ANSWERED_BURST),
             serving: Serving::default(),
             originated: HashMap::new(),
             results: VecDeque::new(),
@@ -244,18 +245,15 @@ impl DeployEe {
             .key(&req.signer)
             .cloned()
             .ok_or(Refusal::UnknownKey)?;
-        let (tokens, at) = self
+        let budget = self
             .sig_budget
             .entry(link)
-            .or_insert((SIG_FAILS_BURST, now));
-        *tokens = (*tokens + now.saturating_duration_since(*at).as_secs_f64() * SIG_FAILS_PER_S)
-            .min(SIG_FAILS_BURST);
-        *at = now;
-        if *tokens < 1.0 {
+            .or_insert_with(|| TokenBucket::new(SIG_FAILS_PER_S, SIG_FAILS_BURST));
+        if budget.available(now) < 1 {
             return Err(Refusal::Throttled);
         }
         if !verify(req) {
-            *tokens -= 1.0;
+            budget.take(now, 1);
             return Err(Refusal::BadSignature);
         }
         let unix = self.clock.unix_ms(now);
@@ -554,7 +552,7 @@ impl DeployEe {
             let bytes = r.to_bytes().unwrap_or_default();
             return self.take_result(ctx, r, bytes, 0);
         }
-        if o == Outcome::Refused && !self.may_answer_refusal(ctx.now()) {
+        if o == Outcome::Refused && !self.refusal_budget.take(ctx.now(), 1) {
             self.stats.unanswered += 1;
             return;
         }
@@ -589,24 +587,6 @@ impl DeployEe {
             self.results.pop_front();
         }
         self.results.push_back(r);
-    }
-}
-
-impl DeployEe {
-    /// Takes one answer from the refusal budget.
-    fn may_answer_refusal(&mut self, now: Instant) -> bool {
-        let (tokens, at) = self
-            .refusal_budget
-            .get_or_insert((REFUSALS_ANSWERED_BURST, now));
-        *tokens = (*tokens
-            + now.saturating_duration_since(*at).as_secs_f64() * REFUSALS_ANSWERED_PER_S)
-            .min(REFUSALS_ANSWERED_BURST);
-        *at = now;
-        if *tokens < 1.0 {
-            return false;
-        }
-        *tokens -= 1.0;
-        true
     }
 }
 
