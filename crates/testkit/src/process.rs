@@ -54,13 +54,29 @@ impl Drop for TestDir {
     }
 }
 
-/// A UDP port free on `ip` right now.
+/// A port free for UDP and TCP on `ip` right now, never handed out twice by this process.
+///
+/// Ports come from 20000-32767, below Linux's default ephemeral range (32768-60999): a port
+/// the kernel picked for some socket's `bind(0)` (a node's client socket, another test's
+/// helper) can be taken again by the time a node binds it, which made tests fail with
+/// "Address already in use". Outside the ephemeral range only an explicit bind takes a
+/// port; a per-process counter keeps this process's own picks apart and the process id
+/// spreads concurrent test processes over the range.
 pub fn free_port(ip: IpAddr) -> u16 {
-    UdpSocket::bind((ip, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const BASE: u32 = 20_000;
+    const SPAN: u32 = 12_768;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id().wrapping_mul(2_654_435_761) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(BASE + (offset + n) % SPAN).expect("port below 32768");
+        let udp = UdpSocket::bind((ip, port)).is_ok();
+        if udp && std::net::TcpListener::bind((ip, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {BASE}..{} on {ip}", BASE + SPAN)
 }
 
 /// True if IPv6 loopback works here.
