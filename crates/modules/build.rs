@@ -20,6 +20,7 @@ const MODULES: &[&str] = &[
     "mix",
     "knob",
     "liststats",
+    "hopcount",
 ];
 
 fn main() {

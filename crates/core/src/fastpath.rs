@@ -8,10 +8,10 @@
 use anode_routing::{LinkId, NextHop};
 use anode_wire::anep::{AnepPacket, BASIC_HEADER_LEN};
 use anode_wire::transit::{FLAG_EE_ROUTE, FLAG_EVAL_EVERY_HOP, Transit};
-use anode_wire::{NodeAddr, checksum, datagram};
+use anode_wire::{NodeAddr, checksum};
 
 use crate::node::Core;
-use crate::{Delivery, DropReason, Transmit};
+use crate::{DropReason, Transmit};
 
 /// What the transit header says about a packet here.
 #[derive(Debug, Clone, Copy)]
@@ -106,26 +106,7 @@ impl Core {
         if !self.checksum_ok(&buf, anep_len) {
             return self.drop(DropReason::BadChecksum);
         }
-        let Some(tb) = buf.get(anep_len..) else {
-            return self.drop(DropReason::MalformedTransit);
-        };
-        let Ok(t) = Transit::new_checked(tb) else {
-            return self.drop(DropReason::MalformedTransit);
-        };
-        let (src, flow, rb) = (t.src(), t.flow(), t.rb());
-        let body_at = anep_len + transit_len;
-        let Ok((port, _)) = datagram::parse_body(buf.get(body_at..).unwrap_or(&[])) else {
-            return self.drop(DropReason::MalformedEe);
-        };
-        self.deliver(Delivery {
-            type_id: anode_wire::anep::TYPE_DATAGRAM,
-            port,
-            src,
-            flow,
-            rb,
-            buf,
-            offset: body_at + datagram::LEN,
-        });
+        self.deliver_body(anode_wire::anep::TYPE_DATAGRAM, buf, anep_len, transit_len);
     }
 
     /// ANEP's rule for a Type ID no EE here owns: discard if the flag says so, else forward

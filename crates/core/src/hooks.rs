@@ -102,6 +102,40 @@ pub trait PacketHooks: Send + Debug {
     /// emit go to `emit`.
     fn run(&mut self, info: HookInfo, buf: Vec<u8>, emit: &mut Vec<Transmit>) -> HookVerdict;
 
+    /// For an ANEP Type ID no built-in EE owns: whether an EE module owns it (`Some`), and
+    /// if so whether it runs (`Some(false)`: stopped, its packets are dropped as
+    /// `ee_stopped`). `None` (the default): the ANEP rule for unknown types applies.
+    fn ee_owner(&self, type_id: u16) -> Option<bool> {
+        let _ = type_id;
+        None
+    }
+
+    /// Runs the EE module that owns `call.type_id` on a packet the node checked and routed
+    /// to it (see [`EeCall`]); packets it emits go to `emit`. The verdict's meaning:
+    /// `Continue` delivers the packet at its destination and forwards it by the default
+    /// route elsewhere, `Redirect` forwards it to that neighbor (spending the resource bound
+    /// like any forward), `Drop` drops it as `ee_dropped`, `Consumed` ends it.
+    fn run_ee(&mut self, call: EeCall, buf: Vec<u8>, emit: &mut Vec<Transmit>) -> HookVerdict {
+        let _ = (call, emit);
+        HookVerdict::Continue(buf)
+    }
+
     /// For the module manager to reach its concrete type through the node.
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+/// A packet for an EE module, besides its bytes: checked like every EE's packet (ANEP,
+/// transit header, checksum at its destination, datagram header).
+#[derive(Debug, Clone, Copy)]
+pub struct EeCall {
+    /// Its ANEP Type ID.
+    pub type_id: u16,
+    /// Why the EE gets it.
+    pub why: crate::ee::Dispatch,
+    /// The time.
+    pub now: Instant,
+    /// The link it arrived on (`None` for local packets).
+    pub in_link: Option<LinkId>,
+    /// Where its payload starts (after the datagram header).
+    pub payload_at: usize,
 }

@@ -15,7 +15,7 @@ use anode_wire::transit::TransitRepr;
 
 use crate::cut::{CutThrough, CutVerdict};
 use crate::ee::NodeContext;
-use crate::hooks::{HookInfo, HookPoint, HookVerdict, PacketHooks};
+use crate::hooks::{EeCall, HookInfo, HookPoint, HookVerdict, PacketHooks};
 use crate::load::{LinkLoad, LinkTx};
 use crate::txq::{LinkQueue, QueueDiscipline, TxQueues};
 use crate::{
@@ -396,6 +396,41 @@ impl Node {
         self.inject(now, buf)
     }
 
+    /// Sends a datagram to `to` (node, application port) under the Type ID of an EE module
+    /// (`type_id`), with the evaluate-at-every-hop flag if `every_hop`: the packet the EE
+    /// module gets ([`crate::hooks::EeCall`]); nodes without the EE forward it toward its
+    /// destination (ANEP destination option, not discard-if-unknown).
+    pub fn send_ee_datagram(
+        &mut self,
+        now: Instant,
+        (type_id, every_hop): (u16, bool),
+        to: (NodeAddr, u16),
+        (flow, rb): (u64, Option<u16>),
+        payload: &[u8],
+    ) -> Result<(), DropReason> {
+        let d = Datagram {
+            transit: TransitRepr {
+                flags: if every_hop {
+                    anode_wire::transit::FLAG_EVAL_EVERY_HOP
+                } else {
+                    0
+                },
+                rb: rb.unwrap_or(self.core.cfg.default_rb),
+                flow,
+                src: self.core.addr,
+                dst: to.0,
+                prev_hop: self.core.addr,
+            },
+            port: to.1,
+            payload: payload.to_vec(),
+        };
+        let buf = d.to_packet_as(type_id).map_err(|_| {
+            self.core.counters.drop(DropReason::TooBig);
+            DropReason::TooBig
+        })?;
+        self.inject(now, buf)
+    }
+
     /// Injects a whole ANEP packet as if originated by a local application: it is routed (or
     /// handed to its EE, or delivered) like an arriving packet but with no incoming link.
     /// On a drop the error is the node's reason, or [`DropReason::EeDropped`] when an EE
@@ -494,7 +529,16 @@ impl Node {
             },
             TYPE_DATAGRAM => self.route_datagram(now, buf, anep_len),
             t => match self.ees.iter().position(|e| e.type_id() == t) {
-                Some(i) => self.route_ee(now, link, i, t, buf, anep_len),
+                Some(i) => self.route_ee(now, link, Some(i), t, buf, anep_len),
+                None if self
+                    .core
+                    .hooks
+                    .as_ref()
+                    .and_then(|h| h.ee_owner(t))
+                    .is_some() =>
+                {
+                    self.route_ee(now, link, None, t, buf, anep_len);
+                }
                 None => self.core.unknown_type(buf, discard),
             },
         }
@@ -510,11 +554,13 @@ impl Node {
         }
     }
 
+    /// Routes a packet of an EE's Type ID: the built-in EE at `i`, or (`None`) the EE module
+    /// the packet hooks run.
     fn route_ee(
         &mut self,
         now: Instant,
         link: Option<LinkId>,
-        i: usize,
+        i: Option<usize>,
         type_id: u16,
         buf: Vec<u8>,
         anep_len: usize,
@@ -554,10 +600,26 @@ impl Node {
         if c.for_me && !self.core.checksum_ok(&buf, anep_len) {
             return self.core.drop(DropReason::BadChecksum);
         }
-        if !self.stopped.is_empty() && self.stopped.contains(&type_id) {
+        let running = match i {
+            Some(_) => self.stopped.is_empty() || !self.stopped.contains(&type_id),
+            None => self.core.hooks.as_ref().and_then(|h| h.ee_owner(type_id)) == Some(true),
+        };
+        if !running {
             return self.core.drop(DropReason::EeStopped);
         }
         self.core.counters.to_ee += 1;
+        let Some(i) = i else {
+            let call = EeCall {
+                type_id,
+                why,
+                now,
+                in_link: link,
+                payload_at: 0,
+            };
+            return self
+                .core
+                .run_module_ee(call, buf, (anep_len, c.transit_len));
+        };
         if let Some(n) = self.ee_packets.get_mut(i) {
             *n += 1;
         }

@@ -110,6 +110,10 @@ pub struct SendOptions {
     pub rb: Option<u16>,
     /// Flow id.
     pub flow: u64,
+    /// Send under this ANEP Type ID (an EE module's) instead of as a plain datagram.
+    pub ee_type: Option<u16>,
+    /// With `ee_type`: ask for evaluation at every hop.
+    pub every_hop: bool,
 }
 
 /// A connection to a node.
@@ -301,6 +305,8 @@ impl Client {
             payload: payload.into(),
             rb: opts.rb,
             flow: opts.flow,
+            ee_type: opts.ee_type,
+            every_hop: opts.every_hop,
         };
         self.expect_kind("send", req, |r| matches!(r, Response::Sent))
     }

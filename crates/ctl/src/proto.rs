@@ -87,6 +87,13 @@ pub enum Request {
         /// Flow id.
         #[serde(default)]
         flow: u64,
+        /// Send under this ANEP Type ID (an EE module's, e.g. 0x0A10) instead of as a plain
+        /// datagram; nodes without that EE forward it toward `dst`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ee_type: Option<u16>,
+        /// With `ee_type`: ask for evaluation at every hop.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        every_hop: bool,
     },
     /// Claims a datagram port: deliveries for it stream to this connection until it unbinds
     /// or closes. A port has one owner at a time.

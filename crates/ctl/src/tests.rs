@@ -29,6 +29,8 @@ fn all_requests() -> Vec<Request> {
             payload: Payload(vec![0, 1, 255]),
             rb: Some(3),
             flow: 9,
+            ee_type: Some(0x0A10),
+            every_hop: true,
         },
         Request::Send {
             dst: addr("127.0.0.1:4002"),
@@ -36,6 +38,8 @@ fn all_requests() -> Vec<Request> {
             payload: Payload::default(),
             rb: None,
             flow: 0,
+            ee_type: None,
+            every_hop: false,
         },
         Request::Bind { port: 7 },
         Request::Unbind { port: 7 },
@@ -81,7 +85,9 @@ fn request_wire_form_is_stable() {
                 port: 7,
                 payload: Payload::from("hi"),
                 rb: None,
-                flow: 0
+                flow: 0,
+                ee_type: None,
+                every_hop: false,
             }
         }
     );

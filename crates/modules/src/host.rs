@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anode_core::{
-    DemuxKey, HookInfo, HookPoint, HookVerdict, LinkId, NextHop, PacketHooks, Transmit,
+    DemuxKey, Dispatch, EeCall, HookInfo, HookPoint, HookVerdict, LinkId, NextHop, PacketHooks,
+    Transmit,
 };
 use anode_wire::NodeAddr;
 use serde::Serialize;
@@ -264,6 +265,7 @@ impl ModuleHost {
         if self.modules.contains_key(&name) {
             return Err(ModuleError::AlreadyInstalled(name));
         }
+        self.check_type_id(&pkg.manifest)?;
         let order = self.next_order;
         self.next_order += 1;
         self.modules.insert(
@@ -630,6 +632,7 @@ impl ModuleHost {
                 ),
             });
         }
+        self.check_type_id(&pkg.manifest)?;
         for r in &pkg.manifest.requires {
             if self.provider(&r.name, &r.version, &name).is_none() {
                 return Err(ModuleError::State {
@@ -726,9 +729,14 @@ impl ModuleHost {
             code_sha256: e.pkg.code_hash(),
             publisher: e.pkg.signature.as_ref().map(|(k, _)| hex::encode(k)),
             provides: m
-                .provides
-                .iter()
-                .map(|p| format!("{} {}", p.name, p.version))
+                .type_id
+                .map(|t| format!("ee/0x{t:04X}"))
+                .into_iter()
+                .chain(
+                    m.provides
+                        .iter()
+                        .map(|p| format!("{} {}", p.name, p.version)),
+                )
                 .collect(),
             requires: m
                 .requires
@@ -821,11 +829,38 @@ impl ModuleHost {
         self.rebuild_active();
     }
 
-    /// Runs one processor on a packet.
+    /// Refuses an EE whose Type ID another installed EE module owns.
+    fn check_type_id(&self, m: &crate::Manifest) -> Result<(), ModuleError> {
+        let Some(t) = m.type_id else {
+            return Ok(());
+        };
+        match self
+            .modules
+            .iter()
+            .find(|(n, e)| **n != m.name && e.pkg.manifest.type_id == Some(t))
+        {
+            Some((other, _)) => Err(ModuleError::State {
+                name: m.name.clone(),
+                reason: format!(
+                    "ANEP Type ID 0x{t:04X} belongs to the installed EE {other}; remove it first or pick another type_id"
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The EE module that owns `type_id`.
+    fn ee_module(&self, type_id: u16) -> Option<(&String, &Entry)> {
+        self.modules.iter().find(|(_, e)| {
+            e.pkg.manifest.type_id == Some(type_id) && e.pkg.manifest.kind == Kind::Ee
+        })
+    }
+
+    /// Runs one processor (`call` = `Processor(info)`) or EE module on a packet.
     fn run_one(
         &mut self,
         name: &str,
-        info: &HookInfo,
+        call: Call<'_>,
         buf: Vec<u8>,
         emit: &mut Vec<Transmit>,
     ) -> Result<crate::runtime::Processed, Vec<u8>> {
@@ -853,11 +888,18 @@ impl ModuleHost {
         e.packets += 1;
         let owners: Vec<String> = lent.iter().map(|(_, _, p)| p.clone()).collect();
         inst.lend_services(lent.into_iter().map(|(s, i, _)| (s, i)).collect());
-        let point = point_index(info.point) as i32;
-        let in_link = info
-            .in_link
-            .map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
-        let r = inst.process(point, in_link, buf);
+        let r = match call {
+            Call::Processor(info) => {
+                let in_link = info
+                    .in_link
+                    .map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
+                inst.process(point_index(info.point) as i32, in_link, buf)
+            }
+            Call::Ee(c) => {
+                let in_link = c.in_link.map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
+                inst.ee_packet(why_index(c.why), in_link, c.payload_at, buf)
+            }
+        };
         let back = inst.return_services();
         let (emits, logs) = inst.take_outputs();
         for ((_, i), owner) in back.into_iter().zip(owners) {
@@ -908,7 +950,7 @@ impl PacketHooks for ModuleHost {
                 i += 1;
                 continue;
             }
-            match self.run_one(n, &info, buf, emit) {
+            match self.run_one(n, Call::Processor(&info), buf, emit) {
                 Err(b) => buf = b,
                 Ok((v, b, redirect)) => match v {
                     verdict::CONTINUE => buf = b,
@@ -946,7 +988,63 @@ impl PacketHooks for ModuleHost {
         HookVerdict::Continue(buf)
     }
 
+    fn ee_owner(&self, type_id: u16) -> Option<bool> {
+        self.ee_module(type_id)
+            .map(|(_, e)| e.state == State::Active && e.inst.is_some())
+    }
+
+    fn run_ee(&mut self, call: EeCall, buf: Vec<u8>, emit: &mut Vec<Transmit>) -> HookVerdict {
+        let Some(name) = self.ee_module(call.type_id).map(|(n, _)| n.clone()) else {
+            return HookVerdict::Drop;
+        };
+        let (v, b, redirect) = match self.run_one(&name, Call::Ee(call), buf, emit) {
+            Ok(r) => r,
+            // A fault stopped the module: its packet goes no further.
+            Err(_) => return HookVerdict::Drop,
+        };
+        match v {
+            verdict::CONTINUE => HookVerdict::Continue(b),
+            verdict::DROP => HookVerdict::Drop,
+            verdict::CONSUME => HookVerdict::Consumed,
+            verdict::REDIRECT => redirect
+                .and_then(|l| {
+                    self.links.get(l as usize).map(|a| NextHop {
+                        link: LinkId(l),
+                        addr: *a,
+                    })
+                })
+                .map_or(HookVerdict::Drop, |h| HookVerdict::Redirect(h, b)),
+            other => {
+                self.fault(
+                    &name,
+                    ModuleError::Fault {
+                        name: name.clone(),
+                        reason: format!("ee_packet returned unknown verdict {other}"),
+                    },
+                );
+                HookVerdict::Drop
+            }
+        }
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
+    }
+}
+
+/// What [`ModuleHost::run_one`] runs: a processor at a hook point or an EE module.
+#[derive(Clone, Copy)]
+enum Call<'a> {
+    Processor(&'a HookInfo),
+    Ee(EeCall),
+}
+
+/// The `why` an EE module's `ee_packet` gets (`runtime.rs`, "Guest ABI").
+fn why_index(d: Dispatch) -> i32 {
+    match d {
+        Dispatch::Destination => 0,
+        Dispatch::EveryHop => 1,
+        Dispatch::Route => 2,
+        Dispatch::Local => 3,
     }
 }

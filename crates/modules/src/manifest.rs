@@ -7,10 +7,11 @@
 //! name = "counter"
 //! version = "1.0.0"
 //! summary = "Counts the packets it sees and passes them on."
-//! kind = "processor"          # processor | qdisc | service | routing-function | plan-service | control-service
+//! kind = "processor"          # processor | qdisc | service | routing-function | plan-service | control-service | ee
 //! category = "user"           # system | standard | function | user (ORE's service hierarchy;
 //!                             # default by kind: see `Category::default_for`)
 //! hook = "pre-routing"        # processors: ingress | pre-routing | post-routing | local-delivery
+//!                             # EEs instead: type_id = 0x0A10 (the ANEP Type ID they own)
 //! provides = [{ name = "flow-counter", version = "1.2.0" }]
 //! requires = [{ name = "flow-counter", version = "^1.0" }]
 //! [resources]
@@ -80,6 +81,7 @@ impl Category {
             Kind::Qdisc | Kind::RoutingFunction => Category::System,
             Kind::Service | Kind::PlanService | Kind::ControlService => Category::Function,
             Kind::Processor => Category::User,
+            Kind::Ee => Category::Standard,
         }
     }
 
@@ -105,6 +107,9 @@ pub enum Kind {
     PlanService,
     /// A control-plane service.
     ControlService,
+    /// An execution environment: owns an ANEP Type ID (`type_id`) and gets that type's
+    /// packets where the node's EEs get theirs (`runtime.rs`, "Guest ABI").
+    Ee,
 }
 
 impl Kind {
@@ -117,6 +122,7 @@ impl Kind {
             Kind::RoutingFunction => "routing-function",
             Kind::PlanService => "plan-service",
             Kind::ControlService => "control-service",
+            Kind::Ee => "ee",
         }
     }
 }
@@ -265,6 +271,10 @@ pub struct Manifest {
     /// guest exports `plan_invoke` and exchanges marshalled PLAN values (`runtime.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_type: Option<String>,
+    /// For EEs: the ANEP Type ID whose packets it gets (TOML takes `0x0A10`); 0x0A00 to
+    /// 0x0A0F belong to the node's own EEs and protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_id: Option<u16>,
 }
 
 /// Configuration values of one module instance, validated against its schema.
@@ -343,6 +353,18 @@ impl Manifest {
                     ));
                 }
             }
+        }
+        match (self.kind, self.type_id) {
+            (Kind::Ee, None) => {
+                return bad("an EE needs `type_id`, the ANEP Type ID it owns (e.g. 0x0A10)".into());
+            }
+            (Kind::Ee, Some(t)) if t == 0 || (0x0A00..=0x0A0F).contains(&t) => {
+                return bad(format!(
+                    "type_id 0x{t:04X} is reserved (0 and 0x0A00-0x0A0F belong to the node's own EEs and protocols); pick another, e.g. 0x0A10"
+                ));
+            }
+            (Kind::Ee, Some(_)) | (_, None) => {}
+            (_, Some(_)) => return bad("only EEs (kind = \"ee\") have a `type_id`".into()),
         }
         if self.resources.memory_bytes > MAX_MEMORY {
             return bad(format!(
@@ -492,5 +514,27 @@ mod tests {
         assert!(e.contains("is not a PLAN type"), "{e}");
         let e = err("kind = \"plan-service\"\nplan_type = \"int list\"\n");
         assert!(e.contains("is a value type"), "{e}");
+    }
+
+    #[test]
+    fn an_ee_owns_a_type_id_outside_the_nodes_own() {
+        let ok = Manifest::parse(&format!("{HEAD}kind = \"ee\"\ntype_id = 0x0A10\n")).unwrap();
+        assert_eq!(ok.type_id, Some(0x0A10));
+        assert_eq!(ok.category(), Category::Standard);
+        let err = |extra: &str| {
+            Manifest::parse(&format!("{HEAD}{extra}"))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("kind = \"ee\"\n");
+        assert!(e.contains("needs `type_id`"), "{e}");
+        for reserved in ["0x0A03", "0x0A00", "0x0A0F", "0"] {
+            let e = err(&format!("kind = \"ee\"\ntype_id = {reserved}\n"));
+            assert!(e.contains("is reserved"), "{reserved}: {e}");
+        }
+        let e = err("kind = \"service\"\ntype_id = 0x0A10\n");
+        assert!(e.contains("only EEs"), "{e}");
+        let e = err("kind = \"ee\"\ntype_id = 0x10000\n");
+        assert!(e.contains("type_id"), "{e}");
     }
 }

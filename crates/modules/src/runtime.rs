@@ -15,6 +15,15 @@
 //! - processors export `process(point: i32) -> i32`: 0 continue, 1 drop, 2 consume,
 //!   3 redirect (to the link set with `set_redirect`); `point` is 0 ingress, 1 pre-routing,
 //!   2 post-routing, 3 local delivery;
+//! - EEs (kind `ee`) export `ee_packet(why: i32) -> i32` and get the packets of their ANEP
+//!   Type ID where the node's own EEs get theirs: `why` is 0 the packet is for this node, 1 it
+//!   asks for evaluation at every hop, 2 it names the EE's routing function, 3 a local
+//!   application sent it. The verdicts are the processors': 0 continue (delivered to the
+//!   application port at its destination, forwarded by the default route elsewhere), 1 drop,
+//!   2 consumed, 3 forward to the neighbor on the link set with `set_redirect` (spending the
+//!   resource bound). `ee_offset() -> i32` is where the payload starts (after the ANEP,
+//!   transit and datagram headers, which the guest may read but not change: `pkt_write`
+//!   refuses offsets before it); -1 outside an EE call;
 //! - queue disciplines export `enqueue(input: i32, len: i32, prio: i32) -> i32` (the class
 //!   0..15 to queue the packet in, or -1 to drop it; `input` is the arrival link or -1) and
 //!   `dequeue() -> i32` (the class to send from next, or -1);
@@ -90,6 +99,9 @@ pub(crate) struct ModState {
     limits: Limits,
     /// The packet being processed (the node's buffer, moved in for the call).
     pub pkt: Vec<u8>,
+    /// The first byte `pkt_write` may change: 0 for processors, the payload for EEs (the
+    /// node's headers are not the guest's to change).
+    pub write_from: usize,
     pub in_link: i32,
     pub redirect: Option<u32>,
     pub emits: Vec<(u32, Vec<u8>)>,
@@ -123,6 +135,7 @@ pub struct Instance {
     store: Store<ModState>,
     fuel: u64,
     process: Option<TypedFunc<i32, i32>>,
+    ee_packet: Option<TypedFunc<i32, i32>>,
     enqueue: Option<TypedFunc<(i32, i32, i32), i32>>,
     dequeue: Option<TypedFunc<(), i32>>,
     service: Option<TypedFunc<(i32, i64), i64>>,
@@ -180,10 +193,19 @@ fn define_imports(l: &mut Linker<ModState>) -> wasmtime::Result<()> {
                 return -1;
             };
             let (data, st) = mem.data_and_store_mut(&mut c);
+            if usize::try_from(off).map_or(true, |o| o < st.write_from) {
+                return -1;
+            }
             copy(data, ptr, &mut st.pkt, off, len).map_or(-1, |n| n as i32)
         },
     )?;
     l.func_wrap(m, "in_link", |c: C<'_>| -> i32 { c.data().in_link })?;
+    l.func_wrap(m, "ee_offset", |c: C<'_>| -> i32 {
+        match c.data().write_from {
+            0 => -1,
+            n => i32::try_from(n).unwrap_or(-1),
+        }
+    })?;
     l.func_wrap(m, "set_redirect", |mut c: C<'_>, link: i32| -> i32 {
         match u32::try_from(link) {
             Ok(l) => {
@@ -302,6 +324,7 @@ impl ModRuntime {
             Kind::PlanService if m.plan_type.is_some() => &["plan_invoke"],
             Kind::PlanService => &["plan_call"],
             Kind::Service | Kind::ControlService => &["service"],
+            Kind::Ee => &["ee_packet"],
         };
         for n in need {
             if !has(n) {
@@ -329,6 +352,7 @@ impl ModRuntime {
             // One instance per store: a module imports only host functions.
             limits: Limits::new(m.resources.memory_bytes, MAX_TABLE_ELEMENTS, 1),
             pkt: Vec::new(),
+            write_from: 0,
             in_link: -1,
             redirect: None,
             emits: Vec::new(),
@@ -351,6 +375,7 @@ impl ModRuntime {
         let mut me = Instance {
             name: m.name.clone(),
             process: inst.get_typed_func(&mut store, "process").ok(),
+            ee_packet: inst.get_typed_func(&mut store, "ee_packet").ok(),
             enqueue: inst.get_typed_func(&mut store, "enqueue").ok(),
             dequeue: inst.get_typed_func(&mut store, "dequeue").ok(),
             service: inst.get_typed_func(&mut store, "service").ok(),
@@ -365,6 +390,7 @@ impl ModRuntime {
         };
         let ok = match m.kind {
             Kind::Processor => me.process.is_some(),
+            Kind::Ee => me.ee_packet.is_some(),
             Kind::Qdisc => me.enqueue.is_some() && me.dequeue.is_some(),
             Kind::RoutingFunction => me.route.is_some(),
             Kind::PlanService if m.plan_type.is_some() => me.plan_invoke.is_some(),
@@ -412,11 +438,35 @@ impl Instance {
         in_link: i32,
         pkt: Vec<u8>,
     ) -> Result<Processed, (ModuleError, Vec<u8>)> {
-        let Some(f) = self.process.clone() else {
+        let f = self.process.clone();
+        self.call_packet(f, point, (in_link, 0), pkt)
+    }
+
+    /// Runs an EE's `ee_packet(why)` on a packet whose payload starts at `payload_at` (the
+    /// guest may write from there on only); as [`Instance::process`] otherwise.
+    pub(crate) fn ee_packet(
+        &mut self,
+        why: i32,
+        in_link: i32,
+        payload_at: usize,
+        pkt: Vec<u8>,
+    ) -> Result<Processed, (ModuleError, Vec<u8>)> {
+        let f = self.ee_packet.clone();
+        self.call_packet(f, why, (in_link, payload_at.max(1)), pkt)
+    }
+
+    fn call_packet(
+        &mut self,
+        f: Option<TypedFunc<i32, i32>>,
+        arg: i32,
+        (in_link, write_from): (i32, usize),
+        pkt: Vec<u8>,
+    ) -> Result<Processed, (ModuleError, Vec<u8>)> {
+        let Some(f) = f else {
             return Err((
                 ModuleError::State {
                     name: self.name.clone(),
-                    reason: "not a processor".into(),
+                    reason: "does not handle packets this way (not a processor or an EE)".into(),
                 },
                 pkt,
             ));
@@ -427,11 +477,13 @@ impl Instance {
         let st = self.store.data_mut();
         st.pkt = pkt;
         st.in_link = in_link;
+        st.write_from = write_from;
         st.redirect = None;
-        let r = f.call(&mut self.store, point);
+        let r = f.call(&mut self.store, arg);
         let st = self.store.data_mut();
         let pkt = std::mem::take(&mut st.pkt);
         let redirect = st.redirect.take();
+        st.write_from = 0;
         match r {
             Ok(v) => Ok((v, pkt, redirect)),
             Err(e) => Err((self.fault(e), pkt)),

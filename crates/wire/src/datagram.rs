@@ -27,6 +27,23 @@ impl Datagram {
         crate::routed_packet(crate::anep::TYPE_DATAGRAM, &self.transit, &h, &self.payload)
     }
 
+    /// Builds the full ANEP packet under another Type ID (an EE module's, which may not run
+    /// on every node): like [`crate::deploy`] packets it does not ask to be discarded where
+    /// the type is unknown and names its destination in an ANEP option, so nodes without the
+    /// EE forward it toward its destination.
+    pub fn to_packet_as(&self, type_id: u16) -> Result<Vec<u8>, WireError> {
+        let mut payload = self.transit.to_vec();
+        payload.extend_from_slice(&self.port.to_be_bytes());
+        payload.resize(payload.len() + LEN - 2, 0);
+        payload.extend_from_slice(&self.payload);
+        crate::anep::AnepRepr {
+            flags: 0,
+            type_id,
+            options: vec![crate::anep::AnepOptionT::Destination(self.transit.dst)],
+        }
+        .emit_packet(&payload)
+    }
+
     /// Parses an ANEP payload (transit header onward).
     pub fn parse(anep_payload: &[u8]) -> Result<Self, WireError> {
         let (transit, tl) = TransitRepr::parse(anep_payload)?;

@@ -81,6 +81,19 @@ pub enum ClientCommand {
         /// MESSAGE is hex (e.g. 00ff10), not text.
         #[arg(long)]
         hex: bool,
+        /// Send under this ANEP Type ID (an EE module's, e.g. 0x0A10; `anode module ees`
+        /// lists them) instead of as a plain datagram: the EE runs at the destination.
+        #[arg(long, value_name = "TYPE_ID", value_parser = parse_type_id)]
+        ee: Option<u16>,
+        /// With --ee: the EE runs at every hop on the way, not only at the destination.
+        #[arg(long, requires = "ee")]
+        every_hop: bool,
+        /// Send this many copies.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        count: u64,
+        /// With --count: at most this many a second (default: as fast as the node takes them).
+        #[arg(long, value_name = "PPS")]
+        rate: Option<f64>,
         /// The payload.
         message: String,
         #[command(flatten)]
@@ -252,11 +265,18 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
             rb,
             flow,
             hex,
+            ee,
+            every_hop,
+            count,
+            rate,
             message,
             conn,
         } => {
             if rb == Some(0) {
                 return Err(CliError::Usage("--rb must be at least 1".into()));
+            }
+            if rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+                return Err(CliError::Usage("--rate must be a positive number".into()));
             }
             let payload = if hex {
                 Payload::from_hex(&message).map_err(|e| CliError::Usage(e.to_string()))?
@@ -264,10 +284,30 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
                 Payload::from(message.as_str())
             };
             let n = payload.0.len();
-            connect(&conn)?.send(dest, port, payload, SendOptions { rb, flow })?;
-            let v = serde_json::json!({"sent": n, "dst": dest, "port": port});
+            let opts = SendOptions {
+                rb,
+                flow,
+                ee_type: ee,
+                every_hop,
+            };
+            let mut c = connect(&conn)?;
+            let t0 = std::time::Instant::now();
+            for i in 0..count {
+                if let Some(r) = rate {
+                    let due = t0 + std::time::Duration::from_secs_f64(i as f64 / r);
+                    std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+                }
+                c.send(dest, port, payload.clone(), opts)?;
+            }
+            let v = serde_json::json!({"sent": n, "count": count, "dst": dest, "port": port, "ee_type": ee});
             print(conn.json, &v, |_| {
-                format!("sent {n} bytes to {dest} port {port}\n")
+                let what = ee.map_or(String::new(), |t| format!(" under EE 0x{t:04X}"));
+                let times = if count == 1 {
+                    String::new()
+                } else {
+                    format!(" x{count}")
+                };
+                format!("sent {n} bytes{times} to {dest} port {port}{what}\n")
             });
         }
         ClientCommand::Listen {
@@ -350,4 +390,13 @@ fn listen(
         }
     }
     Ok(())
+}
+
+/// A Type ID as `0x0A10` or `2576`.
+fn parse_type_id(s: &str) -> Result<u16, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("'{s}' is not an ANEP Type ID (e.g. 0x0A10)"))
 }

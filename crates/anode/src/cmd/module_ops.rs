@@ -63,8 +63,9 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
     },
     /// List the modules installed at a running node.
     List(Conn),
-    /// The node's execution environments as services (capsule, plan, deploy): kind ee,
-    /// state, packets handed to each. `anode module stop|start|info NAME` act on one.
+    /// The node's execution environments as services (capsule, plan, deploy, and EE modules
+    /// from signed packages): kind ee, state, packets handed to each. `anode module
+    /// stop|start|info NAME` act on one.
     #[command(after_help = "\
 Examples:
   anode module ees --node-port 4001

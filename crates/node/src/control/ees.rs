@@ -3,6 +3,10 @@
 //! and `module_stop` act on an EE when given its name ("capsule", "plan", "deploy") and no
 //! installed module has that name.
 //!
+//! EE modules (kind `ee`: an EE in a signed package, owning an ANEP Type ID of its own) are
+//! listed here too, after the built-in ones; they are modules in every other respect
+//! (install, upgrade with state hand-off, stop, start, remove).
+//!
 //! Contract: a stopped EE keeps its state (code cache, soft state, NodeOS domains, timers);
 //! the node drops the packets and control messages it would get, counted as `ee_stopped`,
 //! until it is started again. Built-in EEs cannot be removed. A remote party needs the
@@ -57,9 +61,12 @@ fn entry(e: &EeInfo) -> ModuleEntry {
 /// `module_ees`.
 pub(super) fn list(shared: &Shared) -> Result<Response, Failure> {
     let ees = call(&*shared.driver, |n, _| n.ees())?;
-    Ok(Response::Modules {
-        modules: ees.iter().map(entry).collect(),
-    })
+    let mut modules: Vec<ModuleEntry> = ees.iter().map(entry).collect();
+    // EE modules (kind `ee`, from signed packages), when the node hosts modules.
+    if let Ok(Response::Modules { modules: m }) = super::modules::list(shared) {
+        modules.extend(m.into_iter().filter(|e| e.kind == "ee"));
+    }
+    Ok(Response::Modules { modules })
 }
 
 /// The EE `name` names at `n`, unless an installed module has that name.

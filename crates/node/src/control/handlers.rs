@@ -117,12 +117,27 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             payload,
             rb,
             flow,
+            ee_type,
+            every_hop,
         } => {
             if rb == Some(0) {
                 return Err((ErrorCode::BadRequest, "rb must be at least 1".into()));
             }
-            let r = call(d, move |n, now| {
-                n.send_datagram(now, dst, port, flow, rb, payload.as_bytes())
+            if every_hop && ee_type.is_none() {
+                return Err((
+                    ErrorCode::BadRequest,
+                    "every_hop needs ee_type: plain datagrams are not evaluated on the way".into(),
+                ));
+            }
+            let r = call(d, move |n, now| match ee_type {
+                None => n.send_datagram(now, dst, port, flow, rb, payload.as_bytes()),
+                Some(t) => n.send_ee_datagram(
+                    now,
+                    (t, every_hop),
+                    (dst, port),
+                    (flow, rb),
+                    payload.as_bytes(),
+                ),
             })?;
             r.map(|()| Response::Sent)
                 .map_err(|why| (ErrorCode::Dropped, dropped_message(why, dst)))

@@ -10,6 +10,7 @@ unsafe extern "C" {
     fn pkt_read(off: i32, ptr: *mut u8, len: i32) -> i32;
     fn pkt_write(off: i32, ptr: *const u8, len: i32) -> i32;
     fn in_link() -> i32;
+    fn ee_offset() -> i32;
     fn set_redirect(link: i32) -> i32;
     fn config(ptr: *const u8, len: i32) -> i64;
     fn q_len(class: i32) -> i32;
@@ -56,6 +57,13 @@ pub fn write(off: usize, buf: &[u8]) -> bool {
 pub fn input_link() -> i32 {
     // SAFETY: host import with no arguments.
     unsafe { in_link() }
+}
+
+/// In an EE's `ee_packet`: where the packet's payload starts (the headers before it are the
+/// node's: readable, not writable). `None` outside an EE call.
+pub fn ee_payload_offset() -> Option<usize> {
+    // SAFETY: host import with no arguments.
+    usize::try_from(unsafe { ee_offset() }).ok()
 }
 
 /// Sets the link a REDIRECT verdict sends to.
