@@ -94,34 +94,21 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     let dir = TestDir::new("deploy");
     let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let names = ["a", "b", "c", "d", "e", "f"];
-    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
     let metrics = addr(ip, free_port(ip));
     let (ops_key, ops_pub) = keygen(&dir, "ops");
     let (stranger_key, _) = keygen(&dir, "stranger");
     let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
-    let nodes: Vec<NodeProc> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut peers = Vec::new();
-            if i > 0 {
-                peers.push(("prev", addrs[i - 1].as_str()));
-            }
-            if i + 1 < names.len() {
-                peers.push(("next", addrs[i + 1].as_str()));
-            }
-            let mut config = format!(
-                "{}\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
-                 [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
-                node_config(&addrs[i], &peers, &dir.path(&format!("{name}.sock"))),
-                s(&dir.path(&format!("modules-{name}")))
-            );
-            if i == 5 {
-                config.push_str(&format!("\n[metrics]\nlisten = \"{metrics}\"\n"));
-            }
-            anode().start_node(&dir, name, &addrs[i], &config)
-        })
-        .collect();
+    let nodes = start_line(&dir, &names, |i| {
+        let mut config = format!(
+            "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+             [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
+            s(&dir.path(&format!("modules-{}", names[i])))
+        );
+        if i == 5 {
+            config.push_str(&format!("\n[metrics]\nlisten = \"{metrics}\"\n"));
+        }
+        config
+    });
     let (a, f) = (&nodes[0], &nodes[5]);
     assert!(
         wait_until(Duration::from_secs(15), || a.has_route(&f.addr)
@@ -224,32 +211,22 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
 #[test]
 fn nodes_without_the_service_or_refusing_pass_the_request_on() {
     let dir = TestDir::new("deploy-pass");
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let names = ["a", "b", "c", "d"];
-    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
     let (ops_key, ops_pub) = keygen(&dir, "ops");
     let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
-    let nodes: Vec<NodeProc> = (0..4usize)
-        .map(|i| {
-            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1).filter(|j| *j < 4)]
-                .into_iter()
-                .flatten()
-                .map(|j| (names[j], addrs[j].as_str()))
-                .collect();
-            let mut config =
-                node_config(&addrs[i], &peers, &dir.path(&format!("{}.sock", names[i])));
-            if i != 1 {
-                config.push_str(&format!(
-                    "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n",
-                    s(&dir.path(&format!("modules-{}", names[i])))
-                ));
-            }
-            if i != 1 && i != 2 {
-                config.push_str(&format!("\n[[deploy.key]]\nkey = \"{ops_pub}\"\n"));
-            }
-            anode().start_node(&dir, names[i], &addrs[i], &config)
-        })
-        .collect();
+    let nodes = start_line(&dir, &names, |i| {
+        let mut config = String::new();
+        if i != 1 {
+            config.push_str(&format!(
+                "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n",
+                s(&dir.path(&format!("modules-{}", names[i])))
+            ));
+        }
+        if i != 1 && i != 2 {
+            config.push_str(&format!("\n[[deploy.key]]\nkey = \"{ops_pub}\"\n"));
+        }
+        config
+    });
     let (a, d) = (&nodes[0], &nodes[3]);
     assert!(wait_until(Duration::from_secs(10), || a.has_route(&d.addr)
         && d.has_route(&a.addr)));

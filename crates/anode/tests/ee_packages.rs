@@ -8,7 +8,6 @@
 
 mod node_util;
 
-use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -72,26 +71,14 @@ fn counter(node: &NodeProc, path: &[&str]) -> u64 {
 #[test]
 fn an_ee_from_a_signed_package_runs_upgrades_under_a_flood_stops_and_goes() {
     let dir = TestDir::new("ee-packages");
-    let ip: IpAddr = "127.0.0.1".parse().unwrap();
     let names = ["a", "b", "c"];
-    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
     let (key, public) = keygen(&dir, "publisher");
-    let nodes: Vec<NodeProc> = (0..3usize)
-        .map(|i| {
-            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1).filter(|j| *j < 3)]
-                .into_iter()
-                .flatten()
-                .map(|j| (names[j], addrs[j].as_str()))
-                .collect();
-            let mut config =
-                node_config(&addrs[i], &peers, &dir.path(&format!("{}.sock", names[i])));
-            config.push_str(&format!(
-                "\n[modules]\ntrusted_keys = [\"{public}\"]\nstate_dir = \"{}\"\n",
-                s(&dir.path(&format!("modules-{}", names[i])))
-            ));
-            anode().start_node(&dir, names[i], &addrs[i], &config)
-        })
-        .collect();
+    let nodes = start_line(&dir, &names, |i| {
+        format!(
+            "\n[modules]\ntrusted_keys = [\"{public}\"]\nstate_dir = \"{}\"\n",
+            s(&dir.path(&format!("modules-{}", names[i])))
+        )
+    });
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
     assert!(wait_until(T, || a.has_route(&c.addr)));
     let v1 = hopcount(&dir, "1.0.0", &key);

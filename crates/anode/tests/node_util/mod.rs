@@ -48,3 +48,25 @@ pub fn keygen(dir: &TestDir, name: &str) -> (String, String) {
         v["public_key"].as_str().unwrap().to_string(),
     )
 }
+
+/// A line of `anode node` processes on 127.0.0.1, named `names`, each linked to the node
+/// before and after it (sockets DIR/NAME.sock, the test kit's fast timers); node `i`'s config
+/// gets `extra(i)` appended.
+pub fn start_line(dir: &TestDir, names: &[&str], extra: impl Fn(usize) -> String) -> Vec<NodeProc> {
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let addrs: Vec<String> = names.iter().map(|_| addr(ip, free_port(ip))).collect();
+    (0..names.len())
+        .map(|i| {
+            let peers: Vec<(&str, &str)> = [i.checked_sub(1), Some(i + 1)]
+                .into_iter()
+                .flatten()
+                .filter(|j| *j < names.len())
+                .map(|j| (names[j], addrs[j].as_str()))
+                .collect();
+            let mut config =
+                node_config(&addrs[i], &peers, &dir.path(&format!("{}.sock", names[i])));
+            config.push_str(&extra(i));
+            anode().start_node(dir, names[i], &addrs[i], &config)
+        })
+        .collect()
+}

@@ -10,7 +10,6 @@
 #![no_std]
 
 static mut SEEN: u64 = 0;
-static mut STATE: [u8; 8] = [0; 8];
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ee_packet(_why: i32) -> i32 {
@@ -43,25 +42,21 @@ pub extern "C" fn service(op: i32, _arg: i64) -> i64 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn state_export() -> i64 {
-    // SAFETY: single-threaded guest; the pointer is to a static the host reads at once.
-    unsafe {
-        STATE = SEEN.to_le_bytes();
-        let p = core::ptr::addr_of!(STATE) as usize as i64;
-        (p << 32) | 8
-    }
+    // SAFETY: single-threaded guest.
+    anode_msdk::export_u64(unsafe { SEEN })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn alloc(_len: i32) -> i32 {
-    core::ptr::addr_of!(STATE) as usize as i32
+    anode_msdk::state_u64_buffer()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn state_import(_ptr: i32, len: i32) -> i32 {
-    if len != 8 {
+    let Some(v) = anode_msdk::import_u64(len) else {
         return -1;
-    }
-    // SAFETY: single-threaded guest; the host wrote 8 bytes into STATE.
-    unsafe { SEEN = u64::from_le_bytes(STATE) };
+    };
+    // SAFETY: single-threaded guest.
+    unsafe { SEEN = v };
     0
 }

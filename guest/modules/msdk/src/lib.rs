@@ -112,6 +112,34 @@ pub fn log_line(msg: &str) {
 
 pub mod plan;
 
+/// The bytes a module whose state is one 64-bit number hands over on upgrade.
+static mut STATE_U64: [u8; 8] = [0; 8];
+
+/// For a module whose state is one 64-bit number: what its `state_export` returns to hand `v`
+/// to its successor (8 bytes little-endian).
+pub fn export_u64(v: u64) -> i64 {
+    // SAFETY: single-threaded guest; the host reads the bytes before the next call.
+    unsafe {
+        STATE_U64 = v.to_le_bytes();
+        let p = core::ptr::addr_of!(STATE_U64) as usize as i64;
+        (p << 32) | 8
+    }
+}
+
+/// What such a module's `alloc` returns: where the host writes the handed-over bytes.
+pub fn state_u64_buffer() -> i32 {
+    core::ptr::addr_of!(STATE_U64) as usize as i32
+}
+
+/// In such a module's `state_import(ptr, len)`: the number handed over, if `len` is 8.
+pub fn import_u64(len: i32) -> Option<u64> {
+    if len != 8 {
+        return None;
+    }
+    // SAFETY: single-threaded guest; the host wrote 8 bytes at `state_u64_buffer()`.
+    Some(u64::from_le_bytes(unsafe { STATE_U64 }))
+}
+
 /// Number of queue classes the host offers.
 pub const CLASSES: i32 = 16;
 
