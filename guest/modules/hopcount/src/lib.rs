@@ -40,23 +40,4 @@ pub extern "C" fn service(op: i32, _arg: i64) -> i64 {
     }
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn state_export() -> i64 {
-    // SAFETY: single-threaded guest.
-    anode_msdk::export_u64(unsafe { SEEN })
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn alloc(_len: i32) -> i32 {
-    anode_msdk::state_u64_buffer()
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn state_import(_ptr: i32, len: i32) -> i32 {
-    let Some(v) = anode_msdk::import_u64(len) else {
-        return -1;
-    };
-    // SAFETY: single-threaded guest.
-    unsafe { SEEN = v };
-    0
-}
+anode_msdk::u64_state!(SEEN, u64);

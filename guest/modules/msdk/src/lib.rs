@@ -131,6 +131,35 @@ pub fn state_u64_buffer() -> i32 {
     core::ptr::addr_of!(STATE_U64) as usize as i32
 }
 
+/// Defines `state_export`, `alloc` and `state_import` for a module whose state is the one
+/// `static mut` 64-bit number `$var` (of type `$ty`, `u64` or `i64`): it is handed to the
+/// successor on upgrade as 8 bytes little-endian.
+#[macro_export]
+macro_rules! u64_state {
+    ($var:ident, $ty:ty) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn state_export() -> i64 {
+            // SAFETY: single-threaded guest.
+            $crate::export_u64(unsafe { $var } as u64)
+        }
+
+        #[unsafe(no_mangle)]
+        pub extern "C" fn alloc(_len: i32) -> i32 {
+            $crate::state_u64_buffer()
+        }
+
+        #[unsafe(no_mangle)]
+        pub extern "C" fn state_import(_ptr: i32, len: i32) -> i32 {
+            let Some(v) = $crate::import_u64(len) else {
+                return -1;
+            };
+            // SAFETY: single-threaded guest.
+            unsafe { $var = v as $ty };
+            0
+        }
+    };
+}
+
 /// In such a module's `state_import(ptr, len)`: the number handed over, if `len` is 8.
 pub fn import_u64(len: i32) -> Option<u64> {
     if len != 8 {
