@@ -205,6 +205,10 @@ pub struct CapsuleStats {
     pub log_lines: u64,
     /// Guest log lines dropped by the per-code rate limit.
     pub log_dropped: u64,
+    /// Cut-through channels opened (or refreshed) for the code's flows (`cut_through`).
+    pub cuts_opened: u64,
+    /// `cut_through` requests the node's cut-through table refused (limits, none installed).
+    pub cuts_refused: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -972,9 +976,10 @@ impl CapsuleEe {
             std::mem::swap(&mut self.reach, &mut env.reach);
             self.stats.unknown_route_fn += std::mem::take(&mut env.route_misses);
             let (serve, logs, stats) = (&mut self.serve, &mut self.logs, &mut self.stats);
+            let mut cuts = (0u64, 0u64);
             apply_effects(
                 ctx,
-                &mut env.effects,
+                (&mut env.effects, &hash),
                 |link| serve.sent(ctx_now, link, hash),
                 |m| match logs.allow(ctx_now, &hash) {
                     Ok(()) => {
@@ -992,7 +997,16 @@ impl CapsuleEe {
                         })
                     }
                 },
+                |opened| {
+                    if opened {
+                        cuts.0 += 1;
+                    } else {
+                        cuts.1 += 1;
+                    }
+                },
             );
+            self.stats.cuts_opened += cuts.0;
+            self.stats.cuts_refused += cuts.1;
             self.call_env = Some(env);
         }
         let cap = live.store.data_mut().cap.take();
@@ -1082,9 +1096,10 @@ fn lend_env(
 /// says which line (if any) to log for a guest's log line.
 fn apply_effects(
     ctx: &mut NodeContext<'_>,
-    effects: &mut Vec<Effect>,
+    (effects, code): (&mut Vec<Effect>, &CodeHash),
     mut sent: impl FnMut(LinkId),
     mut log: impl FnMut(String) -> Option<String>,
+    mut cut: impl FnMut(bool),
 ) {
     for e in effects.drain(..) {
         match e {
@@ -1102,6 +1117,16 @@ fn apply_effects(
                 if let Some(line) = log(m) {
                     ctx.log("capsule", line);
                 }
+            }
+            Effect::OpenCut { keys, lifetime } => {
+                let spec = anode_core::CutSpec {
+                    via: None,
+                    rate_bytes_per_sec: None,
+                    burst_bytes: 0,
+                    expires: Some(ctx.now() + lifetime),
+                    owner: crate::host::cut::owner(code),
+                };
+                cut(ctx.open_cut_through(TYPE_CAPSULE, keys, spec).is_ok());
             }
         }
     }

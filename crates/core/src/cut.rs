@@ -54,8 +54,8 @@ impl DemuxKey {
     }
 }
 
-/// Where a cut-through channel sends what matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a cut-through channel sends what matches, for how long, and on whose behalf.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutSpec {
     /// A fixed neighbor, or `None` for the default route to the transit destination.
     pub via: Option<NextHop>,
@@ -63,6 +63,36 @@ pub struct CutSpec {
     pub rate_bytes_per_sec: Option<u64>,
     /// Token-bucket depth in bytes (ignored without a rate).
     pub burst_bytes: u64,
+    /// When the channel closes by itself (`None`: when its EE closes it).
+    pub expires: Option<Instant>,
+    /// The domain that opened it, for listings and for closing a terminated domain's
+    /// channels (e.g. `capsule/1a2b3c4d`).
+    pub owner: String,
+}
+
+/// What a listing shows of one open cut-through channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutInfo {
+    /// Its identity.
+    pub id: CutId,
+    /// The Type ID whose packets it takes.
+    pub type_id: u16,
+    /// The domain that opened it.
+    pub owner: String,
+    /// The keys (besides the Type ID, which is always matched).
+    pub keys: Vec<DemuxKey>,
+    /// The fixed neighbor, if any.
+    pub via: Option<NextHop>,
+    /// Packets and bytes it forwarded, packets it policed.
+    pub packets: u64,
+    /// Bytes it forwarded.
+    pub bytes: u64,
+    /// Packets dropped over its bandwidth limit.
+    pub policed: u64,
+    /// When it was opened.
+    pub created: Instant,
+    /// When it closes by itself.
+    pub expires: Option<Instant>,
 }
 
 /// The identity of an open cut-through channel.
@@ -94,14 +124,25 @@ pub enum CutError {
 
 /// A cut-through table (implemented by `anode-nodeos`).
 pub trait CutThrough: Send + Debug {
-    /// Opens a channel for packets of `type_id` matching every key in `keys`.
-    fn open(&mut self, type_id: u16, keys: Vec<DemuxKey>, spec: CutSpec)
-    -> Result<CutId, CutError>;
+    /// Opens a channel at `now` for packets of `type_id` matching every key in `keys`.
+    fn open(
+        &mut self,
+        now: Instant,
+        type_id: u16,
+        keys: Vec<DemuxKey>,
+        spec: CutSpec,
+    ) -> Result<CutId, CutError>;
 
     /// Closes a channel; `false` if it was not open.
     fn close(&mut self, id: CutId) -> bool;
 
     /// The verdict for a routed packet of `type_id` (`None`: no channel matches, go on to
-    /// the EE as usual).
+    /// the EE as usual; a channel past its expiry matches nothing and is closed).
     fn classify(&mut self, now: Instant, type_id: u16, pkt: &[u8]) -> Option<CutVerdict>;
+
+    /// The open channels (those expired by `now` are closed first).
+    fn channels(&mut self, now: Instant) -> Vec<CutInfo>;
+
+    /// Closes every channel `owner` opened (its domain was terminated); returns how many.
+    fn close_owner(&mut self, owner: &str) -> usize;
 }

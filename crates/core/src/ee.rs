@@ -278,7 +278,7 @@ impl NodeContext<'_> {
         spec: CutSpec,
     ) -> Result<CutId, CutError> {
         match self.core.cut.as_mut() {
-            Some(t) => t.open(type_id, keys, spec),
+            Some(t) => t.open(self.now, type_id, keys, spec),
             None => Err(CutError::NotInstalled),
         }
     }
@@ -286,6 +286,11 @@ impl NodeContext<'_> {
     /// Closes a cut-through channel; `false` if it was not open.
     pub fn close_cut_through(&mut self, id: CutId) -> bool {
         self.core.cut.as_mut().is_some_and(|t| t.close(id))
+    }
+
+    /// Closes every cut-through channel `owner` (a domain's principal) opened; how many.
+    pub fn close_cut_owner(&mut self, owner: &str) -> usize {
+        self.core.cut.as_mut().map_or(0, |t| t.close_owner(owner))
     }
 
     /// What `link` has sent and how fast lately (`load.rs`): the device load of PLAN's

@@ -56,7 +56,7 @@ pub use anode_routing::{
 pub use anode_wire as wire;
 pub use config::{ConfigError, LinkConfig, NodeConfig};
 pub use counters::{Counters, DropReason};
-pub use cut::{CutError, CutId, CutSpec, CutThrough, CutVerdict, DemuxKey};
+pub use cut::{CutError, CutId, CutInfo, CutSpec, CutThrough, CutVerdict, DemuxKey};
 pub use ee::{Dispatch, EeHeader, EePacket, ExecutionEnvironment, NodeContext};
 pub use event::{Delivery, Event, Transmit};
 pub use hooks::{EeCall, HookInfo, HookPoint, HookVerdict, PacketHooks};

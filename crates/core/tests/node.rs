@@ -421,7 +421,13 @@ struct ScanCut {
 }
 
 impl CutThrough for ScanCut {
-    fn open(&mut self, t: u16, keys: Vec<DemuxKey>, spec: CutSpec) -> Result<CutId, CutError> {
+    fn open(
+        &mut self,
+        _now: Instant,
+        t: u16,
+        keys: Vec<DemuxKey>,
+        spec: CutSpec,
+    ) -> Result<CutId, CutError> {
         if keys.is_empty() {
             return Err(CutError::BadKeys("empty".into()));
         }
@@ -444,6 +450,14 @@ impl CutThrough for ScanCut {
         } else {
             CutVerdict::Forward(c.3.via)
         })
+    }
+    fn channels(&mut self, _now: Instant) -> Vec<anode_core::CutInfo> {
+        Vec::new()
+    }
+    fn close_owner(&mut self, owner: &str) -> usize {
+        let n = self.chans.len();
+        self.chans.retain(|c| c.3.owner != owner);
+        n - self.chans.len()
     }
 }
 
@@ -469,6 +483,8 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
         via: None,
         rate_bytes_per_sec: None,
         burst_bytes: 0,
+        expires: None,
+        owner: "test".into(),
     };
     // Without a table the EE cannot open one.
     let err = net.nodes[1]
@@ -476,7 +492,7 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
             ctx.open_cut_through(
                 TYPE_CAPSULE,
                 vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
-                spec,
+                spec.clone(),
             )
         })
         .unwrap();
@@ -487,7 +503,7 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
             ctx.open_cut_through(
                 TYPE_CAPSULE,
                 vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
-                spec,
+                spec.clone(),
             )
         })
         .unwrap()
@@ -508,9 +524,10 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
         .map(|t| {
             assert!(t.close(id));
             t.open(
+                net.now,
                 TYPE_CAPSULE,
                 vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
-                spec,
+                spec.clone(),
             )
         })
         .unwrap()
@@ -522,6 +539,7 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
         ..Default::default()
     };
     t.open(
+        net.now,
         TYPE_CAPSULE,
         vec![DemuxKey::exact(16, &7u64.to_be_bytes())],
         spec,

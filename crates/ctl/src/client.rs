@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use anode_wire::NodeAddr;
 
 use crate::{
-    CaptureEndInfo, CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo, LinkEntry,
-    NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo, Payload, Request, RequestFrame,
-    Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
+    CaptureEndInfo, ChannelEntry, CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo,
+    LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo, Payload, Request,
+    RequestFrame, Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
 };
 
 /// A client-side failure.
@@ -288,6 +288,17 @@ impl Client {
         match self.request(Request::Domains)? {
             Response::Domains { ees } => Ok(ees),
             r => Err(unexpected("domains", &r)),
+        }
+    }
+
+    /// The node's open NodeOS channels: (whether it has a cut-through table, the channels).
+    pub fn channels(&mut self) -> Result<(bool, Vec<ChannelEntry>), ClientError> {
+        match self.request(Request::Channels)? {
+            Response::Channels {
+                cut_through,
+                channels,
+            } => Ok((cut_through, channels)),
+            r => Err(unexpected("channels", &r)),
         }
     }
 

@@ -89,10 +89,10 @@ pub use client::{Client, ClientError, SendOptions, StreamItem, Subscription};
 pub use module::{DeployedEntry, ModuleConfig, ModuleConfigValue, ModuleEntry, ServiceEntry};
 pub use payload::{Payload, PayloadError};
 pub use proto::{
-    CaptureEndInfo, ControlStats, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, ErrorCode,
-    ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo,
-    RemoteStats, Request, RequestFrame, Response, RouteInfo, RouteOrigin, ServerMessage, StatsInfo,
-    StatusInfo, TerminationEntry, parse_request,
+    CaptureEndInfo, ChannelEntry, ControlStats, CountersInfo, DeliveryInfo, DomainEntry,
+    DomainsInfo, ErrorCode, ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent,
+    PROTOCOL_VERSION, PacketInfo, RemoteStats, Request, RequestFrame, Response, RouteInfo,
+    RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry, parse_request,
 };
 
 #[cfg(test)]

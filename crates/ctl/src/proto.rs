@@ -73,6 +73,8 @@ pub enum Request {
     Stats,
     /// The NodeOS domains of the EEs that keep them, with their counters.
     Domains,
+    /// The node's open NodeOS channels (cut-through channels EEs opened), with counters.
+    Channels,
     /// Sends a datagram from this node to `port` at `dst`.
     Send {
         /// Destination node.
@@ -346,6 +348,13 @@ pub enum Response {
         /// One report per EE that keeps domains.
         ees: Vec<DomainsInfo>,
     },
+    /// Answer to [`Request::Channels`].
+    Channels {
+        /// Whether the node has a cut-through table (`[nodeos] enabled`).
+        cut_through: bool,
+        /// The open channels, oldest first.
+        channels: Vec<ChannelEntry>,
+    },
     /// The datagram left the node's hands (queued for a link or delivered locally).
     Sent,
     /// The port is now this connection's.
@@ -580,6 +589,8 @@ pub struct CountersInfo {
     pub fast_path: u64,
     /// Unknown-Type-ID packets forwarded.
     pub unknown_type_forwarded: u64,
+    /// Packets forwarded on cut-through channels (their EE skipped).
+    pub cut_through: u64,
     /// Packets handed to an execution environment.
     pub to_ee: u64,
     /// Deliveries to local applications.
@@ -664,6 +675,37 @@ pub struct TerminationEntry {
     pub principal: String,
     /// Why it ended.
     pub reason: String,
+}
+
+/// One open NodeOS channel (answer to [`Request::Channels`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChannelEntry {
+    /// Its number.
+    pub id: u64,
+    /// `cut` (a cut-through channel: matching packets skip the EE).
+    pub kind: String,
+    /// The domain (principal) that opened it.
+    pub domain: String,
+    /// The protocol: the ANEP Type ID its packets carry.
+    pub type_id: u16,
+    /// Its demux keys besides the Type ID: `OFFSET:VALUE_HEX[/MASK_HEX]`, offsets from the
+    /// start of the ANEP packet.
+    pub keys: Vec<String>,
+    /// The fixed next hop, if any (else the default route to the packet's destination).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<NodeAddr>,
+    /// Packets it forwarded.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Packets it dropped (over its bandwidth).
+    pub drops: u64,
+    /// Milliseconds since it was opened.
+    pub age_ms: u64,
+    /// Milliseconds until it closes by itself (`None`: when its EE closes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
 }
 
 /// One EE's domains (answer to [`Request::Domains`]).

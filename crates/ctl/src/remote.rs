@@ -111,6 +111,7 @@ impl Request {
             | R::Links
             | R::Stats
             | R::Domains
+            | R::Channels
             | R::CodeList
             | R::CodeShow { .. }
             | R::CodeState { .. }

@@ -329,6 +329,9 @@ pub struct FloodOptions {
     pub status: Duration,
     /// How long to wait for the first and the last status.
     pub timeout: Duration,
+    /// Ask every node on the way to cut the flow through (the protocol's flag 1): after the
+    /// first capsules, the flow passes them on the fast path without running the code.
+    pub cut_through: bool,
 }
 
 /// One interval as the receiver reported it (as iperf3's interval lines).
@@ -435,6 +438,7 @@ pub fn flood(
     let header = |kind: u8| {
         let mut p = vec![0u8; o.size];
         p[0] = kind;
+        p[1] = u8::from(o.cut_through);
         p[2..4].copy_from_slice(&s.port().to_be_bytes());
         p[4..8].copy_from_slice(&status_ms.to_be_bytes());
         p

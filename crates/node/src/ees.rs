@@ -26,7 +26,7 @@ use anode_core::{ExecutionEnvironment, Node};
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::{DomainGuard, GuardConfig, MeteredEe};
 use anode_nodeos::plan::MeteredPlan;
-use anode_nodeos::{CpuMeter, NodeOs, NodeOsConfig};
+use anode_nodeos::{CpuMeter, CutTable, NodeOs, NodeOsConfig};
 use anode_plan::ee::PlanEe;
 
 use crate::config::nodeos::{CAPSULE_DEFAULT, CAPSULE_EE, NodeOsFile, PLAN_DEFAULT, PLAN_EE};
@@ -149,6 +149,12 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
         CpuMeter::new(CAPSULE_PS_PER_FUEL),
         fuel,
     )?);
+    // The NodeOS cutChan: EEs move flows onto the fast path (`anode channels` lists them).
+    node.set_cut_through(Box::new(CutTable::with_owner_limit(
+        nodeos.cut_channels,
+        nodeos.cut_channels_per_domain,
+        u64::MAX,
+    )));
     Ok(())
 }
 

@@ -41,9 +41,18 @@ fn node() -> (Node, Instant) {
         via: None,
         rate_bytes_per_sec: None,
         burst_bytes: 0,
+        expires: None,
+        owner: "test".into(),
     };
     for f in 0..1000u64 {
-        anode_core::CutThrough::open(&mut t, TYPE_CAPSULE, vec![flow_key(f * 31)], spec).unwrap();
+        anode_core::CutThrough::open(
+            &mut t,
+            now,
+            TYPE_CAPSULE,
+            vec![flow_key(f * 31)],
+            spec.clone(),
+        )
+        .unwrap();
     }
     n.set_cut_through(Box::new(t));
     (n, now)

@@ -31,7 +31,8 @@
 //! principal). The NodeOS still terminates a pool that stays over its limit past the grace
 //! period, so the node's memory bound holds either way.
 //!
-//! A terminated domain's queued packets are dropped, its memory returned, the inner EE told
+//! A terminated domain's queued packets are dropped, its cut-through channels closed, its
+//! memory returned, the inner EE told
 //! ([`MeteredEe::on_terminated`]) to discard its state, and the reason logged as an
 //! `Event::Log` from "nodeos". Its principal stays refused for the guard's lifetime (up to
 //! `max_banned` principals), so a hostile protocol cannot come straight back.
@@ -419,9 +420,18 @@ impl<E: MeteredEe> DomainGuard<E> {
                             self.banned.insert(k);
                         }
                     }
+                    // Its cut-through channels close with it.
+                    let cuts = ctx.close_cut_owner(&principal);
+                    let cuts = if cuts > 0 {
+                        format!(" ({cuts} cut-through channels closed)")
+                    } else {
+                        String::new()
+                    };
                     ctx.log(
                         "nodeos",
-                        format!("domain {domain} ({principal}) terminated by {by:?}: {reason}"),
+                        format!(
+                            "domain {domain} ({principal}) terminated by {by:?}: {reason}{cuts}"
+                        ),
                     );
                 }
                 NodeOsEvent::MemoryPressure { domains, .. } => {

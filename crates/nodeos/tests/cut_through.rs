@@ -41,6 +41,8 @@ impl ExecutionEnvironment for FlowEe {
                 via: None,
                 rate_bytes_per_sec: self.rate,
                 burst_bytes: 0,
+                expires: None,
+                owner: "test".into(),
             };
             ctx.open_cut_through(TYPE_CAPSULE, vec![flow_key(u64::from_be_bytes(f))], spec)
                 .unwrap();

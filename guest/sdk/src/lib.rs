@@ -256,6 +256,17 @@ impl Capsule {
         check(unsafe { sys::copy_via(hop.0.as_ptr()) }).map(|_| ())
     }
 
+    /// Asks this node to move this capsule's flow (its source, flow id and this code object)
+    /// onto the fast path for `lifetime_ms` (1 to 600,000): later capsules of the flow
+    /// passing through are forwarded without running this code (NodeOS cut-through channel;
+    /// asking again refreshes it). Not at the capsule's destination ([`Error::Denied`]); the
+    /// node may refuse it by policy (counted there, not reported here). The capsule itself
+    /// still needs a verdict.
+    pub fn cut_through(&mut self, lifetime_ms: u32) -> Result<(), Error> {
+        let ms = i32::try_from(lifetime_ms).unwrap_or(i32::MAX);
+        check(unsafe { sys::cut_through(ms) }).map(|_| ())
+    }
+
     /// Delivers the payload to the local application port `port` (consumes the capsule).
     pub fn deliver(&mut self, port: u16) -> Result<(), Error> {
         check(unsafe { sys::deliver(i32::from(port)) }).map(|_| ())

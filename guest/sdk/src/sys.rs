@@ -15,6 +15,7 @@ unsafe extern "C" {
     pub fn forward_by(name: *const u8, name_len: i32, flow: i64) -> i32;
     pub fn copy_via(addr: *const u8) -> i32;
     pub fn deliver(port: i32) -> i32;
+    pub fn cut_through(lifetime_ms: i32) -> i32;
     pub fn send(
         dst: *const u8,
         code: *const u8,

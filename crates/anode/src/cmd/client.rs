@@ -64,6 +64,13 @@ pub enum ClientCommand {
     Stats(Conn),
     /// Show the NodeOS domains of a running node's EEs (CPU, memory, drops, terminations).
     Domains(Conn),
+    /// Show a running node's open NodeOS channels: the cut-through channels EEs opened for
+    /// flows (kind, domain, Type ID, demux keys, packets, bytes, drops, age, expiry).
+    #[command(after_help = "\
+Example:
+  anode flood --node-port 4001 127.0.0.1:4003 --count 2000 --cut-through
+  anode channels --node-port 4002     # the flow's channel at the middle node, its packet count")]
+    Channels(Conn),
     /// Send a datagram from the node to an application port at DEST.
     #[command(after_help = "Example: anode send --node-port 4001 127.0.0.1:4002 --port 7 hello")]
     Send {
@@ -259,6 +266,10 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
         ClientCommand::Links(c) => print(c.json, &connect(&c)?.links()?, |l| show::links(l)),
         ClientCommand::Stats(c) => print(c.json, &connect(&c)?.stats()?, show::stats),
         ClientCommand::Domains(c) => print(c.json, &connect(&c)?.domains()?, |d| show::domains(d)),
+        ClientCommand::Channels(c) => {
+            let (cut, chans) = connect(&c)?.channels()?;
+            print(c.json, &chans, |l| show::channels(cut, l))
+        }
         ClientCommand::Send {
             dest,
             port,

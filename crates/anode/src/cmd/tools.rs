@@ -103,6 +103,12 @@ pub struct FloodArgs {
     /// Milliseconds between the receiver's status reports (interval lines).
     #[arg(long, default_value_t = 1000)]
     pub status_ms: u32,
+    /// Ask every node on the way to cut the flow through (NodeOS cut-through channels):
+    /// after its first capsules the flow passes them on the fast path without running the
+    /// flood code; only the receiver runs every capsule. `anode channels` at a node on the
+    /// way shows the channel and its count.
+    #[arg(long)]
+    pub cut_through: bool,
 }
 
 /// Opens a capsule session for `wasm` at the node `c` names; installs the Ctrl-C handler.
@@ -271,15 +277,21 @@ pub fn flood(a: FloodArgs) -> super::CmdResult {
         rate_pps: a.rate,
         status: Duration::from_millis(u64::from(a.status_ms.max(1))),
         timeout,
+        cut_through: a.cut_through,
     };
     if !json {
         println!(
-            "flood to {} from {}: capsules of {} bytes{}",
+            "flood to {} from {}: capsules of {} bytes{}{}",
             c.dest,
             s.node(),
             a.size,
             a.rate
-                .map_or(String::new(), |r| format!(" at {r} capsules/s"))
+                .map_or(String::new(), |r| format!(" at {r} capsules/s")),
+            if a.cut_through {
+                ", cut through along the path"
+            } else {
+                ""
+            }
         );
         println!("[ interval  ]     received      rate       bandwidth    sent so far");
     }

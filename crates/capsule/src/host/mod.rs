@@ -23,10 +23,11 @@
 //! can decide is counted by the node when the send is applied.
 //!
 //! Layout: `capsule.rs` (reading and changing the current capsule), `send.rs` (forwarding,
-//! copies, new capsules, deliveries), `state.rs` (soft state), `node.rs` (node facts, log,
+//! copies, new capsules, deliveries), `cut.rs` (cut-through channels for the capsule's flow), `state.rs` (soft state), `node.rs` (node facts, log,
 //! hashing).
 
 mod capsule;
+pub(crate) mod cut;
 mod node;
 mod send;
 mod state;
@@ -124,6 +125,11 @@ pub(crate) enum Effect {
     Deliver(Delivery),
     /// A log line.
     Log(String),
+    /// Open a cut-through channel for these keys (the current capsule's flow) for this long.
+    OpenCut {
+        keys: Vec<anode_core::DemuxKey>,
+        lifetime: std::time::Duration,
+    },
 }
 
 /// The EE's state guest calls may reach: soft state, application ports, routing functions.
@@ -305,6 +311,7 @@ pub(crate) fn call_dep(
 pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
     capsule::define(l)?;
     send::define(l)?;
+    cut::define(l)?;
     state::define(l)?;
     node::define(l)
 }

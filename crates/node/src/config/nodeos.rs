@@ -11,6 +11,8 @@
 //! # cpu_percent = 50          # CPU each EE may use, % of one core
 //! # trusted_keys = ["HEX"]    # keys whose signed policies this node accepts (`anode keygen`)
 //! # signed = ["p.signed"]     # signed policy files (`anode policy sign`)
+//! # cut_channels = 4096       # cut-through channels open at once, per EE
+//! # cut_channels_per_domain = 256  # ... per domain (one capsule protocol, one PLAN source)
 //! ```
 //!
 //! The policy file is TOML, one table per principal (`anode_nodeos::PolicyStore`):
@@ -48,6 +50,12 @@ pub const PLAN_DEFAULT: &str = "plan/*";
 const MIN_MEMORY: u64 = 4 << 20;
 /// Default total memory bound.
 const DEFAULT_MEMORY: u64 = 256 << 20;
+/// Cut-through channels per EE by default.
+const DEFAULT_CUT_CHANNELS: usize = 4096;
+/// Cut-through channels per domain by default.
+const DEFAULT_CUT_PER_DOMAIN: usize = 256;
+/// Most cut-through channels per EE a config may ask for.
+const MAX_CUT_CHANNELS: u32 = 1 << 20;
 /// Child domains an EE's default policy allows (protocols / sources at once).
 const DEFAULT_CHILDREN: u32 = 4096;
 /// Output bandwidth of a protocol or PLAN source without a policy of its own, bytes per
@@ -79,6 +87,8 @@ pub struct RawNodeOs {
     pub cpu_percent: Option<Spanned<u32>>,
     pub trusted_keys: Option<Spanned<Vec<String>>>,
     pub signed: Option<Spanned<Vec<String>>>,
+    pub cut_channels: Option<Spanned<u32>>,
+    pub cut_channels_per_domain: Option<Spanned<u32>>,
 }
 
 /// The checked `[nodeos]` section.
@@ -98,6 +108,10 @@ pub struct NodeOsFile {
     pub cpu_ns_per_sec: u64,
     /// The signed policy files accepted (principal, file).
     pub signed: Vec<(String, PathBuf)>,
+    /// Cut-through channels open at once, per EE (NodeOS cutChan; `anode channels`).
+    pub cut_channels: usize,
+    /// Cut-through channels one domain may hold open at once.
+    pub cut_channels_per_domain: usize,
 }
 
 impl NodeOsFile {
@@ -122,6 +136,8 @@ impl Default for NodeOsFile {
             terminate: true,
             cpu_ns_per_sec: 500_000_000,
             signed: Vec::new(),
+            cut_channels: DEFAULT_CUT_CHANNELS,
+            cut_channels_per_domain: DEFAULT_CUT_PER_DOMAIN,
         }
     }
 }
@@ -229,7 +245,27 @@ pub(super) fn check(path: &Path, text: &str, raw: &RawNodeOs) -> Result<NodeOsFi
             .unwrap_or(Pos { line: 1, col: 1 });
         Problem { pos, what, fix }
     })?;
+    let count = |v: &Option<Spanned<u32>>, key: &str, default: usize| match v {
+        Some(c) if !(1..=MAX_CUT_CHANNELS).contains(c.get_ref()) => Err(at(
+            c.span().start,
+            format!(
+                "[nodeos] {key} {} is outside 1..={MAX_CUT_CHANNELS}",
+                c.get_ref()
+            ),
+            "give how many cut-through channels may be open at once, e.g. 4096",
+        )),
+        Some(c) => Ok(*c.get_ref() as usize),
+        None => Ok(default),
+    };
+    let cut_channels = count(&raw.cut_channels, "cut_channels", DEFAULT_CUT_CHANNELS)?;
+    let cut_channels_per_domain = count(
+        &raw.cut_channels_per_domain,
+        "cut_channels_per_domain",
+        DEFAULT_CUT_PER_DOMAIN,
+    )?;
     Ok(NodeOsFile {
+        cut_channels,
+        cut_channels_per_domain,
         enabled: raw.enabled.unwrap_or(true),
         policy_file,
         policies,

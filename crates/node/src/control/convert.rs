@@ -3,8 +3,8 @@
 
 use anode_core::{Counters, Delivery, Node, Route, RouteKind};
 use anode_ctl::{
-    CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, LinkEntry, NeighborEntry, Payload,
-    RouteInfo, RouteOrigin, TerminationEntry,
+    ChannelEntry, CountersInfo, DeliveryInfo, DomainEntry, DomainsInfo, LinkEntry, NeighborEntry,
+    Payload, RouteInfo, RouteOrigin, TerminationEntry,
 };
 
 /// The links.
@@ -86,6 +86,7 @@ pub(super) fn counters(c: &Counters) -> CountersInfo {
         fast_path: c.fast_path,
         unknown_type_forwarded: c.unknown_type_forwarded,
         to_ee: c.to_ee,
+        cut_through: c.cut_through,
         delivered: c.delivered,
         control_rx: c.control_rx,
         control_tx: c.control_tx,
@@ -103,6 +104,46 @@ pub(super) fn delivery(d: &Delivery) -> DeliveryInfo {
         type_id: d.type_id,
         payload: Payload(d.payload().to_vec()),
     }
+}
+
+/// The node's open cut-through channels at `now`: (whether it has a table, the channels).
+pub(super) fn channels(node: &mut Node, now: std::time::Instant) -> (bool, Vec<ChannelEntry>) {
+    let Some(t) = node.cut_through_mut() else {
+        return (false, Vec::new());
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let list = t
+        .channels(now)
+        .into_iter()
+        .map(|c| ChannelEntry {
+            id: c.id.0,
+            kind: "cut".into(),
+            domain: c.owner,
+            type_id: c.type_id,
+            keys: c
+                .keys
+                .iter()
+                .map(|k| {
+                    if k.mask.iter().all(|m| *m == 0xff) {
+                        format!("{}:{}", k.offset, hex(&k.value))
+                    } else {
+                        format!("{}:{}/{}", k.offset, hex(&k.value), hex(&k.mask))
+                    }
+                })
+                .collect(),
+            via: c.via.map(|h| h.addr),
+            packets: c.packets,
+            bytes: c.bytes,
+            drops: c.policed,
+            age_ms: ms(now.saturating_duration_since(c.created)),
+            expires_in_ms: c.expires.map(|e| ms(e.saturating_duration_since(now))),
+        })
+        .collect();
+    (true, list)
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The NodeOS domain reports of the node's EEs, capsule protocols' domains named after

@@ -72,6 +72,43 @@ pub(super) fn handle(shared: &Shared, st: &mut ConnState, f: RequestFrame) -> Se
     }
 }
 
+/// `send`: a datagram, or a packet of an EE module's Type ID.
+fn send(d: &dyn crate::control::Driver, req: Request) -> Result<Response, Failure> {
+    let Request::Send {
+        dst,
+        port,
+        payload,
+        rb,
+        flow,
+        ee_type,
+        every_hop,
+    } = req
+    else {
+        return Err((ErrorCode::BadRequest, "not a send".into()));
+    };
+    if rb == Some(0) {
+        return Err((ErrorCode::BadRequest, "rb must be at least 1".into()));
+    }
+    if every_hop && ee_type.is_none() {
+        return Err((
+            ErrorCode::BadRequest,
+            "every_hop needs ee_type: plain datagrams are not evaluated on the way".into(),
+        ));
+    }
+    let r = call(d, move |n, now| match ee_type {
+        None => n.send_datagram(now, dst, port, flow, rb, payload.as_bytes()),
+        Some(t) => n.send_ee_datagram(
+            now,
+            (t, every_hop),
+            (dst, port),
+            (flow, rb),
+            payload.as_bytes(),
+        ),
+    })?;
+    r.map(|()| Response::Sent)
+        .map_err(|why| (ErrorCode::Dropped, dropped_message(why, dst)))
+}
+
 fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Failure> {
     let req = match (st.hello, req) {
         (_, Request::Hello { protocol, client }) => return hello(shared, st, protocol, client),
@@ -111,37 +148,14 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
         Request::Domains => Ok(Response::Domains {
             ees: call(d, |n, _| convert::domains(n))?,
         }),
-        Request::Send {
-            dst,
-            port,
-            payload,
-            rb,
-            flow,
-            ee_type,
-            every_hop,
-        } => {
-            if rb == Some(0) {
-                return Err((ErrorCode::BadRequest, "rb must be at least 1".into()));
-            }
-            if every_hop && ee_type.is_none() {
-                return Err((
-                    ErrorCode::BadRequest,
-                    "every_hop needs ee_type: plain datagrams are not evaluated on the way".into(),
-                ));
-            }
-            let r = call(d, move |n, now| match ee_type {
-                None => n.send_datagram(now, dst, port, flow, rb, payload.as_bytes()),
-                Some(t) => n.send_ee_datagram(
-                    now,
-                    (t, every_hop),
-                    (dst, port),
-                    (flow, rb),
-                    payload.as_bytes(),
-                ),
-            })?;
-            r.map(|()| Response::Sent)
-                .map_err(|why| (ErrorCode::Dropped, dropped_message(why, dst)))
+        Request::Channels => {
+            let (cut_through, channels) = call(d, convert::channels)?;
+            Ok(Response::Channels {
+                cut_through,
+                channels,
+            })
         }
+        r @ Request::Send { .. } => send(d, r),
         Request::Bind { port } => {
             if shared.bind_port(st.id, port) {
                 Ok(Response::Bound { port })

@@ -1,6 +1,10 @@
 //! Flood (PAN §IV-C). Payload (big-endian):
-//! `kind u8 (0 start, 1 data, 2 status) | pad u8 | reply port u16 | interval ms u32 |
+//! `kind u8 (0 start, 1 data, 2 status) | flags u8 | reply port u16 | interval ms u32 |
 //!  elapsed ns u64 | count u64 | data...`.
+//! Flag 1 (cut-through): at every node on the way a capsule of the flow that runs this code
+//! asks the node to cut the flow through for a minute (NodeOS cutChan, `cut_through`), so
+//! the flow's later capsules pass those nodes on the fast path without running it; only the
+//! receiver runs every one.
 //! The start capsule creates the flow's entry in soft state at the receiver, keyed by the
 //! source address and flow id, holding the start time; data capsules increment the count;
 //! every `interval` (from the start capsule) the receiver sends a status capsule back to the
@@ -15,6 +19,7 @@ use anode_sdk::{ADDR_LEN, Capsule, Verdict, Why, be16, be32, now_ns, state};
 const HDR: usize = 24;
 const ENTRY: usize = 32;
 const TTL_MS: u32 = 60_000;
+const FLAG_CUT_THROUGH: u8 = 1;
 
 fn le64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
@@ -28,6 +33,10 @@ fn accept(cap: &mut Capsule, why: Why) -> Verdict {
         return Verdict::Drop;
     }
     if why != Why::Destination {
+        if h[1] & FLAG_CUT_THROUGH != 0 {
+            // Refused or not: the capsule goes on either way.
+            let _ = cap.cut_through(TTL_MS);
+        }
         return Verdict::Forward;
     }
     let Ok(info) = cap.info() else {

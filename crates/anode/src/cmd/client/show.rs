@@ -1,8 +1,8 @@
 //! Readable renderings of replies (the `--json` output is the protocol's own JSON).
 
 use anode_ctl::{
-    DeliveryInfo, DomainsInfo, LinkEntry, NeighborEntry, RouteInfo, RouteOrigin, StatsInfo,
-    StatusInfo,
+    ChannelEntry, DeliveryInfo, DomainsInfo, LinkEntry, NeighborEntry, RouteInfo, RouteOrigin,
+    StatsInfo, StatusInfo,
 };
 
 use super::table::Table;
@@ -126,6 +126,7 @@ pub fn stats(s: &StatsInfo) -> String {
         ("fast_path", c.fast_path),
         ("unknown_type_forwarded", c.unknown_type_forwarded),
         ("to_ee", c.to_ee),
+        ("cut_through", c.cut_through),
         ("delivered", c.delivered),
         ("control_rx", c.control_rx),
         ("control_tx", c.control_tx),
@@ -166,6 +167,46 @@ pub fn stats(s: &StatsInfo) -> String {
         for (k, v) in rows {
             t.row(vec![format!("nodeos/{}/{k}", e.ee), v.to_string()]);
         }
+    }
+    t.render()
+}
+
+/// `anode channels`.
+pub fn channels(cut_through: bool, chans: &[ChannelEntry]) -> String {
+    if !cut_through {
+        return "this node has no cut-through table ([nodeos] enabled = false)\n".into();
+    }
+    if chans.is_empty() {
+        return "no channel is open\n".into();
+    }
+    let mut t = Table::new(&[
+        "ID", "KIND", "DOMAIN", "TYPE", "KEYS", "PACKETS", "BYTES", "DROPS", "AGE", "EXPIRES",
+    ]);
+    for c in chans {
+        let domain = match c.domain.split_once('/') {
+            Some((ee, h)) if h.len() > 16 => format!("{ee}/{}…", &h[..16]),
+            _ => c.domain.clone(),
+        };
+        t.row(vec![
+            c.id.to_string(),
+            c.kind.clone(),
+            domain,
+            format!("0x{:04X}", c.type_id),
+            c.keys
+                .iter()
+                .map(|k| match k.char_indices().nth(20) {
+                    Some((i, _)) => format!("{}…", &k[..i]),
+                    None => k.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.packets.to_string(),
+            super::table::bytes(c.bytes),
+            c.drops.to_string(),
+            format!("{:.1} s", c.age_ms as f64 / 1000.0),
+            c.expires_in_ms
+                .map_or("-".into(), |e| format!("{:.1} s", e as f64 / 1000.0)),
+        ]);
     }
     t.render()
 }
