@@ -11,6 +11,12 @@
 #           lifted; the blaster sends capsules (transit FLAG_EVAL_EVERY_HOP, code = SHA-256 of
 #           FORWARD, no code source) instead of datagrams, so the capsule's code runs in r on
 #           every packet
+#   anode-capsule-cut  anode-capsule with flood data capsules carrying the flood protocol's
+#           cut-through flag (`anode-blast --capsule --cut-through`, protocols::FLOOD put into
+#           r's cache): r runs the code on each flow's first capsule, which opens a NodeOS
+#           cut-through channel for the flow, and forwards the rest on the fast path without
+#           the EE (`anode flood --cut-through`'s packets; at least 160 bytes; opt-in); the
+#           packets r counted on its channels are in the JSON (cut_packets)
 #   anode-fwd-capsule  the same through the harness, `anode-fwd-node --capsule` (opt-in); the
 #           EE's counters (ran, drops by reason) are in the report
 #   anode-module  the same anode-fwd-node with `--module null`: the null service module (a
@@ -123,6 +129,7 @@ point() {
   local min_capsule=136
   if ((LAT)); then sinkx=(--latency); blastx=(--stamp); batch=1; secs=$LAT_SECS; min_capsule=144; fi
   if [[ $fwd == *capsule* ]] && ((size < min_capsule)); then size=$min_capsule; fi
+  if [[ $fwd == anode-capsule-cut ]] && ((size < 160)); then size=160; fi
   nsx r sysctl -qw net.ipv4.ip_forward=$([[ $fwd == kernel ]] && echo 1 || echo 0)
   ip netns exec "${P}d" nice -n "$NICE" timeout $((secs + 10)) "$bin/anode-sink" --bind $D:$PORT --max-secs $((secs + 6)) --idle 1 --min-secs $((secs + 1)) \
     "${sinkx[@]}" >"$tmp/sink.out" 2>&1 &
@@ -148,9 +155,10 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-capsule-cut | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked)
       dst=$R:$PORT
       [[ $fwd == anode-capsule* ]] && kind=(--capsule)
+      [[ $fwd == anode-capsule-cut ]] && kind=(--capsule --cut-through)
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
       if [[ $fwd == anode-node-scraped ]]; then
@@ -205,7 +213,7 @@ point() {
     sleep 0.5
   fi
   if [[ $fwd == anode-capsule* ]]; then
-    ip netns exec "${P}r" timeout 10 "$bin/anode" code put forward --socket "$tmp/r.sock" >/dev/null
+    ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$([[ $fwd == anode-capsule-cut ]] && echo flood || echo forward)" --socket "$tmp/r.sock" >/dev/null
   fi
   nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
     --size "$size" --secs "$secs" --rate "$rate" --batch "$batch" "${kind[@]}" "${blastx[@]}" >"$tmp/blast.out" 2>&1 || true
@@ -224,6 +232,11 @@ point() {
     if [[ -n $apid && -r /proc/$apid/stat ]]; then
       cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$apid/stat")
     fi
+  fi
+  local cutp=null
+  if [[ $fwd == anode-capsule-cut ]]; then
+    cutp=$(ip netns exec "${P}r" timeout 10 "$bin/anode" channels --json --socket "$tmp/r.sock" 2>/dev/null |
+      python3 -c 'import json,sys; print(sum(c["packets"] for c in json.load(sys.stdin)))' 2>/dev/null || echo null)
   fi
   if [[ -n $fpid ]]; then
     kill -TERM "$fpid" 2>/dev/null || true
@@ -253,8 +266,8 @@ point() {
     echo "   latency $fwd size=$size rate=$rate: p50=${p50}us p99=${p99}us loss=$loss%" >&2
     return
   fi
-  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s,"forged_requests_per_s":%s,"attacker_connects_per_s":%s}\n' \
-    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" "$forged" "$reconnects" >>"$tmp/points"
+  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s,"forged_requests_per_s":%s,"attacker_connects_per_s":%s,"cut_packets":%s}\n' \
+    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" "$forged" "$reconnects" "$cutp" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
   if [[ $fwd == anode-fwd-capsule ]]; then
@@ -272,7 +285,9 @@ point() {
   fi
   local attacked=""
   [[ $forged != null ]] && attacked=" forged_requests_per_s=$forged attacker_connects_per_s=$reconnects"
-  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes$attacked" >&2
+  local cut=""
+  [[ $cutp != null ]] && cut=" cut_packets=$cutp"
+  echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes$attacked$cut" >&2
 }
 
 : >"$tmp/points"; : >"$tmp/rows"; : >"$tmp/caprows"; : >"$tmp/latpoints"; : >"$tmp/latrows"

@@ -82,15 +82,47 @@ pub fn capsule_of_size(
     dst: NodeAddr,
     flow: u64,
 ) -> Result<Vec<u8>, BenchError> {
-    if !(CAPSULE_OVERHEAD..=MAX_SIZE).contains(&size) {
+    code_capsule_of_size(size, (src, dst, flow), protocols::FORWARD, &[])
+}
+
+/// Bytes of a flood data capsule's own header (`guest/protocols/flood`).
+const FLOOD_HEADER: usize = 24;
+
+/// The smallest capsule [`cut_capsule_of_size`] makes.
+pub const MIN_CUT_CAPSULE: usize = CAPSULE_OVERHEAD + FLOOD_HEADER;
+
+/// A flood data capsule (`protocols::FLOOD`) of exactly `size` bytes with the protocol's
+/// cut-through flag: the first one of a flow a node runs asks it to cut the flow through,
+/// and the node forwards the rest on the fast path (`anode flood --cut-through`'s packets).
+pub fn cut_capsule_of_size(
+    size: usize,
+    src: NodeAddr,
+    dst: NodeAddr,
+    flow: u64,
+) -> Result<Vec<u8>, BenchError> {
+    let mut head = [0u8; FLOOD_HEADER];
+    head[0] = 1; // data
+    head[1] = 1; // cut through
+    code_capsule_of_size(size, (src, dst, flow), protocols::FLOOD, &head)
+}
+
+fn code_capsule_of_size(
+    size: usize,
+    (src, dst, flow): (NodeAddr, NodeAddr, u64),
+    code: &[u8],
+    head: &[u8],
+) -> Result<Vec<u8>, BenchError> {
+    let min = CAPSULE_OVERHEAD + head.len();
+    if !(min..=MAX_SIZE).contains(&size) {
         return Err(BenchError::Size {
             size,
-            min: CAPSULE_OVERHEAD,
+            min,
             max: MAX_SIZE,
         });
     }
-    let payload = vec![0x5a; size - CAPSULE_OVERHEAD];
-    capsule_packet(code_hash(protocols::FORWARD), src, dst, 64, flow, &payload).map_err(|e| {
+    let mut payload = head.to_vec();
+    payload.resize(size - CAPSULE_OVERHEAD, 0x5a);
+    capsule_packet(code_hash(code), src, dst, 64, flow, &payload).map_err(|e| {
         BenchError::io("capsule")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
     })
 }

@@ -36,6 +36,11 @@ struct Args {
     /// code source) instead of datagrams: the forwarder must hold that code.
     #[arg(long)]
     capsule: bool,
+    /// With --capsule: flood data capsules (`protocols::FLOOD`, at least 160 bytes) with the
+    /// protocol's cut-through flag, so the forwarder cuts each flow through after its first
+    /// capsule (the forwarder must hold the flood code).
+    #[arg(long, requires = "capsule")]
+    cut_through: bool,
     /// Seconds to send (at most 60).
     #[arg(long, default_value_t = 5.0)]
     secs: f64,
@@ -84,7 +89,9 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let packets = (0..a.batch as u64)
         .map(|i| {
             let flow = i % a.flows.max(1);
-            if a.capsule {
+            if a.cut_through {
+                packet::cut_capsule_of_size(a.size, src, dst, flow)
+            } else if a.capsule {
                 packet::capsule_of_size(a.size, src, dst, flow)
             } else {
                 packet::datagram_of_size(a.size, src, dst, flow)
@@ -128,7 +135,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
         println!(
             "{}",
             serde_json::json!({"sent": sent, "secs": secs, "pps": pps.round(), "errs": errs,
-                "size": a.size, "rate": a.rate, "batch": a.batch, "capsule": a.capsule})
+                "size": a.size, "rate": a.rate, "batch": a.batch, "capsule": a.capsule, "cut_through": a.cut_through})
         );
     } else {
         println!("sent={sent} secs={secs:.3} pps={pps:.0} errs={errs}");
