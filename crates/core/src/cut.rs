@@ -145,4 +145,13 @@ pub trait CutThrough: Send + Debug {
 
     /// Closes every channel `owner` opened (its domain was terminated); returns how many.
     fn close_owner(&mut self, owner: &str) -> usize;
+
+    /// Whether some open channel treats a passive packet differently from the fast path (a
+    /// fixed neighbor, a bandwidth limit): then a copy of the fast path outside the node
+    /// (the kernel's) must leave every EE packet to the node. A channel that forwards by the
+    /// default route without a limit does what the fast path does, so passive packets of
+    /// its flow may be forwarded outside the node (and are not counted on it).
+    fn diverts(&self) -> bool {
+        true
+    }
 }

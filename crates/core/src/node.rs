@@ -74,7 +74,8 @@ pub(crate) struct Core {
 pub struct TransitView {
     /// Packet hooks run at ingress, pre- or post-routing: every packet goes through the node.
     pub hooks: bool,
-    /// A cut-through table is installed: the node classifies every EE packet.
+    /// A cut-through channel is open that treats passive packets differently from the fast
+    /// path (`CutThrough::diverts`): the node classifies every EE packet.
     pub cut_through: bool,
     /// The Type IDs of the node's EEs, in registration order.
     pub ee_types: Vec<u16>,
@@ -755,7 +756,7 @@ impl Node {
         });
         TransitView {
             hooks,
-            cut_through: self.core.cut.is_some(),
+            cut_through: self.core.cut.as_ref().is_some_and(|t| t.diverts()),
             ee_types: self.ees.iter().map(|e| e.type_id()).collect(),
             qdisc_links: (0..self.core.links.len())
                 .map(|i| LinkId(i as u32))

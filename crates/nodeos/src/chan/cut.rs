@@ -243,6 +243,12 @@ impl CutThrough for CutTable {
     fn close_owner(&mut self, owner: &str) -> usize {
         self.close_where(|c| c.spec.owner == owner)
     }
+
+    fn diverts(&self) -> bool {
+        self.chans
+            .values()
+            .any(|c| c.spec.via.is_some() || c.bucket.is_some())
+    }
 }
 
 #[cfg(test)]
