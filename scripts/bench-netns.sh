@@ -55,6 +55,7 @@
 #        LAT_SIZES="92 1472" (92: the smallest datagram with an 8-byte stamp; capsules at least 144)
 #        LAT_RATE=2000 LAT_SECS=3 (LAT_SIZES="" skips the latency points)
 #        CARGO_TARGET_DIR (default: target/ in the repo)  NO_BUILD=1 (reuse its release binaries)
+#        BUSY_POLL_US (e.g. 1000: the anode node rows busy-poll their socket, [dataplane] busy_poll_us)
 # Note: the smallest ANEP datagram is 84 bytes (8 ANEP + 72 transit + 4 datagram header), so the
 # "64-byte" point is run at 84 bytes, the same for all forwarders. The smallest capsule is 136 bytes
 # (8 ANEP + 72 transit + 56 capsule header), so the capsule rows run any size below 136 at 136: with
@@ -173,10 +174,13 @@ point() {
         printf '[remote]\nlisten = "0.0.0.0:7100"\n[[remote.key]]\nkey = "%s"\nmay = ["read"]\n' \
           "$(cat "$tmp/ops.pub")" >>"$tmp/r.toml"
       fi
-      if [[ $fwd == anode-node-socket* || $fwd == *-plain ]]; then
+      local dp=()
+      [[ $fwd == anode-node-socket* ]] && dp+=('mode = "socket"')
+      [[ $fwd == *-plain ]] && dp+=('udp_offload = false')
+      [[ -n ${BUSY_POLL_US:-} ]] && dp+=("busy_poll_us = $BUSY_POLL_US")
+      if ((${#dp[@]})); then
         printf '[dataplane]\n' >>"$tmp/r.toml"
-        [[ $fwd == anode-node-socket* ]] && printf 'mode = "socket"\n' >>"$tmp/r.toml"
-        [[ $fwd == *-plain ]] && printf 'udp_offload = false\n' >>"$tmp/r.toml"
+        printf '%s\n' "${dp[@]}" >>"$tmp/r.toml"
       fi
       if [[ $fwd == anode-capsule* ]]; then
         # 10 Gbit/s for the capsule protocol: the node's speed, not the default 2 MB/s cap.

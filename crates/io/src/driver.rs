@@ -7,7 +7,8 @@
 //!     timers due?      -> node.handle_timeout(now)
 //!     flush            -> drain poll_transmit through the impairments into sendmmsg batches
 //!     events           -> try_send to the bounded channel (full: drop and count)
-//!     idle?            -> ppoll([socket, eventfd], next node deadline / impairment release)
+//!     idle?            -> busy poll (if configured), then
+//!                         ppoll([socket, eventfd], next node deadline / impairment release)
 //!     recvmmsg batch   -> node.handle_packet(now, link, buf) per datagram
 //! }
 //! ```
@@ -101,6 +102,9 @@ pub(crate) struct DataPath {
     st: DriverStats,
     taps: Taps,
     kernel: Option<Kernel>,
+    /// Busy-poll time (`DriverConfig::busy_poll`; zero: off) and when work last came.
+    busy_poll: Duration,
+    last_work: Instant,
 }
 
 impl std::fmt::Debug for DataPath {
@@ -162,6 +166,8 @@ impl DataPath {
             st: DriverStats::default(),
             taps: Taps::default(),
             kernel,
+            busy_poll: cfg.busy_poll,
+            last_work: Instant::now(),
         }
     }
 
@@ -187,7 +193,12 @@ impl DataPath {
             }
             self.publish();
             let readable = more || self.idle();
-            more = readable && self.recv_batch(Instant::now()) >= self.batch;
+            let now = Instant::now();
+            let got = if readable { self.recv_batch(now) } else { 0 };
+            if got > 0 {
+                self.last_work = now;
+            }
+            more = readable && got >= self.batch;
         }
         if let Some(k) = self.kernel.as_mut() {
             k.count(&mut self.st, Instant::now(), true);
@@ -220,6 +231,11 @@ impl DataPath {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if !self.busy_poll.is_zero()
+            && let Some(r) = self.spin(deadline)
+        {
+            return r;
+        }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()).max(MIN_POLL));
         self.st.polls += 1;
         self.st.syscalls += 1;
@@ -237,6 +253,32 @@ impl DataPath {
                 }
                 false
             }
+        }
+    }
+
+    /// Busy polling: polls without blocking until something is ready, `deadline` or the
+    /// busy-poll time since the last work passes. `Some(readable)` if something was ready.
+    fn spin(&mut self, deadline: Option<Instant>) -> Option<bool> {
+        let until = self.last_work + self.busy_poll;
+        let until = deadline.map_or(until, |d| d.min(until));
+        loop {
+            self.st.syscalls += 1;
+            if let Ok(r) = sys::poll2(
+                self.sock.raw(),
+                self.shared.wake.raw(),
+                Some(Duration::ZERO),
+            ) && (r.socket || r.wake)
+            {
+                if r.wake {
+                    self.st.syscalls += 1;
+                    self.shared.wake.drain();
+                }
+                return Some(r.socket);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            std::hint::spin_loop();
         }
     }
 

@@ -62,7 +62,7 @@ mod stats;
 mod sys;
 pub mod tap;
 
-pub use config::{ConfigError, DriverConfig, Impairment, MAX_BATCH};
+pub use config::{ConfigError, DriverConfig, Impairment, MAX_BATCH, MAX_BUSY_POLL};
 pub use handle::{DriverGone, NodeHandle, spawn};
 pub use kernel::KernelTransit;
 pub use stats::DriverStats;

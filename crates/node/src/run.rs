@@ -74,6 +74,7 @@ impl RunOptions {
             .collect();
         driver.kernel_transit = file.dataplane;
         driver.udp_offload = file.udp_offload;
+        driver.busy_poll = file.busy_poll;
         RunOptions {
             driver,
             socket: Some(file.socket.clone()),

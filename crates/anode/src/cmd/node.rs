@@ -160,7 +160,11 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
             "startup": f.modules.startup.iter().map(|m| m.source.to_string()).collect::<Vec<_>>(),
         },
         "metrics": f.metrics.map(|a| a.to_string()),
-        "dataplane": { "mode": dataplane_mode(f.dataplane), "udp_offload": f.udp_offload },
+        "dataplane": {
+            "mode": dataplane_mode(f.dataplane),
+            "udp_offload": f.udp_offload,
+            "busy_poll_us": u64::try_from(f.busy_poll.as_micros()).unwrap_or(u64::MAX),
+        },
         "remote": f.remote.as_ref().map(|r| serde_json::json!({
             "listen": r.listen.to_string(),
             "max_ttl_s": r.max_ttl_s,
@@ -251,6 +255,12 @@ fn print_summary(f: &NodeFile) {
             "off: one datagram per send and receive"
         }
     );
+    if !f.busy_poll.is_zero() {
+        println!(
+            "          busy polling {} us after the last packet (a CPU spins while idle)",
+            f.busy_poll.as_micros()
+        );
+    }
     println!(
         "control  {} (at most {} connections, idle ones closed after {} s)",
         f.socket.display(),

@@ -120,6 +120,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
     let plan = super::plan::check(text, &raw.plan)?;
     let dataplane = check_dataplane(&cx, &raw)?;
+    let busy_poll = check_busy_poll(&cx, &raw)?;
     let remote = super::remote::check(text, &raw.remote)?;
     let deploy = super::deploy::check(text, &raw.deploy)?;
     Ok(NodeFile {
@@ -139,9 +140,29 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         plan,
         dataplane,
         udp_offload: raw.dataplane.udp_offload.unwrap_or(true),
+        busy_poll,
         remote,
         deploy,
     })
+}
+
+/// `[dataplane] busy_poll_us`: at most one second.
+fn check_busy_poll(cx: &Ctx<'_>, raw: &RawFile) -> Result<std::time::Duration, Problem> {
+    let Some(us) = &raw.dataplane.busy_poll_us else {
+        return Ok(std::time::Duration::ZERO);
+    };
+    let d = std::time::Duration::from_micros(*us.get_ref());
+    if d > anode_io::MAX_BUSY_POLL {
+        return Err(cx.at(
+            us,
+            format!(
+                "[dataplane] busy_poll_us {} is more than one second",
+                us.get_ref()
+            ),
+            "give 0 (off) or up to 1000000 microseconds; 50 to 1000 is usual",
+        ));
+    }
+    Ok(d)
 }
 
 /// `[dataplane] mode`: where packets that only pass through are forwarded.

@@ -45,6 +45,8 @@
 //! #                            # where it loads, else sockets; "tc": kernel or fail; "socket"
 //! # udp_offload = true         # runs of datagrams to one peer sent as one (UDP_SEGMENT),
 //! #                            # coalesced receives taken (UDP_GRO)
+//! # busy_poll_us = 0           # poll the socket without sleeping this long after the last
+//! #                            # packet (lower latency, a CPU spinning while idle; <= 1000000)
 //!
 //! [remote]                     # remote management, off unless listen is set: see `remote.rs`
 //! # listen = "198.18.0.1:7100" # TCP; [[remote.key]] key = "HEX", may = ["read", "manage"]
@@ -116,6 +118,8 @@ pub struct NodeFile {
     /// UDP segmentation and receive offload on the node's socket (`[dataplane]
     /// udp_offload`; default on).
     pub udp_offload: bool,
+    /// Busy polling of the node's socket (`[dataplane] busy_poll_us`; default 0: off).
+    pub busy_poll: std::time::Duration,
     /// Remote management (`[remote]`); `None`: off.
     pub remote: Option<crate::control::RemoteConfig>,
     /// Who may deploy modules here along a path, and the limits (`[deploy]`).

@@ -46,6 +46,7 @@ pub(super) struct RawFile {
 pub(super) struct RawDataplane {
     pub mode: Option<Spanned<String>>,
     pub udp_offload: Option<bool>,
+    pub busy_poll_us: Option<Spanned<u64>>,
 }
 
 /// `[node]`.

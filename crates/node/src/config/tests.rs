@@ -376,6 +376,17 @@ fn dataplane_mode() {
     assert!(f.udp_offload, "UDP offload on by default");
     let off = with("", "[dataplane]\nudp_offload = false");
     assert!(!parse(Path::new("a.toml"), &off).unwrap().udp_offload);
+    assert!(f.busy_poll.is_zero(), "no busy polling by default");
+    let spin = with("", "[dataplane]\nbusy_poll_us = 200");
+    assert_eq!(
+        parse(Path::new("a.toml"), &spin).unwrap().busy_poll,
+        std::time::Duration::from_micros(200)
+    );
+    let (_, msg) = err(&with("", "[dataplane]\nbusy_poll_us = 2000000"));
+    assert!(
+        msg.contains("busy_poll_us") && msg.contains("one second"),
+        "{msg}"
+    );
     let (_, msg) = err(&with("", "[dataplane]\nudp_offload = \"yes\""));
     assert!(
         msg.contains("udp_offload") || msg.contains("boolean"),
