@@ -59,6 +59,20 @@ fn counts(got: &[serde_json::Value]) -> Vec<String> {
         .collect()
 }
 
+/// The packets the `hopcount` EE at `node` handled (its service op 0, kept across upgrades).
+fn handled(node: &NodeProc) -> u64 {
+    let out = ok(&[
+        "module",
+        "call",
+        "hopcount",
+        "0",
+        "0",
+        "--socket",
+        &s(&node.socket),
+    ]);
+    out.trim().parse().expect("a count")
+}
+
 fn counter(node: &NodeProc, path: &[&str]) -> u64 {
     let v = node.json(&["stats"]);
     let mut c = &v["counters"];
@@ -108,16 +122,7 @@ fn an_ee_from_a_signed_package_runs_upgrades_under_a_flood_stops_and_goes() {
 
     // Upgraded at b in the middle of a flood of 600 every-hop packets: every one arrives,
     // counted twice, and the new version carries on the old one's count.
-    let before = ok(&[
-        "module",
-        "call",
-        "hopcount",
-        "0",
-        "0",
-        "--socket",
-        &s(&b.socket),
-    ]);
-    let before: u64 = before.trim().parse().expect("a count");
+    let before = handled(b);
     let l = c.listen(9, 600);
     let mut flood = {
         let sock = s(&a.socket);
@@ -162,16 +167,7 @@ fn an_ee_from_a_signed_package_runs_upgrades_under_a_flood_stops_and_goes() {
     assert!(got.iter().all(|g| g == "0002"), "{got:?}");
     let info = b.json(&["module", "info", "hopcount"]);
     assert_eq!(info["version"], "1.1.0");
-    let after = ok(&[
-        "module",
-        "call",
-        "hopcount",
-        "0",
-        "0",
-        "--socket",
-        &s(&b.socket),
-    ]);
-    assert_eq!(after.trim().parse::<u64>().unwrap(), before + 600);
+    assert_eq!(handled(b), before + 600);
 
     // Stopped at b: its packets are dropped there, counted; started again: they pass.
     ok(&["module", "stop", "hopcount", "--socket", &s(&b.socket)]);
