@@ -378,23 +378,9 @@ impl Node {
         rb: Option<u16>,
         payload: &[u8],
     ) -> Result<(), DropReason> {
-        let d = Datagram {
-            transit: TransitRepr {
-                flags: 0,
-                rb: rb.unwrap_or(self.core.cfg.default_rb),
-                flow,
-                src: self.core.addr,
-                dst,
-                prev_hop: self.core.addr,
-            },
-            port,
-            payload: payload.to_vec(),
-        };
-        let buf = d.to_packet().map_err(|_| {
-            self.core.counters.drop(DropReason::TooBig);
-            DropReason::TooBig
-        })?;
-        self.inject(now, buf)
+        let d = self.local_datagram(0, (dst, port), (flow, rb), payload);
+        let buf = d.to_packet();
+        self.inject_built(now, buf)
     }
 
     /// Sends a datagram to `to` (node, application port) under the Type ID of an EE module
@@ -409,23 +395,47 @@ impl Node {
         (flow, rb): (u64, Option<u16>),
         payload: &[u8],
     ) -> Result<(), DropReason> {
-        let d = Datagram {
+        let flags = if every_hop {
+            anode_wire::transit::FLAG_EVAL_EVERY_HOP
+        } else {
+            0
+        };
+        let buf = self
+            .local_datagram(flags, to, (flow, rb), payload)
+            .to_packet_as(type_id);
+        self.inject_built(now, buf)
+    }
+
+    /// A datagram from this node to `to` (node, port), resource bound `rb` or the default.
+    fn local_datagram(
+        &self,
+        flags: u8,
+        (dst, port): (NodeAddr, u16),
+        (flow, rb): (u64, Option<u16>),
+        payload: &[u8],
+    ) -> Datagram {
+        Datagram {
             transit: TransitRepr {
-                flags: if every_hop {
-                    anode_wire::transit::FLAG_EVAL_EVERY_HOP
-                } else {
-                    0
-                },
+                flags,
                 rb: rb.unwrap_or(self.core.cfg.default_rb),
                 flow,
                 src: self.core.addr,
-                dst: to.0,
+                dst,
                 prev_hop: self.core.addr,
             },
-            port: to.1,
+            port,
             payload: payload.to_vec(),
-        };
-        let buf = d.to_packet_as(type_id).map_err(|_| {
+        }
+    }
+
+    /// Injects a packet a local application's request built; one that could not be built
+    /// (too large) is counted as `too_big`.
+    fn inject_built(
+        &mut self,
+        now: Instant,
+        buf: Result<Vec<u8>, anode_wire::WireError>,
+    ) -> Result<(), DropReason> {
+        let buf = buf.map_err(|_| {
             self.core.counters.drop(DropReason::TooBig);
             DropReason::TooBig
         })?;

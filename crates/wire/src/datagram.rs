@@ -22,26 +22,23 @@ pub struct Datagram {
 impl Datagram {
     /// Builds the full ANEP packet.
     pub fn to_packet(&self) -> Result<Vec<u8>, WireError> {
-        let mut h = [0u8; LEN];
-        util::put(&mut h, 0, &self.port.to_be_bytes())?;
+        let h = self.header()?;
         crate::routed_packet(crate::anep::TYPE_DATAGRAM, &self.transit, &h, &self.payload)
     }
 
     /// Builds the full ANEP packet under another Type ID (an EE module's, which may not run
-    /// on every node): like [`crate::deploy`] packets it does not ask to be discarded where
-    /// the type is unknown and names its destination in an ANEP option, so nodes without the
-    /// EE forward it toward its destination.
+    /// on every node): [`crate::passable_packet`], so nodes without the EE forward it toward
+    /// its destination.
     pub fn to_packet_as(&self, type_id: u16) -> Result<Vec<u8>, WireError> {
-        let mut payload = self.transit.to_vec();
-        payload.extend_from_slice(&self.port.to_be_bytes());
-        payload.resize(payload.len() + LEN - 2, 0);
-        payload.extend_from_slice(&self.payload);
-        crate::anep::AnepRepr {
-            flags: 0,
-            type_id,
-            options: vec![crate::anep::AnepOptionT::Destination(self.transit.dst)],
-        }
-        .emit_packet(&payload)
+        let h = self.header()?;
+        crate::passable_packet(type_id, &self.transit, &h, &self.payload)
+    }
+
+    /// The datagram header: the port, then zeros.
+    fn header(&self) -> Result<[u8; LEN], WireError> {
+        let mut h = [0u8; LEN];
+        util::put(&mut h, 0, &self.port.to_be_bytes())?;
+        Ok(h)
     }
 
     /// Parses an ANEP payload (transit header onward).
@@ -89,6 +86,13 @@ mod tests {
         let p = crate::anep::AnepPacket::new_checked(&pkt[..]).unwrap();
         assert_eq!(Datagram::parse(p.payload()).unwrap(), d);
         assert!(parse_body(&[0, 7, 0]).is_err());
+        // Under an EE module's Type ID: passable where unknown, destination in an option.
+        let pkt = d.to_packet_as(0x0A10).unwrap();
+        let p = crate::anep::AnepPacket::new_checked(&pkt[..]).unwrap();
+        assert_eq!(p.type_id(), 0x0A10);
+        assert!(!p.discard_if_unknown());
+        assert_eq!(p.destination(), Some(d.transit.dst));
+        assert_eq!(Datagram::parse(p.payload()).unwrap(), d);
     }
 
     proptest! {

@@ -298,14 +298,7 @@ impl Message {
     /// destination in an ANEP option: a node without the deployment service forwards it
     /// toward its destination (as NSIS signaling passes routers that do not speak it).
     pub fn to_packet(&self, transit: &TransitRepr) -> Result<Vec<u8>, WireError> {
-        let mut payload = transit.to_vec();
-        payload.extend_from_slice(&self.to_bytes()?);
-        crate::anep::AnepRepr {
-            flags: 0,
-            type_id: crate::anep::TYPE_DEPLOY,
-            options: vec![crate::anep::AnepOptionT::Destination(transit.dst)],
-        }
-        .emit_packet(&payload)
+        crate::passable_packet(crate::anep::TYPE_DEPLOY, transit, &self.to_bytes()?, &[])
     }
 }
 

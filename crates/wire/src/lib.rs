@@ -77,3 +77,24 @@ pub fn routed_packet(
     out.extend_from_slice(payload);
     Ok(out)
 }
+
+/// Builds a routed ANEP packet of a Type ID some nodes may not know (the deployment
+/// service's, an EE module's): like [`routed_packet`], but the basic header does not ask to
+/// be discarded where the type is unknown and names the transit destination in an ANEP
+/// option, so such nodes forward it toward its destination.
+pub fn passable_packet(
+    type_id: u16,
+    transit: &transit::TransitRepr,
+    ee_header: &[u8],
+    payload: &[u8],
+) -> Result<Vec<u8>, WireError> {
+    let mut body = transit.to_vec();
+    body.extend_from_slice(ee_header);
+    body.extend_from_slice(payload);
+    anep::AnepRepr {
+        flags: 0,
+        type_id,
+        options: vec![anep::AnepOptionT::Destination(transit.dst)],
+    }
+    .emit_packet(&body)
+}
