@@ -83,6 +83,15 @@ pub struct TransitView {
     pub qdisc_links: Vec<LinkId>,
 }
 
+/// The EE a packet of an EE's Type ID goes to.
+#[derive(Debug, Clone, Copy)]
+enum EeRef {
+    /// The built-in EE at this index of `Node::ees`.
+    BuiltIn(usize),
+    /// The EE module the packet hooks run (`PacketHooks::ee_owner`), running or stopped.
+    Module { running: bool },
+}
+
 /// A neighbor as reported by [`Node::neighbors`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct NeighborInfo {
@@ -540,17 +549,13 @@ impl Node {
             },
             TYPE_DATAGRAM => self.route_datagram(now, buf, anep_len),
             t => match self.ees.iter().position(|e| e.type_id() == t) {
-                Some(i) => self.route_ee(now, link, Some(i), t, buf, anep_len),
-                None if self
-                    .core
-                    .hooks
-                    .as_ref()
-                    .and_then(|h| h.ee_owner(t))
-                    .is_some() =>
-                {
-                    self.route_ee(now, link, None, t, buf, anep_len);
-                }
-                None => self.core.unknown_type(buf, discard),
+                Some(i) => self.route_ee(now, link, EeRef::BuiltIn(i), t, buf, anep_len),
+                None => match self.core.hooks.as_ref().and_then(|h| h.ee_owner(t)) {
+                    Some(running) => {
+                        self.route_ee(now, link, EeRef::Module { running }, t, buf, anep_len);
+                    }
+                    None => self.core.unknown_type(buf, discard),
+                },
             },
         }
     }
@@ -565,13 +570,12 @@ impl Node {
         }
     }
 
-    /// Routes a packet of an EE's Type ID: the built-in EE at `i`, or (`None`) the EE module
-    /// the packet hooks run.
+    /// Routes a packet of an EE's Type ID to the EE `ee` names.
     fn route_ee(
         &mut self,
         now: Instant,
         link: Option<LinkId>,
-        i: Option<usize>,
+        ee: EeRef,
         type_id: u16,
         buf: Vec<u8>,
         anep_len: usize,
@@ -611,15 +615,15 @@ impl Node {
         if c.for_me && !self.core.checksum_ok(&buf, anep_len) {
             return self.core.drop(DropReason::BadChecksum);
         }
-        let running = match i {
-            Some(_) => self.stopped.is_empty() || !self.stopped.contains(&type_id),
-            None => self.core.hooks.as_ref().and_then(|h| h.ee_owner(type_id)) == Some(true),
+        let running = match ee {
+            EeRef::BuiltIn(_) => self.stopped.is_empty() || !self.stopped.contains(&type_id),
+            EeRef::Module { running } => running,
         };
         if !running {
             return self.core.drop(DropReason::EeStopped);
         }
         self.core.counters.to_ee += 1;
-        let Some(i) = i else {
+        let EeRef::BuiltIn(i) = ee else {
             let call = EeCall {
                 type_id,
                 why,

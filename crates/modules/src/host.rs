@@ -829,6 +829,21 @@ impl ModuleHost {
         self.rebuild_active();
     }
 
+    /// A redirect verdict: to the neighbor on link `to`, dropped if the node has no such
+    /// link (or the module set none).
+    fn redirect(&self, to: Option<u32>, buf: Vec<u8>) -> HookVerdict {
+        let hop = to.and_then(|l| {
+            self.links.get(l as usize).map(|a| NextHop {
+                link: LinkId(l),
+                addr: *a,
+            })
+        });
+        match hop {
+            Some(h) => HookVerdict::Redirect(h, buf),
+            None => HookVerdict::Drop,
+        }
+    }
+
     /// Refuses an EE whose Type ID another installed EE module owns.
     fn check_type_id(&self, m: &crate::Manifest) -> Result<(), ModuleError> {
         let Some(t) = m.type_id else {
@@ -888,17 +903,14 @@ impl ModuleHost {
         e.packets += 1;
         let owners: Vec<String> = lent.iter().map(|(_, _, p)| p.clone()).collect();
         inst.lend_services(lent.into_iter().map(|(s, i, _)| (s, i)).collect());
+        let in_link = match call {
+            Call::Processor(info) => info.in_link,
+            Call::Ee(c) => c.in_link,
+        }
+        .map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
         let r = match call {
-            Call::Processor(info) => {
-                let in_link = info
-                    .in_link
-                    .map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
-                inst.process(point_index(info.point) as i32, in_link, buf)
-            }
-            Call::Ee(c) => {
-                let in_link = c.in_link.map_or(-1, |l| i32::try_from(l.0).unwrap_or(-1));
-                inst.ee_packet(why_index(c.why), in_link, c.payload_at, buf)
-            }
+            Call::Processor(info) => inst.process(point_index(info.point) as i32, in_link, buf),
+            Call::Ee(c) => inst.ee_packet(why_index(c.why), in_link, c.payload_at, buf),
         };
         let back = inst.return_services();
         let (emits, logs) = inst.take_outputs();
@@ -956,18 +968,7 @@ impl PacketHooks for ModuleHost {
                     verdict::CONTINUE => buf = b,
                     verdict::DROP => return HookVerdict::Drop,
                     verdict::CONSUME => return HookVerdict::Consumed,
-                    verdict::REDIRECT => {
-                        let hop = redirect.and_then(|l| {
-                            self.links.get(l as usize).map(|a| NextHop {
-                                link: LinkId(l),
-                                addr: *a,
-                            })
-                        });
-                        return match hop {
-                            Some(h) => HookVerdict::Redirect(h, b),
-                            None => HookVerdict::Drop,
-                        };
-                    }
+                    verdict::REDIRECT => return self.redirect(redirect, b),
                     other => {
                         self.fault(
                             n,
@@ -1006,14 +1007,7 @@ impl PacketHooks for ModuleHost {
             verdict::CONTINUE => HookVerdict::Continue(b),
             verdict::DROP => HookVerdict::Drop,
             verdict::CONSUME => HookVerdict::Consumed,
-            verdict::REDIRECT => redirect
-                .and_then(|l| {
-                    self.links.get(l as usize).map(|a| NextHop {
-                        link: LinkId(l),
-                        addr: *a,
-                    })
-                })
-                .map_or(HookVerdict::Drop, |h| HookVerdict::Redirect(h, b)),
+            verdict::REDIRECT => self.redirect(redirect, b),
             other => {
                 self.fault(
                     &name,
