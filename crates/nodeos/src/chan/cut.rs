@@ -33,6 +33,13 @@ struct Chan {
     policed: u64,
 }
 
+impl Chan {
+    /// Whether it treats a passive packet differently from the fast path.
+    fn diverts(&self) -> bool {
+        self.spec.via.is_some() || self.bucket.is_some()
+    }
+}
+
 /// Counters of one cut-through channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct CutStats {
@@ -53,6 +60,9 @@ pub struct CutTable {
     max_channels: usize,
     max_per_owner: usize,
     max_rate: u64,
+    /// Open channels with a fixed neighbor or a rate limit (`CutThrough::diverts`, asked by
+    /// the data path on every turn of its loop: a count, not a scan).
+    diverting: usize,
 }
 
 impl CutTable {
@@ -71,6 +81,7 @@ impl CutTable {
             max_channels,
             max_per_owner,
             max_rate,
+            diverting: 0,
         }
     }
 
@@ -165,21 +176,21 @@ impl CutThrough for CutTable {
         self.next += 1;
         let bucket =
             (rate < u64::MAX).then(|| TokenBucket::new(rate, spec.burst_bytes.max(64 * 1024)));
-        let created = now;
-        self.chans.insert(
-            id,
-            Chan {
-                type_id,
-                spec,
-                keys: own,
-                created,
-                bucket,
-                entry,
-                packets: 0,
-                bytes: 0,
-                policed: 0,
-            },
-        );
+        let chan = Chan {
+            type_id,
+            spec,
+            keys: own,
+            created: now,
+            bucket,
+            entry,
+            packets: 0,
+            bytes: 0,
+            policed: 0,
+        };
+        if chan.diverts() {
+            self.diverting += 1;
+        }
+        self.chans.insert(id, chan);
         Ok(id)
     }
 
@@ -187,6 +198,9 @@ impl CutThrough for CutTable {
         match self.chans.remove(&id) {
             Some(c) => {
                 self.classifier.remove(c.entry);
+                if c.diverts() {
+                    self.diverting -= 1;
+                }
                 true
             }
             None => false,
@@ -245,9 +259,7 @@ impl CutThrough for CutTable {
     }
 
     fn diverts(&self) -> bool {
-        self.chans
-            .values()
-            .any(|c| c.spec.via.is_some() || c.bucket.is_some())
+        self.diverting > 0
     }
 }
 
@@ -286,7 +298,9 @@ mod tests {
         pkt[3] = 0x04; // another EE's packet with the same bytes
         assert_eq!(t.classify(now, 0x0a04, &pkt), None);
         assert_eq!(t.stats(id).unwrap().packets, 1);
+        assert!(t.diverts(), "a rate-limited channel is not the fast path");
         assert_eq!(t.close_type(0x0a03), 1);
+        assert!(!t.diverts(), "closing it counts it out");
         assert!(t.is_empty());
     }
 
@@ -313,6 +327,10 @@ mod tests {
         t.open(now, 0x0a03, k(3), spec("capsule/bb", 5)).unwrap();
         let l = t.channels(now);
         assert_eq!(l.len(), 3);
+        assert!(
+            !t.diverts(),
+            "default route, no limit: what the fast path does"
+        );
         assert_eq!(l[0].keys, k(1), "the Type ID key is not listed");
         assert_eq!(l[0].owner, "capsule/aa");
         let pkt = [0u8, 0, 0x0a, 0x03, 1, 0];
