@@ -1124,7 +1124,7 @@ fn apply_effects(
                     rate_bytes_per_sec: None,
                     burst_bytes: 0,
                     expires: Some(ctx.now() + lifetime),
-                    owner: crate::host::cut::owner(code),
+                    owner: crate::principal_of_code(code),
                 };
                 cut(ctx.open_cut_through(TYPE_CAPSULE, keys, spec).is_ok());
             }

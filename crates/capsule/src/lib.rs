@@ -47,6 +47,13 @@ mod softstate;
 mod tier;
 
 pub use anode_wire::capsule::CodeHash;
+
+/// The NodeOS principal (domain name) of a capsule protocol: `capsule/<SHA-256 hex of its
+/// code>`. The NodeOS guard names the protocol's domain so, and cut-through channels the code
+/// opens are owned by it.
+pub fn principal_of_code(code: &CodeHash) -> String {
+    format!("capsule/{}", hex::encode(code))
+}
 pub use cache::{DiskCache, DiskStats};
 pub use ee::{CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo};
 pub use error::CapsuleError;

@@ -59,18 +59,6 @@ impl std::fmt::Debug for MeteredCapsule {
     }
 }
 
-fn principal(code: &CodeHash) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(8 + 2 * code.len());
-    s.push_str("capsule/");
-    let digit = |n: u8| char::from(HEX.get(usize::from(n)).copied().unwrap_or(b'0'));
-    for b in code {
-        s.push(digit(b >> 4));
-        s.push(digit(b & 15));
-    }
-    s
-}
-
 fn code_of(pkt: &EePacket) -> Option<CodeHash> {
     pkt.header.capsule().map(|h| h.code)
 }
@@ -112,7 +100,7 @@ impl MeteredCapsule {
 
     /// The principal of a code object.
     pub fn principal_of_code(code: &CodeHash) -> String {
-        principal(code)
+        anode_capsule::principal_of_code(code)
     }
 
     /// Reports the runs since the last call; runs of unseen code go to `caller`.
@@ -225,7 +213,7 @@ impl MeteredEe for MeteredCapsule {
     }
 
     fn principal_name(key: &CodeHash) -> String {
-        principal(key)
+        anode_capsule::principal_of_code(key)
     }
 
     fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&CodeHash>) {

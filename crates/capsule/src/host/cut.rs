@@ -12,8 +12,7 @@
 
 use std::time::Duration;
 
-use anode_core::DemuxKey;
-use anode_core::Dispatch;
+use anode_core::{DemuxKey, Dispatch};
 use anode_wire::transit::field;
 use wasmtime::Linker;
 
@@ -21,7 +20,7 @@ use super::{C, Effect, HostState, Parts, with_env};
 use crate::abi::{self, err};
 
 /// Longest lifetime a capsule may ask for.
-pub(crate) const MAX_LIFETIME: Duration = Duration::from_secs(600);
+const MAX_LIFETIME: Duration = Duration::from_secs(600);
 
 /// Offset of the code hash in the capsule header.
 const CODE_AT: usize = 4;
@@ -69,9 +68,4 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
-}
-
-/// The NodeOS principal (domain) of a code object, as `anode-nodeos` names it.
-pub(crate) fn owner(code: &crate::CodeHash) -> String {
-    format!("capsule/{}", hex::encode(code))
 }

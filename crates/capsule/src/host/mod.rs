@@ -23,11 +23,11 @@
 //! can decide is counted by the node when the send is applied.
 //!
 //! Layout: `capsule.rs` (reading and changing the current capsule), `send.rs` (forwarding,
-//! copies, new capsules, deliveries), `cut.rs` (cut-through channels for the capsule's flow), `state.rs` (soft state), `node.rs` (node facts, log,
-//! hashing).
+//! copies, new capsules, deliveries), `cut.rs` (cut-through channels for the capsule's
+//! flow), `state.rs` (soft state), `node.rs` (node facts, log, hashing).
 
 mod capsule;
-pub(crate) mod cut;
+mod cut;
 mod node;
 mod send;
 mod state;

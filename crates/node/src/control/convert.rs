@@ -111,7 +111,6 @@ pub(super) fn channels(node: &mut Node, now: std::time::Instant) -> (bool, Vec<C
     let Some(t) = node.cut_through_mut() else {
         return (false, Vec::new());
     };
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     let list = t
         .channels(now)
         .into_iter()
@@ -125,9 +124,14 @@ pub(super) fn channels(node: &mut Node, now: std::time::Instant) -> (bool, Vec<C
                 .iter()
                 .map(|k| {
                     if k.mask.iter().all(|m| *m == 0xff) {
-                        format!("{}:{}", k.offset, hex(&k.value))
+                        format!("{}:{}", k.offset, hex::encode(&k.value))
                     } else {
-                        format!("{}:{}/{}", k.offset, hex(&k.value), hex(&k.mask))
+                        format!(
+                            "{}:{}/{}",
+                            k.offset,
+                            hex::encode(&k.value),
+                            hex::encode(&k.mask)
+                        )
                     }
                 })
                 .collect(),
