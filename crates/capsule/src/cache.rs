@@ -390,14 +390,32 @@ impl DiskCache {
     /// Writes the module bytes and, for optimized code, the serialized artifact and its meta
     /// (baseline code is not stored: a restarted node recompiles it and tiers up again).
     pub(crate) fn store(&self, rt: &Runtime, obj: &CodeObject) -> Result<(), CapsuleError> {
-        match obj.tier {
-            CodeTier::Optimized => self.store_parts(rt.compat(), &obj.hash, &obj.wasm, &obj.module),
+        self.store_module(rt.compat(), &obj.hash, &obj.wasm, &obj.module, obj.tier)
+    }
+
+    /// [`DiskCache::store`] of a module not yet wrapped in a code object (the code worker's
+    /// way): `wasm` verified against `h` by the caller, `module` compiled for `tier`.
+    pub(crate) fn store_module(
+        &self,
+        compat: &str,
+        h: &CodeHash,
+        wasm: &[u8],
+        module: &Module,
+        tier: CodeTier,
+    ) -> Result<(), CapsuleError> {
+        match tier {
+            CodeTier::Optimized => self.store_parts(compat, h, wasm, module),
             CodeTier::Baseline => {
-                self.store_wasm(&obj.hash, &obj.wasm)?;
-                self.account(&obj.hash);
+                self.store_wasm(h, wasm)?;
+                self.account(h);
                 Ok(())
             }
         }
+    }
+
+    /// Whether `h` is held, by the index (no disk access; the files are checked when read).
+    pub(crate) fn contains(&self, h: &CodeHash) -> bool {
+        self.lock().entries.contains_key(h)
     }
 
     /// Writes the module bytes `wasm` (verified against `h` by the caller) if missing.

@@ -23,12 +23,17 @@
 //! - Tier-up (with [`Tiering::Tiered`](crate::Tiering::Tiered)): code compiled by Winch is
 //!   sent to the runtime's worker for Cranelift; the result is taken at the next
 //!   `handle_packet` or `handle_timeout` (the EE asks for a timeout every
-//!   [`TIER_POLL`] while a recompile is pending) and swapped in: the code object is replaced,
+//!   [`WORKER_POLL`] while a recompile is pending) and swapped in: the code object is replaced,
 //!   its live instance finalized and re-created from the optimized code at its next capsule
 //!   (as after losing its instance slot), and its soft state is kept. Capsules never wait for
 //!   a tier-up.
+//! - Built off the node thread (with
+//!   [`RuntimeConfig::build_off_thread`](crate::RuntimeConfig::build_off_thread), `ee/build.rs`):
+//!   fetched and disk-cached code is built by the runtime's worker while its capsules wait;
+//!   the node thread only wraps the result. Otherwise (the emulator) it is built inline, so
+//!   when code becomes ready depends only on virtual time.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,11 +54,14 @@ use crate::report::{RunOutcome, RunReport, outcome_of_error};
 use crate::route::{CapsuleRouteFn, RouteTable};
 use crate::runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
-use crate::tier;
 use crate::{CapsuleError, CodeHash, PortTable};
 
-/// How often the EE looks for finished tier-up compiles while one is pending.
-pub const TIER_POLL: Duration = Duration::from_millis(2);
+mod build;
+
+pub use build::{BuiltCode, CodeInstaller};
+
+/// How often the EE looks for the code worker's answers while it owes one.
+pub const WORKER_POLL: Duration = Duration::from_millis(1);
 
 /// Deepest dependency chain below a capsule's code object.
 pub const MAX_DEP_DEPTH: usize = 4;
@@ -245,13 +253,15 @@ pub struct CapsuleEe {
     stats: CapsuleStats,
     /// Run reports not yet drained (only filled when `cfg.record_runs`).
     runs: Vec<RunReport>,
-    /// Tier-up results come back here (the sender goes with each job).
-    tier_tx: Sender<tier::Done>,
-    tier_rx: Receiver<tier::Done>,
+    /// The code worker's answers come back here (the sender goes with each job).
+    worker_tx: Sender<build::Done>,
+    worker_rx: Receiver<build::Done>,
     /// Code objects being recompiled by the worker.
     tier_pending: HashSet<CodeHash>,
-    /// When to look for tier-up results next (`None`: nothing pending).
-    tier_poll_at: Option<Instant>,
+    /// Code objects being built by the worker, and the capsules waiting for them.
+    builds: HashMap<CodeHash, build::Pending>,
+    /// When to look for the worker's answers next (`None`: nothing pending).
+    worker_poll_at: Option<Instant>,
     /// The time of the latest call from the node (`None` before the first).
     last_now: Option<Instant>,
     /// The call environment lent to each guest call (`host/mod.rs`), kept between calls with
@@ -288,12 +298,13 @@ impl CapsuleEe {
             .clone()
             .map(|d| DiskCache::open(d, cfg.cache_max_bytes))
             .transpose()?;
-        let (tier_tx, tier_rx) = mpsc::channel();
+        let (worker_tx, worker_rx) = mpsc::channel();
         Ok(CapsuleEe {
-            tier_tx,
-            tier_rx,
+            worker_tx,
+            worker_rx,
             tier_pending: HashSet::new(),
-            tier_poll_at: None,
+            builds: HashMap::new(),
+            worker_poll_at: None,
             last_now: None,
             call_env: None,
             serve: crate::serve::ServeBudget::new(cfg.serve),
@@ -350,9 +361,9 @@ impl CapsuleEe {
         &mut self.reach.soft
     }
 
-    /// Capsules waiting for code.
+    /// Capsules waiting for code (being fetched, or being built by the worker).
     pub fn parked(&self) -> usize {
-        self.loader.parked()
+        self.loader.parked() + self.builds.values().map(build::Pending::len).sum::<usize>()
     }
 
     /// Code objects being demand-loaded.
@@ -395,26 +406,18 @@ impl CapsuleEe {
     /// neighbors); returns its name. Installing code that is already in memory changes
     /// nothing: its instance and its soft state stay (a multicast tree built by joins is not
     /// wiped because the root's application put the same code again).
+    /// This compiles on the calling thread; a control connection builds with
+    /// [`CapsuleEe::installer`] on its own thread and hands the result to
+    /// [`CapsuleEe::install_built`].
     pub fn install(&mut self, wasm: &[u8]) -> Result<CodeHash, CapsuleError> {
-        let max = self.cfg.loader.max_code_bytes as usize;
-        if wasm.len() > max {
-            return Err(CapsuleError::TooBig {
-                len: wasm.len(),
-                max,
-            });
-        }
+        let installer = self.installer();
+        installer.check_size(wasm)?;
         let h = crate::runtime::code_hash(wasm);
         if self.mem.map.contains_key(&h) {
             return Ok(h);
         }
-        let obj = self.rt.compile(wasm)?;
-        self.stats.compiled += 1;
-        let baseline = obj.tier == CodeTier::Baseline;
-        self.admit(obj)?;
-        if baseline {
-            self.start_tier_up(h);
-        }
-        Ok(h)
+        let built = installer.build(wasm)?;
+        Ok(self.install_built(built))
     }
 
     /// Whether `hash` is usable now (memory, or disk: loads it).
@@ -450,6 +453,15 @@ impl CapsuleEe {
             .collect()
     }
 
+    /// The code object `hash` if it is in memory (no disk access).
+    pub fn code_info(&self, hash: &CodeHash) -> Option<CodeInfo> {
+        let c = self.mem.map.get(hash)?;
+        Some(mem_info(
+            c,
+            self.disk.as_ref().is_some_and(|d| d.contains(hash)),
+        ))
+    }
+
     /// Code objects in memory and on disk.
     pub fn code_list(&self) -> Vec<CodeInfo> {
         let on_disk: HashSet<CodeHash> = self
@@ -461,16 +473,7 @@ impl CapsuleEe {
             .mem
             .map
             .values()
-            .map(|c| CodeInfo {
-                hash: c.obj.hash,
-                name: c.obj.name.clone(),
-                wasm_len: c.obj.wasm.len(),
-                cost: c.obj.cost,
-                in_memory: true,
-                live: c.live.is_some(),
-                tier: Some(c.obj.tier),
-                on_disk: on_disk.contains(&c.obj.hash),
-            })
+            .map(|c| mem_info(c, on_disk.contains(&c.obj.hash)))
             .collect();
         for h in &on_disk {
             if !self.mem.map.contains_key(h) {
@@ -528,6 +531,12 @@ impl CapsuleEe {
         }
     }
 
+    /// Loads `hash` from the disk cache into memory on this thread, unless the worker builds
+    /// code (then the capsule parks and [`CapsuleEe::park_on_build`] reads the disk there).
+    fn load_here(&mut self, hash: &CodeHash) -> bool {
+        !self.builds_off_thread() && self.load_local(hash)
+    }
+
     /// Loads `hash` from the disk cache into memory.
     fn load_local(&mut self, hash: &CodeHash) -> bool {
         let Some(d) = &self.disk else {
@@ -575,84 +584,6 @@ impl CapsuleEe {
         ok
     }
 
-    /// Sends baseline code object `hash` to the runtime's worker for Cranelift (no-op without
-    /// a worker, i.e. with `Tiering::Baseline`, or if already pending).
-    fn start_tier_up(&mut self, hash: CodeHash) {
-        let Some(w) = self.rt.worker.as_ref() else {
-            return;
-        };
-        let Some(c) = self.mem.map.get(&hash) else {
-            return;
-        };
-        if self.tier_pending.contains(&hash) {
-            return;
-        }
-        let job = tier::Job {
-            hash,
-            wasm: c.obj.wasm.clone(),
-            disk: self.disk.clone(),
-            reply: self.tier_tx.clone(),
-        };
-        match w.submit(job) {
-            Ok(()) => {
-                self.tier_pending.insert(hash);
-                // Before the EE has seen a clock (install before the first packet), the next
-                // handle_packet looks for the result and sets the poll time.
-                if let Some(n) = self.last_now {
-                    let at = n + TIER_POLL;
-                    self.tier_poll_at = Some(self.tier_poll_at.map_or(at, |t| t.min(at)));
-                }
-            }
-            Err(_) => self.stats.tier_up_failures += 1,
-        }
-    }
-
-    /// Swaps in the optimized code of every finished tier-up.
-    fn collect_tier_ups(&mut self, ctx: &mut NodeContext<'_>) {
-        while let Ok(done) = self.tier_rx.try_recv() {
-            self.tier_pending.remove(&done.hash);
-            if let Some(e) = done.disk_error {
-                ctx.log(
-                    "capsule",
-                    format!("disk cache: cannot store {}: {e}", hex::encode(done.hash)),
-                );
-            }
-            if self
-                .mem
-                .map
-                .get(&done.hash)
-                .is_none_or(|c| c.obj.tier == CodeTier::Optimized)
-            {
-                // Evicted meanwhile (the artifact is on disk for next time), or already
-                // optimized (it became a dependency of optimized code).
-                continue;
-            }
-            let obj = done.module.map_err(CapsuleError::Compile).and_then(|m| {
-                self.rt
-                    .code_object(done.hash, done.wasm, m, CodeTier::Optimized)
-            });
-            let obj = match obj {
-                Ok(o) => o,
-                Err(e) => {
-                    self.stats.tier_up_failures += 1;
-                    ctx.log(
-                        "capsule",
-                        format!("tier-up of {} failed: {e}", hex::encode(done.hash)),
-                    );
-                    continue;
-                }
-            };
-            if let Some(Some(mut live)) = self.mem.replace(Arc::new(obj))
-                && let Some(fin) = live.finalize
-            {
-                let _ = live.store.set_fuel(self.cfg.fuel);
-                let _ = fin.call(&mut live.store, ());
-            }
-            self.stats.tier_ups += 1;
-        }
-        self.tier_poll_at = (!self.tier_pending.is_empty()).then(|| ctx.now() + TIER_POLL);
-    }
-
     /// Compiles `obj` with Cranelift now and swaps it in (its live instance finalized).
     fn optimize_now(&mut self, obj: &CodeObject) -> Option<Arc<CodeObject>> {
         let o = Arc::new(self.rt.compile_tier(&obj.wasm, CodeTier::Optimized).ok()?);
@@ -695,6 +626,9 @@ impl CapsuleEe {
         {
             sources.push(l);
         }
+        let Some(pkt) = self.park_on_build(ctx, want, pkt) else {
+            return;
+        };
         let p = Parked { pkt };
         match self.loader.park(ctx.now(), want, p, sources) {
             Park::Waiting => {}
@@ -733,6 +667,15 @@ impl CapsuleEe {
                 parked,
                 started,
             } => {
+                let (bytes, parked) = if self.builds_off_thread() {
+                    match self.start_fetched_build(hash, bytes, parked, started) {
+                        Ok(()) => return,
+                        // No worker: build here.
+                        Err(back) => back,
+                    }
+                } else {
+                    (bytes, parked)
+                };
                 if code_hash(&bytes) != hash {
                     self.stats.load_failures += 1;
                     return drop_all(ctx, parked, "code_hash_mismatch");
@@ -824,7 +767,7 @@ impl CapsuleEe {
             Some(c) => c.live.is_none(),
             None => {
                 // While a fetch is in flight the disk was already asked: no lookup per capsule.
-                if self.loader.is_fetching(&hdr.code) || !self.load_local(&hdr.code) {
+                if self.loader.is_fetching(&hdr.code) || !self.load_here(&hdr.code) {
                     return self.park(ctx, hdr.code, hdr.code_source, pkt);
                 }
                 true
@@ -853,7 +796,7 @@ impl CapsuleEe {
         if depth > MAX_DEP_DEPTH || out.len() >= MAX_GROUP {
             return Err(Missing::TooDeep);
         }
-        if !self.mem.map.contains_key(&h) && (self.loader.is_fetching(&h) || !self.load_local(&h)) {
+        if !self.mem.map.contains_key(&h) && (self.loader.is_fetching(&h) || !self.load_here(&h)) {
             return Err(Missing::Code(h));
         }
         let Some(mut obj) = self.mem.map.get(&h).map(|c| c.obj.clone()) else {
@@ -1132,6 +1075,20 @@ fn apply_effects(
     }
 }
 
+/// What [`CapsuleEe::code_list`] says of a code object in memory.
+fn mem_info(c: &crate::cache::Cached, on_disk: bool) -> CodeInfo {
+    CodeInfo {
+        hash: c.obj.hash,
+        name: c.obj.name.clone(),
+        wasm_len: c.obj.wasm.len(),
+        cost: c.obj.cost,
+        in_memory: true,
+        live: c.live.is_some(),
+        tier: Some(c.obj.tier),
+        on_disk,
+    }
+}
+
 fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: &str) {
     for _ in parked {
         ctx.count_drop("capsule", reason);
@@ -1150,8 +1107,8 @@ impl ExecutionEnvironment for CapsuleEe {
     fn handle_packet(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         self.stats.capsules += 1;
         self.last_now = Some(ctx.now());
-        if !self.tier_pending.is_empty() {
-            self.collect_tier_ups(ctx);
+        if self.worker_busy() {
+            self.collect_worker(ctx);
         }
         self.dispatch(ctx, pkt);
     }
@@ -1184,8 +1141,8 @@ impl ExecutionEnvironment for CapsuleEe {
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
         self.last_now = Some(ctx.now());
-        if !self.tier_pending.is_empty() {
-            self.collect_tier_ups(ctx);
+        if self.worker_busy() {
+            self.collect_worker(ctx);
         }
         for step in self.loader.handle_timeout(ctx.now()) {
             self.apply(ctx, step);
@@ -1193,7 +1150,7 @@ impl ExecutionEnvironment for CapsuleEe {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.loader.poll_timeout(), self.tier_poll_at) {
+        match (self.loader.poll_timeout(), self.worker_poll_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

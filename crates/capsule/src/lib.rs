@@ -11,7 +11,8 @@
 //! - `abi.rs`: the guest ABI v1 constants (normative text: `ABI.md`);
 //! - `runtime.rs`: engines (Winch and Cranelift tiers), pooling allocator, compilation and ABI
 //!   check, instances;
-//! - `tier.rs`: the worker thread recompiling baseline code with Cranelift;
+//! - `worker.rs`: the code worker thread: tier-ups, and new code built off the node thread
+//!   (the EE's half: `ee/build.rs`);
 //! - `host.rs`: the node interface as host imports;
 //! - `softstate.rs`: per-code-object soft state with TTL and byte budgets;
 //! - `cache.rs`: memory LRU and disk cache of compiled code;
@@ -44,7 +45,7 @@ mod route;
 mod runtime;
 mod serve;
 mod softstate;
-mod tier;
+mod worker;
 
 pub use anode_wire::capsule::CodeHash;
 
@@ -55,7 +56,7 @@ pub fn principal_of_code(code: &CodeHash) -> String {
     format!("capsule/{}", hex::encode(code))
 }
 pub use cache::{DiskCache, DiskStats};
-pub use ee::{CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo};
+pub use ee::{BuiltCode, CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo, CodeInstaller};
 pub use error::CapsuleError;
 pub use loader::LoaderConfig;
 pub use packet::capsule_packet;

@@ -6,8 +6,10 @@
 //! compile: about a second for a 100 KB module); the *baseline* engine compiles with Winch,
 //! wasmtime's single-pass compiler (tens of times faster to compile, slower code). With
 //! [`Tiering::Tiered`] new code is compiled by Winch so its first capsules run within
-//! milliseconds, and recompiled by Cranelift on the runtime's worker thread (`tier.rs`); the EE
-//! swaps the code object when the result arrives. Both engines have the same pooling limits,
+//! milliseconds, and recompiled by Cranelift on the runtime's worker thread (`worker.rs`); the EE
+//! swaps the code object when the result arrives. With [`RuntimeConfig::build_off_thread`] the
+//! worker also builds new code (fetched or read from disk) so the node thread never compiles
+//! it ([`Runtime::build_module`] is what it runs). Both engines have the same pooling limits,
 //! fuel metering and host imports; fuel is counted per WebAssembly operator by both, but the
 //! two compilers may place the checks differently, so one run's fuel may differ slightly
 //! between tiers. The disk cache holds optimized artifacts only.
@@ -76,6 +78,12 @@ pub struct RuntimeConfig {
     pub max_instances: u32,
     /// Compilers for new code.
     pub tiering: Tiering,
+    /// Whether code fetched from neighbors or read from the disk cache is built (hash
+    /// checked, compiled, ABI checked, written to or read from the disk cache) on the
+    /// runtime's worker thread, the capsules that need it parked meanwhile, rather than on
+    /// the thread that calls the EE. Real nodes: a large module compiling does not stall
+    /// forwarding. Off for the emulator: when code becomes ready must not depend on a thread.
+    pub build_off_thread: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -85,6 +93,7 @@ impl Default for RuntimeConfig {
             max_table_elements: 10_000,
             max_instances: 256,
             tiering: Tiering::Optimized,
+            build_off_thread: false,
         }
     }
 }
@@ -103,8 +112,8 @@ pub struct Runtime {
     base: Option<Tier>,
     cfg: RuntimeConfig,
     compat: String,
-    /// Compiles optimized code in the background (`Tiering::Tiered`).
-    pub(crate) worker: Option<crate::tier::Worker>,
+    /// Builds code in the background (`Tiering::Tiered` or `build_off_thread`).
+    pub(crate) worker: Option<crate::worker::Worker>,
 }
 
 impl fmt::Debug for Runtime {
@@ -176,8 +185,8 @@ impl Runtime {
             opt.engine.precompile_compatibility_hash().hash(&mut h);
             format!("{:016x}", h.finish())
         };
-        let worker = (cfg.tiering == Tiering::Tiered)
-            .then(|| crate::tier::Worker::new(opt.engine.clone(), compat.clone()));
+        let worker = (cfg.tiering == Tiering::Tiered || cfg.build_off_thread)
+            .then(crate::worker::Worker::new);
         Ok(Arc::new(Runtime {
             opt,
             base,
@@ -195,8 +204,11 @@ impl Runtime {
         });
         // Winch compiles functions on every core: new code waits for it. Cranelift does so
         // only when nothing runs before it (`Tiering::Optimized`); as a background tier-up it
-        // stays on its one worker thread, leaving the other cores to the node.
-        let parallel = strategy == Strategy::Winch || cfg.tiering == Tiering::Optimized;
+        // stays on its one worker thread, leaving the other cores to the node. Built off the
+        // node thread, new code compiles on that one thread too: capsules wait for it, but
+        // forwarding keeps its core.
+        let parallel = !cfg.build_off_thread
+            && (strategy == Strategy::Winch || cfg.tiering == Tiering::Optimized);
         c.strategy(strategy).parallel_compilation(parallel);
         let engine =
             Engine::new(&c).map_err(|e| CapsuleError::Engine(format!("{strategy:?}: {e:#}")))?;
@@ -235,17 +247,33 @@ impl Runtime {
     /// dependencies are always optimized: a group shares one store, so one engine) and checks
     /// it against the ABI.
     pub fn compile(&self, wasm: &[u8]) -> Result<CodeObject, CapsuleError> {
-        let obj = self.compile_tier(wasm, self.first_tier())?;
-        if obj.tier == CodeTier::Baseline && !obj.deps.is_empty() {
-            return self.compile_tier(wasm, CodeTier::Optimized);
+        let (module, tier) = self.build_module(wasm)?;
+        self.code_object(code_hash(wasm), Arc::from(wasm), module, tier)
+    }
+
+    /// The thread-independent part of [`Runtime::compile`]: compiles `wasm` for its first tier
+    /// (optimized if it has dependencies) and checks the module against the ABI. The code
+    /// worker runs it; [`Runtime::code_object`] finishes the job on the EE's thread.
+    pub(crate) fn build_module(&self, wasm: &[u8]) -> Result<(Module, CodeTier), CapsuleError> {
+        let mut tier = self.first_tier();
+        let mut module = self.module_for(wasm, tier)?;
+        let (_, _, deps) = check_abi(&module)?;
+        if tier == CodeTier::Baseline && !deps.is_empty() {
+            tier = CodeTier::Optimized;
+            module = self.module_for(wasm, tier)?;
         }
-        Ok(obj)
+        Ok((module, tier))
+    }
+
+    /// Compiles `wasm` with `tier`'s engine (no ABI check).
+    pub(crate) fn module_for(&self, wasm: &[u8], tier: CodeTier) -> Result<Module, CapsuleError> {
+        Module::new(&self.engine_of(tier).engine, wasm)
+            .map_err(|e| CapsuleError::Compile(format!("{e:#}")))
     }
 
     /// Compiles `wasm` for `tier` and checks it against the ABI.
     pub fn compile_tier(&self, wasm: &[u8], tier: CodeTier) -> Result<CodeObject, CapsuleError> {
-        let module = Module::new(&self.engine_of(tier).engine, wasm)
-            .map_err(|e| CapsuleError::Compile(format!("{e:#}")))?;
+        let module = self.module_for(wasm, tier)?;
         self.code_object(code_hash(wasm), Arc::from(wasm), module, tier)
     }
 

@@ -95,6 +95,7 @@ impl NodeBuilder {
             .ees(EeOptions {
                 cache_dir: Some(file.code_cache.clone()),
                 cache_max_bytes: file.code_cache_max_bytes,
+                max_code_bytes: file.code_max_bytes,
                 runtime: None,
                 nodeos: file.nodeos.clone(),
                 plan: file.plan.clone(),

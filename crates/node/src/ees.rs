@@ -60,6 +60,8 @@ pub struct EeOptions {
     pub cache_dir: Option<PathBuf>,
     /// The disk code cache's bound, bytes.
     pub cache_max_bytes: u64,
+    /// The largest code object the capsule EE loads or installs, bytes.
+    pub max_code_bytes: u32,
     /// A wasmtime runtime to share with other nodes (the emulator's); `None`: the EE makes
     /// its own (tiered: Winch first, Cranelift in the background).
     pub runtime: Option<Arc<Runtime>>,
@@ -77,6 +79,7 @@ impl Default for EeOptions {
         EeOptions {
             cache_dir: None,
             cache_max_bytes: crate::config::DEFAULT_CACHE_MAX_BYTES,
+            max_code_bytes: anode_capsule::LoaderConfig::default().max_code_bytes,
             runtime: None,
             nodeos: NodeOsFile::default(),
             plan: PlanFile::default(),
@@ -116,12 +119,18 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
     let cfg = CapsuleConfig {
         cache_dir: opts.cache_dir.clone(),
         cache_max_bytes: opts.cache_max_bytes,
-        // Used when the EE makes its own runtime (a real node): new code runs on Winch code at
-        // once and is recompiled by Cranelift in the background. A shared runtime (the
-        // emulator's, deterministic) keeps its own setting.
+        // Used when the EE makes its own runtime (a real node): new code is built on the
+        // runtime's worker thread (the node thread never compiles fetched or cached code),
+        // runs on Winch code at once and is recompiled by Cranelift in the background. A
+        // shared runtime (the emulator's, deterministic) keeps its own setting.
         runtime: RuntimeConfig {
             tiering: Tiering::Tiered,
+            build_off_thread: true,
             ..RuntimeConfig::default()
+        },
+        loader: anode_capsule::LoaderConfig {
+            max_code_bytes: opts.max_code_bytes,
+            ..anode_capsule::LoaderConfig::default()
         },
         ..CapsuleConfig::default()
     };

@@ -452,6 +452,12 @@ impl Snapshot {
             &one(c.compiled),
         )?;
         f.counter(
+            "anode_code_tier_ups",
+            "Code objects recompiled by Cranelift off the node thread and swapped in.",
+            None,
+            &one(c.tier_ups),
+        )?;
+        f.counter(
             "anode_code_disk_loads",
             "Code objects loaded from the disk cache.",
             None,

@@ -142,6 +142,7 @@ fn summary_json(f: &NodeFile) -> serde_json::Value {
         "capsule": {
             "cache_dir": f.code_cache.display().to_string(),
             "cache_max_bytes": f.code_cache_max_bytes,
+            "max_code_bytes": f.code_max_bytes,
         },
         "nodeos": {
             "enabled": n.enabled,

@@ -13,6 +13,10 @@ use super::locate::{Pos, key_pos, pos_of, section_pos};
 use super::raw::RawFile;
 use super::{NodeFile, StaticRoute};
 
+/// Bounds of `[capsule] max_code_bytes`.
+const MIN_CODE_BYTES: u32 = 1 << 10;
+const MAX_CODE_BYTES: u32 = 64 << 20;
+
 /// Largest UDP payload over IPv4.
 const MAX_MTU: usize = 65507;
 /// Smallest MTU that carries a routing update and a useful datagram.
@@ -115,6 +119,20 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         }
         Some(b) => *b.get_ref(),
     };
+    let code_max_bytes = match &raw.capsule.max_code_bytes {
+        None => anode_capsule::LoaderConfig::default().max_code_bytes,
+        Some(b) if !(MIN_CODE_BYTES..=MAX_CODE_BYTES).contains(b.get_ref()) => {
+            return Err(cx.at(
+                b,
+                format!(
+                    "capsule max_code_bytes = {} is outside 1 KiB - 64 MiB",
+                    b.get_ref()
+                ),
+                "give a size like 1048576 (1 MiB, the default) or 33554432 (32 MiB)",
+            ));
+        }
+        Some(b) => *b.get_ref(),
+    };
     let modules =
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
@@ -135,6 +153,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         metrics,
         code_cache,
         code_cache_max_bytes,
+        code_max_bytes,
         modules,
         nodeos,
         plan,

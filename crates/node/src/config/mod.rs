@@ -31,6 +31,7 @@
 //! # cache_dir = "code"         # capsule code cache (relative to this file); default:
 //! #                            # $XDG_STATE_HOME/anode/code-PORT (or ~/.local/state/...)
 //! # cache_max_bytes = 268435456  # disk cache bound; least recently used code goes first
+//! # max_code_bytes = 1048576   # largest code object loaded or installed (1 KiB - 64 MiB)
 //!
 //! [modules]                    # service modules: see `modules.rs`
 //! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
@@ -107,6 +108,8 @@ pub struct NodeFile {
     pub code_cache: PathBuf,
     /// The disk code cache's bound in bytes (`[capsule] cache_max_bytes`).
     pub code_cache_max_bytes: u64,
+    /// The largest code object the capsule EE loads or installs (`[capsule] max_code_bytes`).
+    pub code_max_bytes: u32,
     /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
     pub modules: modules::ModulesConfig,
     /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).

@@ -104,4 +104,5 @@ pub(super) struct RawMetrics {
 pub(super) struct RawCapsule {
     pub cache_dir: Option<Spanned<String>>,
     pub cache_max_bytes: Option<Spanned<u64>>,
+    pub max_code_bytes: Option<Spanned<u32>>,
 }

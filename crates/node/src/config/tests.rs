@@ -295,6 +295,20 @@ fn control_limits_and_cache_bound() {
 }
 
 #[test]
+fn capsule_max_code_bytes_defaults_to_the_loader_bound_and_is_checked() {
+    let ok = |t: &str| parse(Path::new("n.toml"), t).unwrap();
+    let f = ok(&with("", ""));
+    assert_eq!(f.code_max_bytes, 1 << 20);
+    let f = ok(&with("", "[capsule]\nmax_code_bytes = 33554432\n"));
+    assert_eq!(f.code_max_bytes, 32 << 20);
+    for bad in ["100", "100000000"] {
+        let (line, msg) = err(&with("", &format!("[capsule]\nmax_code_bytes = {bad}\n")));
+        assert!(msg.contains("outside 1 KiB - 64 MiB"), "{msg}");
+        assert!(line > 0, "{msg}");
+    }
+}
+
+#[test]
 fn plan_table_keys_and_hosts() {
     let key = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29";
     let text = with(

@@ -177,26 +177,30 @@ pub(super) fn code_state(shared: &Shared, hash: &str) -> Result<Response, Failur
     })
 }
 
-/// `code_put`.
+/// `code_put`. The module is compiled and written to the disk cache here, on the control
+/// connection's thread; the node thread only takes the finished code object, so installing a
+/// large module does not stall forwarding.
 pub(super) fn code_put(shared: &Shared, wasm: Payload) -> Result<Response, Failure> {
     let bytes = wasm.as_bytes().to_vec();
+    let installer = call(&*shared.driver, |n, _| {
+        capsule_ee(n).map(|ee| ee.installer())
+    })?
+    .ok_or_else(no_capsule_ee)?;
+    let built = installer.build(&bytes).map_err(|e| {
+        (
+            ErrorCode::BadCode,
+            format!("the module was refused: {e}; check it against crates/capsule/ABI.md"),
+        )
+    })?;
     let r = call(&*shared.driver, move |n, _| {
         let ee = capsule_ee(n)?;
-        Some(ee.install(&bytes).map(|h| {
-            ee.code_list()
-                .into_iter()
-                .find(|c| c.hash == h)
-                .map(|c| entry(&c))
-        }))
+        let h = ee.install_built(built);
+        Some(ee.code_info(&h).map(|c| entry(&c)))
     })?;
     match r {
         None => Err(no_capsule_ee()),
-        Some(Err(e)) => Err((
-            ErrorCode::BadCode,
-            format!("the module was refused: {e}; check it against crates/capsule/ABI.md"),
-        )),
-        Some(Ok(Some(c))) => Ok(Response::Code(c)),
-        Some(Ok(None)) => Err((
+        Some(Some(c)) => Ok(Response::Code(c)),
+        Some(None) => Err((
             ErrorCode::NoCode,
             "the module was installed but evicted at once (larger than the memory cache?)".into(),
         )),
