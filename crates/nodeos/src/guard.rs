@@ -320,14 +320,16 @@ impl<E: MeteredEe> DomainGuard<E> {
         Some(d)
     }
 
-    fn apply_reports(&mut self, now: Instant) {
+    /// Applies the EE's usage reports; returns the CPU they charged, ns (to any domain).
+    fn apply_reports(&mut self, now: Instant) -> u64 {
+        let mut charged = 0u64;
         // Two rounds: the second applies what an `on_memory_pressure` of the first freed.
         for _ in 0..2 {
             let mut reports = std::mem::take(&mut self.scratch);
             self.inner.take_reports(&mut reports);
             let done = reports.is_empty();
             if !done {
-                self.apply(&mut reports, now);
+                charged = charged.saturating_add(self.apply(&mut reports, now));
             }
             reports.clear();
             self.scratch = reports;
@@ -335,9 +337,12 @@ impl<E: MeteredEe> DomainGuard<E> {
                 break;
             }
         }
+        charged
     }
 
-    fn apply(&mut self, reports: &mut Vec<UsageReport<E::Key>>, now: Instant) {
+    /// Applies `reports`; returns the CPU they charged, ns.
+    fn apply(&mut self, reports: &mut Vec<UsageReport<E::Key>>, now: Instant) -> u64 {
+        let mut charged = 0u64;
         for r in reports.drain(..) {
             // CPU for a principal without a live domain (terminated meanwhile, or never
             // seen) is the EE's own; its memory changes are not (its state was discarded).
@@ -346,7 +351,9 @@ impl<E: MeteredEe> DomainGuard<E> {
                 Some(p) => self.by_principal.get(p).copied(),
             };
             let d = known.unwrap_or(self.ee_domain);
-            self.os.charge_cpu(d, self.cfg.meter.to_ns(r.units));
+            let ns = self.cfg.meter.to_ns(r.units);
+            charged = charged.saturating_add(ns);
+            self.os.charge_cpu(d, ns);
             if r.exhausted {
                 self.os.note_cpu_exhausted(d);
             }
@@ -399,6 +406,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 }
             }
         }
+        charged
     }
 
     fn drain_events(&mut self, ctx: &mut NodeContext<'_>) {
@@ -483,11 +491,12 @@ impl<E: MeteredEe> DomainGuard<E> {
             {
                 b.charge(now, sent);
             }
-            let before = self.os.counters(d).map_or(0, |c| c.cpu_ns);
+            // The node's work on the packet plus what the EE's reports charged, once each
+            // (also when the reports terminated `d`).
             self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
-            self.apply_reports(now);
-            let after = self.os.counters(d).map_or(before, |c| c.cpu_ns);
-            let cost = after.saturating_sub(before) + self.cfg.node_ns_per_packet;
+            let cost = self
+                .apply_reports(now)
+                .saturating_add(self.cfg.node_ns_per_packet);
             self.sched.complete(d, cost);
             self.budget_ns = self
                 .budget_ns
