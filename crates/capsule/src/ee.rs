@@ -462,36 +462,20 @@ impl CapsuleEe {
         ))
     }
 
-    /// Code objects in memory and on disk.
+    /// Code objects in memory and on disk. Reads the disk cache on the calling thread: a
+    /// control connection takes a [`CapsuleEe::code_listing`] on the node thread instead and
+    /// completes it on its own.
     pub fn code_list(&self) -> Vec<CodeInfo> {
-        let on_disk: HashSet<CodeHash> = self
-            .disk
-            .as_ref()
-            .map(|d| d.list().into_iter().collect())
-            .unwrap_or_default();
-        let mut v: Vec<CodeInfo> = self
-            .mem
-            .map
-            .values()
-            .map(|c| mem_info(c, on_disk.contains(&c.obj.hash)))
-            .collect();
-        for h in &on_disk {
-            if !self.mem.map.contains_key(h) {
-                let wasm = self.disk.as_ref().and_then(|d| d.wasm(h));
-                v.push(CodeInfo {
-                    hash: *h,
-                    name: wasm.as_deref().and_then(crate::runtime::protocol_name),
-                    wasm_len: wasm.as_ref().map_or(0, |w| w.len()),
-                    cost: 0,
-                    in_memory: false,
-                    live: false,
-                    tier: None,
-                    on_disk: true,
-                });
-            }
+        self.code_listing().complete()
+    }
+
+    /// The memory cache's code objects and a handle on the disk cache, taken without disk
+    /// access; [`CodeListing::complete`] adds what is only on disk, on any thread.
+    pub fn code_listing(&self) -> CodeListing {
+        CodeListing {
+            mem: self.mem.map.values().map(|c| mem_info(c, false)).collect(),
+            disk: self.disk.clone(),
         }
-        v.sort_by_key(|c| c.hash);
-        v
     }
 
     /// Bytes of the memory cache.
@@ -667,15 +651,14 @@ impl CapsuleEe {
                 parked,
                 started,
             } => {
-                let (bytes, parked) = if self.builds_off_thread() {
-                    match self.start_fetched_build(hash, bytes, parked, started) {
-                        Ok(()) => return,
-                        // No worker: build here.
-                        Err(back) => back,
+                if self.builds_off_thread() {
+                    if let Err(parked) = self.start_fetched_build(hash, bytes, parked, started) {
+                        self.stats.load_failures += 1;
+                        ctx.log("capsule", "the code worker cannot be started".to_string());
+                        drop_all(ctx, parked, "code_unavailable");
                     }
-                } else {
-                    (bytes, parked)
-                };
+                    return;
+                }
                 if code_hash(&bytes) != hash {
                     self.stats.load_failures += 1;
                     return drop_all(ctx, parked, "code_hash_mismatch");
@@ -1072,6 +1055,64 @@ fn apply_effects(
                 cut(ctx.open_cut_through(TYPE_CAPSULE, keys, spec).is_ok());
             }
         }
+    }
+}
+
+/// The code objects of a [`CapsuleEe`]: those in memory, taken on the node thread, and its
+/// disk cache, read by [`CodeListing::complete`] or [`CodeListing::find`] wherever they run.
+#[derive(Debug)]
+pub struct CodeListing {
+    mem: Vec<CodeInfo>,
+    disk: Option<DiskCache>,
+}
+
+impl CodeListing {
+    /// Everything, in memory and on disk, by name.
+    pub fn complete(self) -> Vec<CodeInfo> {
+        let on_disk: HashSet<CodeHash> = self
+            .disk
+            .as_ref()
+            .map(|d| d.list().into_iter().collect())
+            .unwrap_or_default();
+        let mut v = self.mem;
+        for c in &mut v {
+            c.on_disk = on_disk.contains(&c.hash);
+        }
+        let in_mem: HashSet<CodeHash> = v.iter().map(|c| c.hash).collect();
+        if let Some(d) = &self.disk {
+            for h in on_disk.iter().filter(|h| !in_mem.contains(*h)) {
+                v.push(disk_info(d, h));
+            }
+        }
+        v.sort_by_key(|c| c.hash);
+        v
+    }
+
+    /// The code object `hash`, in memory or on disk.
+    pub fn find(self, hash: &CodeHash) -> Option<CodeInfo> {
+        let on_disk = self.disk.as_ref().is_some_and(|d| d.contains(hash));
+        match self.mem.into_iter().find(|c| c.hash == *hash) {
+            Some(mut c) => {
+                c.on_disk = on_disk;
+                Some(c)
+            }
+            None => Some(disk_info(self.disk.as_ref().filter(|_| on_disk)?, hash)),
+        }
+    }
+}
+
+/// What the listing says of a code object only on disk (its bytes read for name and size).
+fn disk_info(d: &DiskCache, h: &CodeHash) -> CodeInfo {
+    let wasm = d.wasm(h);
+    CodeInfo {
+        hash: *h,
+        name: wasm.as_deref().and_then(crate::runtime::protocol_name),
+        wasm_len: wasm.as_ref().map_or(0, |w| w.len()),
+        cost: 0,
+        in_memory: false,
+        live: false,
+        tier: None,
+        on_disk: true,
     }
 }
 

@@ -56,7 +56,9 @@ pub fn principal_of_code(code: &CodeHash) -> String {
     format!("capsule/{}", hex::encode(code))
 }
 pub use cache::{DiskCache, DiskStats};
-pub use ee::{BuiltCode, CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo, CodeInstaller};
+pub use ee::{
+    BuiltCode, CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo, CodeInstaller, CodeListing,
+};
 pub use error::CapsuleError;
 pub use loader::LoaderConfig;
 pub use packet::capsule_packet;

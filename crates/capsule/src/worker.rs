@@ -10,9 +10,9 @@
 //! called (`handle_packet`, `handle_timeout`), so the EE stays sans-IO and single-threaded, and
 //! only the time at which a result arrives depends on the worker. Urgent tasks (capsules wait
 //! for them) run before background ones (tier-ups), each kind oldest first, one at a time. The
-//! thread is started at the first task, runs below the node's scheduling priority (nice +10:
-//! forwarding keeps its core while a large module compiles), and ends when the runtime is
-//! dropped (after the task it is on). If it cannot be started, the submit says so.
+//! thread is started at the first task, runs in the `SCHED_IDLE` class (only on CPU time the
+//! node's threads leave: forwarding keeps its latency while a large module compiles), and
+//! ends when the runtime is dropped (after the task it is on). If it cannot be started, the submit says so.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -102,16 +102,16 @@ fn run(jobs: Receiver<(Priority, Task)>) {
     }
 }
 
-/// Lowers the calling thread's scheduling priority to nice +10 (Linux keeps a nice value per
-/// thread). Best effort: where it fails the thread runs at the node's priority.
+/// Puts the calling thread in Linux's `SCHED_IDLE` class: it runs only on CPU time no
+/// normal thread wants, and a node thread that wakes preempts it at once (a nice value alone
+/// still let a compile delay forwarding by milliseconds on a busy core). The policy is per
+/// thread. Best effort: where it fails the thread runs at the node's priority.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority take no pointers and only change this thread's nice
-    // value; an error is returned, not raised.
+    // SAFETY: `param` is a valid, initialized sched_param that outlives the call; pid 0 is
+    // the calling thread; an error is returned, not raised.
     unsafe {
-        let tid = libc::syscall(libc::SYS_gettid);
-        if let Ok(tid) = libc::id_t::try_from(tid) {
-            let _ = libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        }
+        let param = libc::sched_param { sched_priority: 0 };
+        let _ = libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
     }
 }

@@ -112,16 +112,11 @@ type Outcome = (
 );
 
 /// Builds fetched bytes: hash check, compile, ABI check, disk write (worker thread).
-fn build_fetched(
-    rt: &Runtime,
-    disk: Option<&DiskCache>,
-    hash: CodeHash,
-    wasm: Arc<[u8]>,
-) -> Outcome {
+fn build_fetched(rt: &Runtime, disk: Option<&DiskCache>, hash: CodeHash, wasm: Vec<u8>) -> Outcome {
     if code_hash(&wasm) != hash {
         return (Err(Failed::HashMismatch), Source::Compiled, None);
     }
-    compile_and_store(rt, disk, hash, wasm, Source::Compiled)
+    compile_and_store(rt, disk, hash, Arc::from(wasm), Source::Compiled)
 }
 
 fn compile_and_store(
@@ -264,20 +259,20 @@ impl CapsuleEe {
         }
     }
 
-    /// Hands fetched bytes to the worker, `parked` waiting; gives them back if it cannot.
+    /// Hands fetched bytes to the worker, `parked` waiting; gives the capsules back if it
+    /// cannot (the worker thread could not be started: the bytes are gone with the job).
     pub(super) fn start_fetched_build(
         &mut self,
         hash: CodeHash,
         bytes: Vec<u8>,
         parked: VecDeque<Parked>,
         started: Instant,
-    ) -> Result<(), (Vec<u8>, VecDeque<Parked>)> {
-        let wasm: Arc<[u8]> = Arc::from(bytes);
+    ) -> Result<(), VecDeque<Parked>> {
         let disk = self.disk.clone();
-        let w = wasm.clone();
-        let job = move |rt: &Runtime| build_fetched(rt, disk.as_ref(), hash, w);
+        // The bytes move to the worker as they are: not even a copy on the node thread.
+        let job = move |rt: &Runtime| build_fetched(rt, disk.as_ref(), hash, bytes);
         if !self.submit(Priority::Urgent, hash, Origin::Fetched { started }, job) {
-            return Err((wasm.to_vec(), parked));
+            return Err(parked);
         }
         self.builds.insert(hash, Pending { parked });
         Ok(())

@@ -128,13 +128,15 @@ pub(super) fn bind_app(
     Ok(Response::Bound { port })
 }
 
-/// `code_list`.
+/// `code_list`. The node thread gives the memory cache's entries; the disk cache is read
+/// here, on the control connection's thread.
 pub(super) fn code_list(shared: &Shared) -> Result<Response, Failure> {
-    let r = call(&*shared.driver, |n, _| {
-        capsule_ee(n).map(|ee| ee.code_list().iter().map(entry).collect::<Vec<_>>())
-    })?;
-    r.map(|code| Response::CodeList { code })
-        .ok_or_else(no_capsule_ee)
+    let listing = call(&*shared.driver, |n, _| {
+        capsule_ee(n).map(|ee| ee.code_listing())
+    })?
+    .ok_or_else(no_capsule_ee)?;
+    let code = listing.complete().iter().map(entry).collect();
+    Ok(Response::CodeList { code })
 }
 
 fn name(hash: &str) -> Result<[u8; 32], Failure> {
@@ -144,9 +146,10 @@ fn name(hash: &str) -> Result<[u8; 32], Failure> {
 /// `code_show`.
 pub(super) fn code_show(shared: &Shared, hash: &str) -> Result<Response, Failure> {
     let h = name(hash)?;
-    let r = call(&*shared.driver, move |n, _| {
-        capsule_ee(n).map(|ee| ee.code_list().into_iter().find(|c| c.hash == h))
-    })?;
+    let r = call(&*shared.driver, |n, _| {
+        capsule_ee(n).map(|ee| ee.code_listing())
+    })?
+    .map(|listing| listing.find(&h));
     match r {
         None => Err(no_capsule_ee()),
         Some(None) => Err((
