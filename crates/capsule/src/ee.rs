@@ -491,11 +491,8 @@ impl CapsuleEe {
     }
 
     fn retire(&mut self, mut c: crate::cache::Cached) {
-        if let Some(mut live) = c.live.take()
-            && let Some(fin) = live.finalize
-        {
-            let _ = live.store.set_fuel(self.cfg.fuel);
-            let _ = fin.call(&mut live.store, ());
+        if let Some(live) = c.live.take() {
+            live.finalize(self.cfg.fuel);
         }
         self.reach.soft.clear(&c.obj.hash);
     }
@@ -572,13 +569,16 @@ impl CapsuleEe {
     fn optimize_now(&mut self, obj: &CodeObject) -> Option<Arc<CodeObject>> {
         let o = Arc::new(self.rt.compile_tier(&obj.wasm, CodeTier::Optimized).ok()?);
         self.stats.compiled += 1;
-        if let Some(Some(mut live)) = self.mem.replace(o.clone())
-            && let Some(fin) = live.finalize
-        {
-            let _ = live.store.set_fuel(self.cfg.fuel);
-            let _ = fin.call(&mut live.store, ());
-        }
+        self.swap_in(o.clone());
         Some(o)
+    }
+
+    /// Replaces a code object in memory with `obj` (same name, other tier), finalizing the
+    /// old one's live instance; the new one is instantiated at its next capsule.
+    fn swap_in(&mut self, obj: Arc<CodeObject>) {
+        if let Some(Some(live)) = self.mem.replace(obj) {
+            live.finalize(self.cfg.fuel);
+        }
     }
 
     /// Whether code objects are being recompiled for the optimized tier.
@@ -815,12 +815,7 @@ impl CapsuleEe {
                     return true;
                 }
                 Err(CapsuleError::NoInstanceSlot) => match self.mem.take_lru_live(hash) {
-                    Some(mut old) => {
-                        if let Some(fin) = old.finalize {
-                            let _ = old.store.set_fuel(fuel);
-                            let _ = fin.call(&mut old.store, ());
-                        }
-                    }
+                    Some(old) => old.finalize(fuel),
                     None => return false,
                 },
                 Err(_) => return false,

@@ -160,6 +160,17 @@ pub(crate) struct Live {
     pub finalize: Option<TypedFunc<(), ()>>,
 }
 
+impl Live {
+    /// Runs the code object's `finalize` (if it exports one) with a budget of `fuel`, before
+    /// the instance is discarded; whatever it does, the instance goes.
+    pub fn finalize(mut self, fuel: u64) {
+        if let Some(fin) = self.finalize {
+            let _ = self.store.set_fuel(fuel);
+            let _ = fin.call(&mut self.store, ());
+        }
+    }
+}
+
 impl fmt::Debug for Live {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Live").finish_non_exhaustive()

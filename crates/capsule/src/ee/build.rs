@@ -116,17 +116,22 @@ fn build_fetched(rt: &Runtime, disk: Option<&DiskCache>, hash: CodeHash, wasm: V
     if code_hash(&wasm) != hash {
         return (Err(Failed::HashMismatch), Source::Compiled, None);
     }
-    compile_and_store(rt, disk, hash, Arc::from(wasm), Source::Compiled)
+    compile_and_store(rt, disk, hash, Arc::from(wasm), Source::Compiled, |w| {
+        rt.build_module(w)
+    })
 }
 
+/// Compiles `wasm` with `compile`, writes the result to the disk cache (if any) and makes
+/// the worker's answer.
 fn compile_and_store(
     rt: &Runtime,
     disk: Option<&DiskCache>,
     hash: CodeHash,
     wasm: Arc<[u8]>,
     source: Source,
+    compile: impl FnOnce(&[u8]) -> Result<(Module, CodeTier), CapsuleError>,
 ) -> Outcome {
-    match rt.build_module(&wasm) {
+    match compile(&wasm) {
         Ok((module, tier)) => {
             let disk_error = disk
                 .and_then(|d| {
@@ -151,29 +156,24 @@ fn load_from_disk(rt: &Runtime, disk: &DiskCache, hash: CodeHash) -> Outcome {
             None,
         ),
         Some(DiskHit::WasmOnly(wasm)) => {
-            compile_and_store(rt, Some(disk), hash, wasm, Source::Compiled)
+            compile_and_store(rt, Some(disk), hash, wasm, Source::Compiled, |w| {
+                rt.build_module(w)
+            })
         }
         Some(DiskHit::Rejected(wasm)) => {
-            compile_and_store(rt, Some(disk), hash, wasm, Source::Rejected)
+            compile_and_store(rt, Some(disk), hash, wasm, Source::Rejected, |w| {
+                rt.build_module(w)
+            })
         }
     }
 }
 
 /// Recompiles baseline code with Cranelift and stores the artifact (worker thread).
 fn tier_up(rt: &Runtime, disk: Option<&DiskCache>, hash: CodeHash, wasm: Arc<[u8]>) -> Outcome {
-    match rt.module_for(&wasm, CodeTier::Optimized) {
-        Ok(m) => {
-            let disk_error = disk
-                .and_then(|d| d.store_parts(rt.compat(), &hash, &wasm, &m).err())
-                .map(|e| e.to_string());
-            (
-                Ok((wasm, m, CodeTier::Optimized)),
-                Source::Compiled,
-                disk_error,
-            )
-        }
-        Err(e) => (Err(Failed::Invalid(e.to_string())), Source::Compiled, None),
-    }
+    compile_and_store(rt, disk, hash, wasm, Source::Compiled, |w| {
+        let m = rt.module_for(w, CodeTier::Optimized)?;
+        Ok((m, CodeTier::Optimized))
+    })
 }
 
 impl Pending {
@@ -434,12 +434,7 @@ impl CapsuleEe {
                 return;
             }
         };
-        if let Some(Some(mut live)) = self.mem.replace(Arc::new(obj))
-            && let Some(fin) = live.finalize
-        {
-            let _ = live.store.set_fuel(self.cfg.fuel);
-            let _ = fin.call(&mut live.store, ());
-        }
+        self.swap_in(Arc::new(obj));
         self.stats.tier_ups += 1;
     }
 }
