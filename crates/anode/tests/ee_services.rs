@@ -66,6 +66,35 @@ fn an_ee_is_stopped_and_started_like_a_service() {
     assert_eq!(stopped["state"], "stopped", "{stopped}");
     assert!(!ping(&a, &b.addr), "a stopped capsule EE answers no ping");
     assert!(drops(&b, "ee_stopped") >= 1, "{}", b.json(&["stats"]));
+    // `anode drops` says who dropped them and why, in words.
+    let rows = b.json(&["drops"]);
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["reason"] == "ee_stopped")
+        .cloned()
+        .unwrap_or_else(|| panic!("no ee_stopped row: {rows}"));
+    assert_eq!(row["by"], "node", "{row}");
+    assert!(row["count"].as_u64().unwrap() >= 1, "{row}");
+    assert!(
+        row["meaning"].as_str().unwrap().contains("stopped"),
+        "{row}"
+    );
+    let s = path_str(&b.socket);
+    let (good, out, _) = run_cli(&["drops", "--all", "--socket", &s], Duration::from_secs(10));
+    assert!(good, "{out}");
+    for reason in [
+        "ee_stopped",
+        "fuel_exhausted",
+        "uncaught_exception",
+        "bandwidth",
+    ] {
+        assert!(
+            out.contains(reason),
+            "{reason} missing from `anode drops --all`:\n{out}"
+        );
+    }
     assert_eq!(b.json(&["module", "info", "capsule"])["state"], "stopped");
 
     let (good, _, err) = run_cli(

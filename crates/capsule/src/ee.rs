@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use anode_core::{EeHeader, EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_core::{DropReason, EeHeader, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 use anode_wire::NodeAddr;
 use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
 use anode_wire::capsule::CapsuleRepr;
@@ -655,19 +655,19 @@ impl CapsuleEe {
                     if let Err(parked) = self.start_fetched_build(hash, bytes, parked, started) {
                         self.stats.load_failures += 1;
                         ctx.log("capsule", "the code worker cannot be started".to_string());
-                        drop_all(ctx, parked, "code_unavailable");
+                        drop_all(ctx, parked, DropReason::CodeUnavailable);
                     }
                     return;
                 }
                 if code_hash(&bytes) != hash {
                     self.stats.load_failures += 1;
-                    return drop_all(ctx, parked, "code_hash_mismatch");
+                    return drop_all(ctx, parked, DropReason::CodeHashMismatch);
                 }
                 let obj = match self.rt.compile(&bytes) {
                     Ok(o) => o,
                     Err(_) => {
                         self.stats.load_failures += 1;
-                        return drop_all(ctx, parked, "code_invalid");
+                        return drop_all(ctx, parked, DropReason::CodeInvalid);
                     }
                 };
                 self.stats.compiled += 1;
@@ -742,7 +742,7 @@ impl CapsuleEe {
     fn dispatch(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
         let (hdr, hl) = match pkt.header {
             EeHeader::Capsule(h, len) => (h, len),
-            _ => return ctx.count_drop("capsule", "bad_header"),
+            _ => return ctx.count_drop("capsule", DropReason::BadHeader),
         };
         let payload_at = pkt.anep_len + pkt.transit_len + hl;
         // One lookup on the hot path: whether the code is in memory and has a live instance.
@@ -840,24 +840,24 @@ impl CapsuleEe {
             match self.resolve(&hash) {
                 Ok(d) => d,
                 Err(Missing::Code(want)) => return self.park(ctx, want, hdr.code_source, pkt),
-                Err(Missing::TooDeep) => return ctx.count_drop("capsule", "deps_too_deep"),
+                Err(Missing::TooDeep) => return ctx.count_drop("capsule", DropReason::DepsTooDeep),
             }
         } else {
             Vec::new()
         };
         if needs_instance && !self.instantiate(&hash, &deps) {
-            return ctx.count_drop("capsule", "instantiate_failed");
+            return ctx.count_drop("capsule", DropReason::InstantiateFailed);
         }
         let Some(c) = self.mem.get_mut(&hash) else {
-            return ctx.count_drop("capsule", "code_invalid");
+            return ctx.count_drop("capsule", DropReason::CodeInvalid);
         };
         let Some(live) = c.live.as_mut() else {
-            return ctx.count_drop("capsule", "instantiate_failed");
+            return ctx.count_drop("capsule", DropReason::InstantiateFailed);
         };
         let mut buf = pkt.buf;
         let plen = AnepPacket::new_checked(&buf[..]).map_or(0, |p| p.packet_len());
         if plen < payload_at || plen > buf.len() {
-            return ctx.count_drop("capsule", "bad_header");
+            return ctx.count_drop("capsule", DropReason::BadHeader);
         }
         buf.truncate(plen);
         let why = match pkt.why {
@@ -882,7 +882,7 @@ impl CapsuleEe {
         }
         if live.store.set_fuel(fuel).is_err() {
             live.store.data_mut().cap = None;
-            return ctx.count_drop("capsule", "trap");
+            return ctx.count_drop("capsule", DropReason::Trap);
         }
         self.stats.runs += 1;
         // The call's environment moves into the store and back (host/mod.rs); what the guest
@@ -953,13 +953,13 @@ impl CapsuleEe {
                     }
                 }
                 (verdict::DONE, Some(_)) => self.stats.consumed += 1,
-                (verdict::DROP, Some(_)) => ctx.count_drop("capsule", "guest_drop"),
-                (_, Some(_)) => ctx.count_drop("capsule", "bad_verdict"),
+                (verdict::DROP, Some(_)) => ctx.count_drop("capsule", DropReason::GuestDrop),
+                (_, Some(_)) => ctx.count_drop("capsule", DropReason::BadVerdict),
             },
             Err(e) => {
                 let reason = outcome_of_error(&e, live.store.data().limits.hit())
                     .drop_reason()
-                    .unwrap_or("trap");
+                    .unwrap_or(DropReason::Trap);
                 self.stats.traps += 1;
                 // The instance's state is unknown after a trap: start afresh next time.
                 c.live = None;
@@ -1125,7 +1125,7 @@ fn mem_info(c: &crate::cache::Cached, on_disk: bool) -> CodeInfo {
     }
 }
 
-fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: &str) {
+fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: DropReason) {
     for _ in parked {
         ctx.count_drop("capsule", reason);
     }

@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use anode_core::{EePacket, LinkId};
+use anode_core::{DropReason, EePacket, LinkId};
 
 use crate::CodeHash;
 use crate::cache::CodeMap;
@@ -101,7 +101,7 @@ pub(crate) enum Step {
     /// The fetch failed: drop and count `parked` under `reason`.
     Failed {
         hash: CodeHash,
-        reason: &'static str,
+        reason: DropReason,
         parked: VecDeque<Parked>,
     },
 }
@@ -114,7 +114,7 @@ pub(crate) enum Park {
     /// Parked; a new fetch must send this request.
     Started(Step),
     /// Not parked (bound reached or no source): drop it with this reason.
-    Refused(&'static str),
+    Refused(DropReason),
 }
 
 /// The demand loader.
@@ -153,11 +153,11 @@ impl Loader {
     /// Parks `pkt` (whose code is `hash`) and starts a fetch from `sources` if none runs.
     pub fn park(&mut self, now: Instant, hash: CodeHash, p: Parked, sources: Vec<LinkId>) -> Park {
         if self.parked >= self.cfg.max_parked {
-            return Park::Refused("park_full");
+            return Park::Refused(DropReason::ParkFull);
         }
         if let Some(f) = self.fetches.get_mut(&hash) {
             if f.parked.len() >= self.cfg.max_parked_per_code {
-                return Park::Refused("park_full");
+                return Park::Refused(DropReason::ParkFull);
             }
             for s in sources {
                 if !f.sources.contains(&s) {
@@ -169,10 +169,10 @@ impl Loader {
             return Park::Waiting;
         }
         let Some(&first) = sources.first() else {
-            return Park::Refused("no_code_source");
+            return Park::Refused(DropReason::NoCodeSource);
         };
         if self.fetches.len() >= self.cfg.max_fetches {
-            return Park::Refused("park_full");
+            return Park::Refused(DropReason::ParkFull);
         }
         let window_end = self.cfg.window.min(self.cfg.max_code_bytes);
         let mut parked = VecDeque::new();
@@ -225,7 +225,7 @@ impl Loader {
             return Step::None;
         }
         if total > cfg.max_code_bytes {
-            return self.fail(&hash, "code_too_big");
+            return self.fail(&hash, DropReason::CodeTooBig);
         }
         if f.total.is_some_and(|t| t != total) {
             return Step::None;
@@ -273,7 +273,7 @@ impl Loader {
             f.refused.push(link);
         }
         if f.sources.iter().all(|s| f.refused.contains(s)) {
-            return self.fail(&hash, "code_unavailable");
+            return self.fail(&hash, DropReason::CodeUnavailable);
         }
         // Move on to a source that has not refused, at once.
         f.cur = (f.cur + 1) % f.sources.len();
@@ -290,7 +290,7 @@ impl Loader {
         }
     }
 
-    fn fail(&mut self, hash: &CodeHash, reason: &'static str) -> Step {
+    fn fail(&mut self, hash: &CodeHash, reason: DropReason) -> Step {
         match self.finish(hash) {
             Some(f) => Step::Failed {
                 hash: *hash,
@@ -321,7 +321,7 @@ impl Loader {
                 continue;
             };
             if f.tries >= cfg.max_tries {
-                out.push(self.fail(&h, "load_timeout"));
+                out.push(self.fail(&h, DropReason::LoadTimeout));
                 continue;
             }
             f.tries += 1;

@@ -11,6 +11,8 @@
 //! hashes), and calls into dependencies made during the run; a run that ran out of fuel
 //! reports exactly the budget.
 
+use anode_core::DropReason;
+
 use crate::CodeHash;
 
 /// How one run of guest code ended. The drop reasons named below are those of a failing
@@ -40,14 +42,14 @@ pub enum RunOutcome {
 impl RunOutcome {
     /// The reason string the EE counts a capsule drop under for this outcome (`None` for
     /// [`RunOutcome::Completed`], which drops nothing by itself).
-    pub fn drop_reason(self) -> Option<&'static str> {
+    pub fn drop_reason(self) -> Option<DropReason> {
         match self {
             RunOutcome::Completed => None,
-            RunOutcome::BadVerdict => Some("bad_verdict"),
-            RunOutcome::InitFailed => Some("instantiate_failed"),
-            RunOutcome::FuelExhausted => Some("fuel_exhausted"),
-            RunOutcome::MemoryLimit => Some("memory_limit"),
-            RunOutcome::Trap => Some("trap"),
+            RunOutcome::BadVerdict => Some(DropReason::BadVerdict),
+            RunOutcome::InitFailed => Some(DropReason::InstantiateFailed),
+            RunOutcome::FuelExhausted => Some(DropReason::FuelExhausted),
+            RunOutcome::MemoryLimit => Some(DropReason::MemoryLimit),
+            RunOutcome::Trap => Some(DropReason::Trap),
         }
     }
 }

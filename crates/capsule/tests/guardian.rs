@@ -79,7 +79,7 @@ fn dependencies_are_demand_loaded_and_guard_their_shared_state() {
     assert_eq!(s.loads_completed, 3, "a, then its dependency g, then b");
     assert_eq!(net.ee(1).soft_state().len(&g), 1);
     assert_eq!(net.ee(1).soft_state().len(&a), 0);
-    assert_eq!(net.nodes[1].counters().ee_drops.len(), 0);
+    assert_eq!(net.nodes[1].counters().ee_drop_map().len(), 0);
 }
 
 #[test]

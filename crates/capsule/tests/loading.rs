@@ -75,7 +75,7 @@ fn first_ping_loads_code_hop_by_hop_then_pings_use_the_cache() {
     );
     for i in 0..4 {
         assert_eq!(
-            net.nodes[i].counters().ee_drops.len(),
+            net.nodes[i].counters().ee_drop_map().len(),
             0,
             "node {i} dropped nothing"
         );

@@ -97,11 +97,9 @@ fn out(n: &mut Node, now: Instant, code: [u8; 32], name: &str, flows: &[u64]) ->
 }
 
 fn drops(n: &Node, reason: &str) -> u64 {
-    n.counters()
-        .ee_drops
-        .get(&format!("capsule/{reason}"))
-        .copied()
-        .unwrap_or(0)
+    let r = anode_core::DropReason::from_name(reason)
+        .unwrap_or_else(|| panic!("{reason} is not a drop reason"));
+    n.counters().ee_drops("capsule", r)
 }
 
 #[test]

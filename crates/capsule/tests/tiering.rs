@@ -155,7 +155,7 @@ fn winch_code_is_held_to_the_same_bounds() {
             assert_eq!(r[0].fuel_used, fuel);
         }
         net.run_for(Duration::from_millis(5));
-        assert_eq!(net.drops(0, want.drop_reason().unwrap()), 1);
+        assert_eq!(net.drops(0, want.drop_reason().unwrap().as_str()), 1);
     }
     // Winch code runs real protocols: a ping round trip, demand-loaded at node 1.
     let ping = net.ee(0).install(protocols::PING).unwrap();

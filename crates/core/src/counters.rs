@@ -1,10 +1,17 @@
 //! Counters: what the node did with every packet, drops by reason.
+//!
+//! [`DropReason`] is the one drop-reason type of the node: the node core counts its own drops
+//! under it ([`Counters::drop`]) and every execution environment (capsule, PLAN, deployment,
+//! the NodeOS guard around them) counts its drops under it too, per EE
+//! ([`Counters::drop_ee`], shown as `ee/reason`). Names are stable: they appear in
+//! `anode stats`, JSON and the `anode_drops_total{reason}` metric.
 
 use std::collections::BTreeMap;
 
 macro_rules! drop_reasons {
     ($($(#[doc = $doc:literal])* $name:ident = $text:literal,)*) => {
-        /// Why the node dropped a packet. Every drop is counted under one of these.
+        /// Why a packet was dropped. Every drop, by the node or by an EE, is counted under one
+        /// of these.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum DropReason {
             $($(#[doc = $doc])* $name,)*
@@ -20,11 +27,27 @@ macro_rules! drop_reasons {
                     $(DropReason::$name => $text,)*
                 }
             }
+
+            /// What the reason means (its documentation), for `anode stats` and docs.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(DropReason::$name => concat!($($doc),*).trim_ascii(),)*
+                }
+            }
+
+            /// The reason named `name` (as [`DropReason::as_str`] spells it).
+            pub fn from_name(name: &str) -> Option<DropReason> {
+                match name {
+                    $($text => Some(DropReason::$name),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
 
 drop_reasons! {
+    // ---- Counted by the node core.
     /// The ANEP header could not be parsed (truncated, bad version or lengths, bad options).
     MalformedAnep = "malformed_anep",
     /// The transit header could not be parsed.
@@ -72,6 +95,97 @@ drop_reasons! {
     /// A routing message of the other protocol (a neighbor runs distance vector where this
     /// node runs link state, or the reverse: `[routing] protocol` differs).
     RoutingMismatch = "routing_mismatch",
+    // ---- Counted by the capsule EE.
+    /// The capsule header is missing or does not fit the packet.
+    BadHeader = "bad_header",
+    /// The code's dependencies nest deeper than the EE allows.
+    DepsTooDeep = "deps_too_deep",
+    /// The code could not be instantiated (imports, start function, memory).
+    InstantiateFailed = "instantiate_failed",
+    /// The code is not valid for this node (wasm, ABI version or exports).
+    CodeInvalid = "code_invalid",
+    /// Fetched code whose SHA-256 is not the hash the capsule names.
+    CodeHashMismatch = "code_hash_mismatch",
+    /// The previous hop (or every source asked) does not have the code.
+    CodeUnavailable = "code_unavailable",
+    /// The code is larger than `[capsule] max_code_bytes`.
+    CodeTooBig = "code_too_big",
+    /// The code did not arrive within the load timeout.
+    LoadTimeout = "load_timeout",
+    /// The code is missing and there is no node to fetch it from.
+    NoCodeSource = "no_code_source",
+    /// Too many capsules already wait for code (`max_parked_per_code`, `max_fetches`).
+    ParkFull = "park_full",
+    /// The guest trapped (a bad access, unreachable, a failed host call).
+    Trap = "trap",
+    /// The guest dropped the capsule itself.
+    GuestDrop = "guest_drop",
+    /// The guest returned a verdict the ABI does not define.
+    BadVerdict = "bad_verdict",
+    /// The guest ran out of fuel (its per-capsule CPU budget).
+    FuelExhausted = "fuel_exhausted",
+    /// The guest asked for more memory than its limit.
+    MemoryLimit = "memory_limit",
+    // ---- Counted by the PLAN EE.
+    /// The PLAN packet body (code, entry point, arguments) could not be decoded.
+    MalformedBody = "malformed_body",
+    /// A chunk argument could not be decoded.
+    MalformedChunk = "malformed_chunk",
+    /// The packet names a routing function this node does not have.
+    UnknownRouteFun = "unknown_route_fun",
+    /// The program raised an exception no handler caught.
+    UncaughtException = "uncaught_exception",
+    /// The program called `abort`.
+    Aborted = "aborted",
+    /// The evaluation ran out of its step budget.
+    BudgetExhausted = "budget_exhausted",
+    /// The evaluation nested deeper than allowed.
+    TooDeep = "too_deep",
+    /// The program did not type-check or compile.
+    CompileError = "compile_error",
+    /// The program calls code the packet does not carry.
+    MissingCode = "missing_code",
+    /// The entry point the packet names does not exist.
+    UnknownEntry = "unknown_entry",
+    /// The arguments do not match the entry point's parameters.
+    BadArguments = "bad_arguments",
+    /// A value or packet grew larger than allowed.
+    TooLarge = "too_large",
+    /// An internal evaluator error (a bug).
+    Internal = "internal",
+    /// More packets a program sent to this node itself than one round may evaluate
+    /// (`max_local`).
+    LocalOverflow = "local_overflow",
+    /// An error report could not be built (the handler's code is not in the packet).
+    ReportImpossible = "report_impossible",
+    /// An error report was over the per-second report limit.
+    ReportSuppressed = "report_suppressed",
+    /// A reliable send (`RetransOnRemote`) gave up: no acknowledgement after every
+    /// transmission.
+    RetransUnacked = "retrans_unacked",
+    /// A reliable send the node could not track (too many outstanding).
+    RetransUntracked = "retrans_untracked",
+    // ---- Counted by the deployment EE.
+    /// A deployment request claiming another origin than the node that injected it.
+    WrongOrigin = "wrong_origin",
+    /// A deployment result no request of this node is waiting for.
+    StrayResult = "stray_result",
+    /// A deployment message that could not be parsed.
+    Malformed = "malformed",
+    // ---- Counted by the NodeOS for a domain (and under its EE).
+    /// The domain owes more than its share of CPU or bandwidth (its rate limit).
+    Bandwidth = "bandwidth",
+    /// No domain for the packet's principal: it was terminated, or the policy refuses a new
+    /// one.
+    DomainRefused = "domain_refused",
+    /// The packet would take its domain over its memory limit.
+    Memory = "memory",
+    /// The domain's memory report was refused by its pool (it is told to free memory).
+    MemoryRefused = "memory_refused",
+    /// The domain's queue of packets waiting for its EE was full.
+    QueueFull = "queue_full",
+    /// The domain's in-channel queue was full.
+    InChanFull = "in_chan_full",
 }
 
 impl std::fmt::Display for DropReason {
@@ -80,7 +194,39 @@ impl std::fmt::Display for DropReason {
     }
 }
 
+impl serde::Serialize for DropReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 const N_REASONS: usize = DropReason::ALL.len();
+
+/// One count per [`DropReason`], indexed by the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ReasonCounts([u64; N_REASONS]);
+
+impl Default for ReasonCounts {
+    fn default() -> Self {
+        ReasonCounts([0; N_REASONS])
+    }
+}
+
+impl ReasonCounts {
+    fn add(&mut self, r: DropReason) {
+        if let Some(c) = self.0.get_mut(r as usize) {
+            *c += 1;
+        }
+    }
+
+    fn get(&self, r: DropReason) -> u64 {
+        self.0.get(r as usize).copied().unwrap_or(0)
+    }
+
+    fn sum(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
 
 /// Per-node counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,28 +257,55 @@ pub struct Counters {
     pub control_tx: u64,
     /// Packets a packet processor (service module) consumed at a hook point.
     pub hook_consumed: u64,
-    drops: [u64; N_REASONS],
-    /// Drops an execution environment counted, by "ee/reason".
-    pub ee_drops: BTreeMap<String, u64>,
+    drops: ReasonCounts,
+    /// Drops execution environments counted, one row per EE name (a handful).
+    ee_drops: Vec<EeDrops>,
+}
+
+/// One EE's drops by reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EeDrops {
+    ee: String,
+    counts: ReasonCounts,
 }
 
 impl Counters {
     /// Counts a drop.
     #[inline]
     pub fn drop(&mut self, r: DropReason) {
-        if let Some(c) = self.drops.get_mut(r as usize) {
-            *c += 1;
-        }
+        self.drops.add(r);
     }
 
     /// Drops counted for one reason.
     pub fn drops(&self, r: DropReason) -> u64 {
-        self.drops.get(r as usize).copied().unwrap_or(0)
+        self.drops.get(r)
     }
 
     /// All drops.
     pub fn total_drops(&self) -> u64 {
-        self.drops.iter().sum::<u64>() + self.ee_drops.values().sum::<u64>()
+        self.drops.sum() + self.ee_drops.iter().map(|e| e.counts.sum()).sum::<u64>()
+    }
+
+    /// Drops EE `ee` counted for one reason.
+    pub fn ee_drops(&self, ee: &str, r: DropReason) -> u64 {
+        self.ee_drops
+            .iter()
+            .find(|e| e.ee == ee)
+            .map_or(0, |e| e.counts.get(r))
+    }
+
+    /// The non-zero EE drop counters by "ee/reason".
+    pub fn ee_drop_map(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for e in &self.ee_drops {
+            for r in DropReason::ALL {
+                let n = e.counts.get(*r);
+                if n > 0 {
+                    m.insert(format!("{}/{}", e.ee, r.as_str()), n);
+                }
+            }
+        }
+        m
     }
 
     /// The non-zero drop counters as `reason=n` joined by `sep`, or `none`.
@@ -155,25 +328,22 @@ impl Counters {
             .filter(|r| self.drops(**r) > 0)
             .map(|r| (r.as_str().to_string(), self.drops(*r)))
             .collect();
-        for (k, v) in &self.ee_drops {
-            m.insert(k.clone(), *v);
-        }
+        m.extend(self.ee_drop_map());
         m
     }
 
-    /// Counts a drop an EE decided, under "ee/reason".
-    pub fn drop_ee(&mut self, ee: &str, reason: &str) {
-        // The key is only built the first time (drops under attack come in floods).
-        let is_key = |k: &String| {
-            k.len() == ee.len() + 1 + reason.len()
-                && k.starts_with(ee)
-                && k.ends_with(reason)
-                && k.as_bytes().get(ee.len()) == Some(&b'/')
-        };
-        match self.ee_drops.iter_mut().find(|(k, _)| is_key(k)) {
-            Some((_, n)) => *n += 1,
+    /// Counts a drop EE `ee` decided, shown as "ee/reason".
+    pub fn drop_ee(&mut self, ee: &str, reason: DropReason) {
+        // The EE's row is only made the first time (drops under attack come in floods).
+        match self.ee_drops.iter_mut().find(|e| e.ee == ee) {
+            Some(e) => e.counts.add(reason),
             None => {
-                self.ee_drops.insert(format!("{ee}/{reason}"), 1);
+                let mut counts = ReasonCounts::default();
+                counts.add(reason);
+                self.ee_drops.push(EeDrops {
+                    ee: ee.to_string(),
+                    counts,
+                });
             }
         }
     }
@@ -198,5 +368,62 @@ impl serde::Serialize for Counters {
         st.serialize_field("hook_consumed", &self.hook_consumed)?;
         st.serialize_field("drops", &self.drop_map())?;
         st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_a_unique_name_that_maps_back_and_a_meaning() {
+        let mut names = std::collections::BTreeSet::new();
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "ALL is in declaration order");
+            assert!(names.insert(r.as_str()), "{} named twice", r.as_str());
+            assert_eq!(DropReason::from_name(r.as_str()), Some(*r));
+            assert!(
+                r.as_str()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{} is not a metric-safe name",
+                r.as_str()
+            );
+            assert!(!r.meaning().is_empty() && r.meaning().ends_with(['.', ')']));
+        }
+        assert_eq!(DropReason::from_name("no_such_reason"), None);
+        assert_eq!(
+            DropReason::Memory.meaning(),
+            "The packet would take its domain over its memory limit."
+        );
+    }
+
+    #[test]
+    fn ee_drops_are_counted_per_ee_and_reason() {
+        let mut c = Counters::default();
+        c.drop(DropReason::NoRoute);
+        c.drop_ee("capsule", DropReason::Trap);
+        c.drop_ee("capsule", DropReason::Trap);
+        c.drop_ee("plan", DropReason::NoRoute);
+        c.drop_ee("capsule+nodeos", DropReason::Bandwidth);
+        assert_eq!(c.ee_drops("capsule", DropReason::Trap), 2);
+        assert_eq!(c.ee_drops("plan", DropReason::Trap), 0);
+        assert_eq!(c.ee_drops("deploy", DropReason::Trap), 0);
+        assert_eq!(
+            c.drops(DropReason::NoRoute),
+            1,
+            "the node's own count is apart"
+        );
+        assert_eq!(c.total_drops(), 5);
+        let m = c.drop_map();
+        assert_eq!(m.get("capsule/trap"), Some(&2));
+        assert_eq!(m.get("plan/no_route"), Some(&1));
+        assert_eq!(m.get("no_route"), Some(&1));
+        assert_eq!(m.get("capsule+nodeos/bandwidth"), Some(&1));
+        assert_eq!(m.len(), 4);
+        assert_eq!(
+            c.drop_summary(","),
+            "capsule+nodeos/bandwidth=1,capsule/trap=2,no_route=1,plan/no_route=1"
+        );
     }
 }

@@ -260,8 +260,8 @@ impl NodeContext<'_> {
         });
     }
 
-    /// Counts a drop the EE decided, under "ee/reason".
-    pub fn count_drop(&mut self, ee: &str, reason: &str) {
+    /// Counts a drop the EE decided, shown as "ee/reason".
+    pub fn count_drop(&mut self, ee: &str, reason: DropReason) {
         self.core.counters.drop_ee(ee, reason);
         if let Some(first @ None) = &mut self.core.inject_ee_drop {
             *first = Some(format!("{ee}/{reason}"));

@@ -24,7 +24,7 @@ pub struct DomainStat {
     /// Its policy's memory limit, bytes.
     pub memory_limit: u64,
     /// Drops by reason.
-    pub drops: BTreeMap<String, u64>,
+    pub drops: BTreeMap<crate::DropReason, u64>,
     /// Its children terminated so far.
     pub child_terminations: u64,
 }

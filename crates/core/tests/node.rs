@@ -197,7 +197,7 @@ impl ExecutionEnvironment for Recorder {
         if pkt.why != Dispatch::Destination {
             let _ = ctx.forward(pkt.buf, pkt.anep_len);
         } else {
-            ctx.count_drop("recorder", "consumed");
+            ctx.count_drop("recorder", anode_core::DropReason::GuestDrop);
         }
     }
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -257,7 +257,7 @@ fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
     let r = net.nodes[0].send_datagram(net.now, v4(198, 18, 9, 9, 1), 1, 0, None, b"a");
     assert_eq!(r, Err(DropReason::NoRoute));
     assert_eq!(net.nodes[0].inject_drop_detail(), None);
-    // A capsule for node 0 itself: its EE consumes it and counts a drop.
+    // A capsule for node 0 itself: its EE drops it (as a guest would) and counts it.
     let t = TransitRepr {
         flags: 0,
         rb: 9,
@@ -272,7 +272,7 @@ fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
         Err(DropReason::EeDropped),
         "the EE's drop, not the earlier no-route"
     );
-    assert_eq!(net.nodes[0].inject_drop_detail(), Some("recorder/consumed"));
+    assert_eq!(net.nodes[0].inject_drop_detail(), Some("recorder/guest_drop"));
     // A packet that goes through clears it.
     net.nodes[0]
         .send_datagram(net.now, addr(1), 7, 0, None, b"b")

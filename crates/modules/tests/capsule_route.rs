@@ -82,10 +82,7 @@ fn unknown(n: &mut Node) -> u64 {
 
 fn guest_drops(n: &Node) -> u64 {
     n.counters()
-        .ee_drops
-        .get("capsule/guest_drop")
-        .copied()
-        .unwrap_or(0)
+        .ee_drops("capsule", anode_core::DropReason::GuestDrop)
 }
 
 #[test]

@@ -44,10 +44,7 @@ fn route(n: &mut Node, now: Instant, pkts: Vec<Vec<u8>>) -> Vec<u32> {
 
 fn unknown(n: &Node) -> u64 {
     n.counters()
-        .ee_drops
-        .get("plan/unknown_route_fun")
-        .copied()
-        .unwrap_or(0)
+        .ee_drops("plan", anode_core::DropReason::UnknownRouteFun)
 }
 
 fn config(flow: i64, link: i64) -> toml::Table {

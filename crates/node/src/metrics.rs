@@ -683,7 +683,7 @@ mod tests {
             .create_domain(DomainId::ROOT, &Credentials::new("p\"q"), None)
             .unwrap();
         os.count_packet(d, 100);
-        os.count_drop(d, "bandwidth");
+        os.count_drop(d, anode_core::DropReason::Bandwidth);
         let snap = Snapshot {
             domains: vec![os.report("capsule")],
             ..Snapshot::default()

@@ -113,9 +113,9 @@ fn bench(cr: &mut Criterion) {
         }
         assert!(n.counters().to_ee > 0);
         assert!(
-            n.counters().ee_drops.is_empty(),
+            n.counters().ee_drop_map().is_empty(),
             "{:?}",
-            n.counters().ee_drops
+            n.counters().ee_drop_map()
         );
     }
     g.finish();

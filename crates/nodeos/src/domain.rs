@@ -12,6 +12,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use anode_core::DropReason;
+
 use serde::Serialize;
 
 use crate::{Policy, Principal};
@@ -136,15 +138,15 @@ pub struct DomainCounters {
     /// The most memory it ever held.
     pub memory_peak: u64,
     /// Drops by reason.
-    pub drops: BTreeMap<String, u64>,
+    pub drops: BTreeMap<DropReason, u64>,
     /// Child domains terminated so far.
     pub child_terminations: u64,
 }
 
 impl DomainCounters {
     /// Counts a drop.
-    pub fn drop(&mut self, reason: &str) {
-        *self.drops.entry(reason.to_string()).or_insert(0) += 1;
+    pub fn drop(&mut self, reason: DropReason) {
+        *self.drops.entry(reason).or_insert(0) += 1;
     }
 }
 

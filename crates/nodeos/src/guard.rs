@@ -42,7 +42,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
-use anode_core::{EePacket, ExecutionEnvironment, NodeContext};
+use anode_core::{DropReason, EePacket, ExecutionEnvironment, NodeContext};
 use anode_routing::LinkId;
 use anode_wire::control::Control;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -67,7 +67,7 @@ pub struct UsageReport<K = String> {
     /// Whether the call hit its run-time limit.
     pub exhausted: bool,
     /// The call failed otherwise (a trap: memory limit, bad access...), named.
-    pub fault: Option<&'static str>,
+    pub fault: Option<DropReason>,
     /// Soft-state bytes gained (positive) or freed (negative).
     pub soft_state_delta: i64,
     /// Code bytes gained or freed.
@@ -395,7 +395,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                                 TerminationReason::Policy(e.to_string()),
                             );
                         } else if let Some(p) = &r.principal {
-                            self.os.count_drop(d, "memory_refused");
+                            self.os.count_drop(d, DropReason::MemoryRefused);
                             // What it frees is reported and applied in the next round.
                             self.inner.on_memory_pressure(p);
                         }
@@ -471,8 +471,8 @@ impl<E: MeteredEe> DomainGuard<E> {
             let len = pkt.buf.len() as u64;
             self.os.release_mem(d, MemKind::Packet, len);
             if self.owes(d, now) {
-                self.os.count_drop(d, "bandwidth");
-                ctx.count_drop(&self.name, "bandwidth");
+                self.os.count_drop(d, DropReason::Bandwidth);
+                ctx.count_drop(&self.name, DropReason::Bandwidth);
                 self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
                 self.sched.complete(d, self.cfg.node_ns_per_packet);
                 self.budget_ns = self
@@ -521,26 +521,26 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         self.refill(now);
         let principal = self.inner.principal_of(&pkt);
         let Some(d) = self.domain_for(principal.as_ref()) else {
-            ctx.count_drop(&self.name, "domain_refused");
+            ctx.count_drop(&self.name, DropReason::DomainRefused);
             return;
         };
         if self.owes(d, now) {
-            self.os.count_drop(d, "bandwidth");
-            ctx.count_drop(&self.name, "bandwidth");
+            self.os.count_drop(d, DropReason::Bandwidth);
+            ctx.count_drop(&self.name, DropReason::Bandwidth);
             return;
         }
         let len = pkt.buf.len() as u64;
         if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
-            self.os.count_drop(d, "memory");
-            ctx.count_drop(&self.name, "memory");
+            self.os.count_drop(d, DropReason::Memory);
+            ctx.count_drop(&self.name, DropReason::Memory);
             // The refusal may have started a grace period: tell the EE now.
             self.drain_events(ctx);
             return;
         }
         if self.sched.enqueue(d, pkt).is_err() {
             self.os.release_mem(d, MemKind::Packet, len);
-            self.os.count_drop(d, "queue_full");
-            ctx.count_drop(&self.name, "queue_full");
+            self.os.count_drop(d, DropReason::QueueFull);
+            ctx.count_drop(&self.name, DropReason::QueueFull);
             return;
         }
         self.serve(ctx);

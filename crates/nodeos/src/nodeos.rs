@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use anode_core::DropReason;
 use anode_wire::NodeAddr;
 use rustc_hash::FxHashMap;
 use tracing::info;
@@ -530,7 +531,7 @@ impl NodeOs {
     }
 
     /// Counts a drop for `d` by reason.
-    pub fn count_drop(&mut self, d: DomainId, reason: &str) {
+    pub fn count_drop(&mut self, d: DomainId, reason: DropReason) {
         if let Some(dom) = self.domains.get_mut(&d) {
             dom.counters.drop(reason);
         }
@@ -673,7 +674,7 @@ impl NodeOs {
                 if ok {
                     self.count_packet(d, bytes);
                 } else {
-                    self.count_drop(d, "bandwidth");
+                    self.count_drop(d, DropReason::Bandwidth);
                 }
                 Ok(ok)
             }
@@ -705,7 +706,7 @@ impl NodeOs {
             None => return false,
         };
         if !ok {
-            self.count_drop(d, "in_chan_full");
+            self.count_drop(d, DropReason::InChanFull);
         }
         ok
     }

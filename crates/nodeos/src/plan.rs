@@ -60,7 +60,7 @@ impl MeteredPlan {
 
     fn usage(&self) -> (u64, u64) {
         let s = self.ee.stats();
-        (s.steps, s.dropped("budget_exhausted"))
+        (s.steps, s.dropped(anode_core::DropReason::BudgetExhausted))
     }
 
     fn report(&mut self, principal: Option<NodeAddr>, before: (u64, u64)) {

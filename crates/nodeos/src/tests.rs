@@ -326,7 +326,13 @@ fn channels_follow_policy_and_demux() {
     assert!(!os.in_buffer(c));
     os.in_unbuffer(c);
     assert!(os.in_buffer(c));
-    assert_eq!(os.counters(p).unwrap().drops.get("in_chan_full"), Some(&1));
+    assert_eq!(
+        os.counters(p)
+            .unwrap()
+            .drops
+            .get(&anode_core::DropReason::InChanFull),
+        Some(&1)
+    );
     pkt[23] = 8;
     assert_eq!(os.demux(&pkt), None);
     // Out channel: capped at the policy's bandwidth (1 MB/s), bucket enforced.

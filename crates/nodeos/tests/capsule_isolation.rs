@@ -61,7 +61,7 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
         .and_then(|e| e.as_any_mut().downcast_mut::<Sink>())
         .and_then(|s| s.by_proto.get(&0).copied())
         .unwrap_or(0);
-    let drops = line.nodes[1].counters().ee_drops.clone();
+    let drops = line.nodes[1].counters().ee_drop_map();
     let g = line.nodes[1]
         .ee_mut(TYPE_CAPSULE)
         .and_then(|e| e.as_any_mut().downcast_mut::<DomainGuard<MeteredCapsule>>())

@@ -81,7 +81,7 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
         .unwrap();
     let (peak, drops) = hb
         .call(|n, _| {
-            let drops = n.counters().ee_drops.clone();
+            let drops = n.counters().ee_drop_map();
             let peak = n
                 .ee_mut(TYPE_CAPSULE)
                 .and_then(|e| e.as_any_mut().downcast_mut::<DomainGuard<MeteredCapsule>>())

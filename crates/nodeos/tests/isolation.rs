@@ -123,7 +123,7 @@ fn run_with(hostile: Option<u8>, max_exhaustions: u32) -> Outcome {
             .and_then(|n| gd.domain_of(n))
             .and_then(|d| os.counters(d).map(|c| c.cpu_ns));
         hostile_cpu_ns.push(rec.or(live).unwrap_or(0));
-        drops.push(line.nodes[i].counters().ee_drops.clone());
+        drops.push(line.nodes[i].counters().ee_drop_map());
         // Terminated principals' state is gone from the EE.
         let gd = g(&mut line, i);
         for t in gd.inner_mut().terminated.clone() {
@@ -310,6 +310,12 @@ fn termination_off_relieves_a_flood_instead() {
     // 200 capsules x 4 KiB = 800 KiB offered against a 64 KiB soft-state policy.
     assert!(pressure >= 10, "{pressure}");
     assert!(c.memory_bytes <= 64 << 10, "{}", c.memory_bytes);
-    assert!(c.drops.get("memory_refused").copied().unwrap_or(0) >= 10);
+    assert!(
+        c.drops
+            .get(&anode_core::DropReason::MemoryRefused)
+            .copied()
+            .unwrap_or(0)
+            >= 10
+    );
     assert!(!g1.is_banned("proto-4"));
 }

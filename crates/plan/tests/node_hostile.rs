@@ -84,11 +84,16 @@ fn an_over_budget_program_is_stopped_counted_and_reported() {
     let mut spec = PacketSpec::new(s, d, 8);
     spec.handler = "defHandler".into();
     net.inject(0, SPIN, "spin()", &spec);
-    assert_eq!(net.ee(2).stats().dropped("budget_exhausted"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::BudgetExhausted),
+        1
+    );
     assert_eq!(
         net.nodes[2]
             .counters()
-            .ee_drops
+            .ee_drop_map()
             .get("plan/budget_exhausted"),
         Some(&1)
     );
@@ -115,7 +120,12 @@ fun fail() : unit = print(1 / 0)
     let mut spec = PacketSpec::new(s, d, 8);
     spec.handler = "oops".into();
     net.inject(0, text, "fail()", &spec);
-    assert_eq!(net.ee(2).stats().dropped("uncaught_exception"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::UncaughtException),
+        1
+    );
     assert!(
         net.output(0).starts_with("handled: DivByZero"),
         "{}",
@@ -126,7 +136,12 @@ fun fail() : unit = print(1 / 0)
     spec.handler.clear();
     net.clear_reports();
     net.inject(0, text, "fail()", &spec);
-    assert_eq!(net.ee(2).stats().dropped("uncaught_exception"), 2);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::UncaughtException),
+        2
+    );
     assert_eq!(net.output(0), "");
     assert_eq!(net.report[2].errors.len(), 1);
 }
@@ -144,7 +159,12 @@ fn ill_typed_and_uncompilable_packets_are_answered_or_dropped() {
     let mut spec = PacketSpec::new(s, d, 8);
     spec.handler = "defHandler".into();
     net.inject_raw(0, encode_packet_chunk(&spec, &bad).unwrap());
-    assert_eq!(net.ee(2).stats().dropped("bad_arguments"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::BadArguments),
+        1
+    );
     assert!(net.output(0).contains("bad_arguments"), "{}", net.output(0));
     // Code that does not compile; no handler: dropped and counted only.
     let junk = Chunk::new(Some(Code::from_text("fun f( = ")), "f", vec![]).unwrap();
@@ -152,21 +172,36 @@ fn ill_typed_and_uncompilable_packets_are_answered_or_dropped() {
         0,
         encode_packet_chunk(&PacketSpec::new(s, d, 8), &junk).unwrap(),
     );
-    assert_eq!(net.ee(2).stats().dropped("compile_error"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::CompileError),
+        1
+    );
     // An entry the code does not define.
     let none = prog.chunk("nosuch", vec![]).unwrap();
     net.inject_raw(
         0,
         encode_packet_chunk(&PacketSpec::new(s, d, 8), &none).unwrap(),
     );
-    assert_eq!(net.ee(2).stats().dropped("unknown_entry"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::UnknownEntry),
+        1
+    );
     // Code sent as a hash the destination has never seen.
     let hashed = Chunk::new(Some(Code::Hash([7; 32])), "f", vec![]).unwrap();
     net.inject_raw(
         0,
         encode_packet_chunk(&PacketSpec::new(s, d, 8), &hashed).unwrap(),
     );
-    assert_eq!(net.ee(2).stats().dropped("missing_code"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::MissingCode),
+        1
+    );
 }
 
 #[test]
@@ -178,7 +213,12 @@ fn malformed_packets_are_dropped_and_counted() {
         0,
         encode_packet(&PacketSpec::new(s, d, 8), &[0xff, 0xff, 0x01]).unwrap(),
     );
-    assert_eq!(net.ee(2).stats().dropped("malformed_chunk"), 1);
+    assert_eq!(
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::MalformedChunk),
+        1
+    );
     // A body that is not a PLAN body at all.
     let t = TransitRepr {
         rb: 8,
@@ -190,13 +230,26 @@ fn malformed_packets_are_dropped_and_counted() {
     let junk = routed_packet(TYPE_PLAN, &t, &[], b"not plan").unwrap();
     // Refused at the source, which reads the header to route it...
     net.inject_raw(0, junk.clone());
-    assert_eq!(net.ee(0).stats().dropped("malformed_body"), 1);
+    assert_eq!(
+        net.ee(0)
+            .stats()
+            .dropped(anode_core::DropReason::MalformedBody),
+        1
+    );
     // ...and at the destination when it arrives from elsewhere.
     let now = net.now;
     net.nodes[2].handle_packet(now, LinkId(0), junk);
-    assert_eq!(net.ee(2).stats().dropped("malformed_body"), 1);
     assert_eq!(
-        net.nodes[2].counters().ee_drops.get("plan/malformed_body"),
+        net.ee(2)
+            .stats()
+            .dropped(anode_core::DropReason::MalformedBody),
+        1
+    );
+    assert_eq!(
+        net.nodes[2]
+            .counters()
+            .ee_drop_map()
+            .get("plan/malformed_body"),
         Some(&1)
     );
 }
@@ -264,11 +317,21 @@ fn rb_running_out_on_a_routing_function_path_is_reported() {
     spec.handler = "defHandler".into();
     net.inject(0, "fun arrive() = print(\"arrived\")", "arrive()", &spec);
     assert_eq!(net.output(3), "");
-    assert_eq!(net.ee(1).stats().dropped("rb_exhausted"), 1);
+    assert_eq!(
+        net.ee(1)
+            .stats()
+            .dropped(anode_core::DropReason::RbExhausted),
+        1
+    );
     assert!(net.output(0).contains("RBExhausted"), "{}", net.output(0));
     // An unknown routing function is refused where it is first looked up (the source).
     spec.route_fun = "noSuchRoute".into();
     spec.rb = 8;
     net.inject(0, "fun arrive() = print(\"arrived\")", "arrive()", &spec);
-    assert_eq!(net.ee(0).stats().dropped("unknown_route_fun"), 1);
+    assert_eq!(
+        net.ee(0)
+            .stats()
+            .dropped(anode_core::DropReason::UnknownRouteFun),
+        1
+    );
 }

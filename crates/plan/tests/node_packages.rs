@@ -64,7 +64,12 @@ fn retrans_on_remote_gives_up_after_its_retries() {
     net.run_for(Duration::from_secs(5));
     assert_eq!(net.output(2), "");
     assert_eq!(net.ee(0).stats().retransmissions, 3);
-    assert_eq!(net.ee(0).stats().dropped("retrans_unacked"), 1);
+    assert_eq!(
+        net.ee(0)
+            .stats()
+            .dropped(anode_core::DropReason::RetransUnacked),
+        1
+    );
     let errors = &net.report[0].errors;
     assert!(
         errors

@@ -62,6 +62,20 @@ pub enum ClientCommand {
     Links(Conn),
     /// Show a running node's counters (node, UDP driver, control server).
     Stats(Conn),
+    /// Show a running node's drops: where (the node or an EE), the reason, the count and what
+    /// the reason means. Every drop is counted under one reason of one list, the node's and
+    /// the EEs' alike.
+    #[command(after_help = "\
+Example:
+  anode drops --node-port 4002          # the non-zero drop counters, explained
+  anode drops --node-port 4002 --all    # every reason a drop can have, with its count")]
+    Drops {
+        /// List every reason, also those with no drops.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        conn: Conn,
+    },
     /// Show the NodeOS domains of a running node's EEs (CPU, memory, drops, terminations).
     Domains(Conn),
     /// Show a running node's open NodeOS channels: the cut-through channels EEs opened for
@@ -265,6 +279,10 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
         }
         ClientCommand::Links(c) => print(c.json, &connect(&c)?.links()?, |l| show::links(l)),
         ClientCommand::Stats(c) => print(c.json, &connect(&c)?.stats()?, show::stats),
+        ClientCommand::Drops { all, conn } => {
+            let rows = show::drop_rows(&connect(&conn)?.stats()?.counters.drops, all);
+            print(conn.json, &rows, |r| show::drops(r))
+        }
         ClientCommand::Domains(c) => print(c.json, &connect(&c)?.domains()?, |d| show::domains(d)),
         ClientCommand::Channels(c) => {
             let (cut, chans) = connect(&c)?.channels()?;

@@ -23,7 +23,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anode_core::{EePacket, NodeContext};
+use anode_core::{DropReason, EePacket, NodeContext};
 use wasmtime::Module;
 
 use super::{CapsuleEe, WORKER_POLL, drop_all};
@@ -59,10 +59,10 @@ pub(super) enum Failed {
 
 impl Failed {
     /// The drop reason for capsules that waited for fetched code.
-    fn reason(&self) -> &'static str {
+    fn reason(&self) -> DropReason {
         match self {
-            Failed::HashMismatch => "code_hash_mismatch",
-            Failed::Invalid(_) | Failed::NotOnDisk | Failed::Panicked => "code_invalid",
+            Failed::HashMismatch => DropReason::CodeHashMismatch,
+            Failed::Invalid(_) | Failed::NotOnDisk | Failed::Panicked => DropReason::CodeInvalid,
         }
     }
 
@@ -292,7 +292,7 @@ impl CapsuleEe {
         }
         if let Some(p) = self.builds.get_mut(&want) {
             if p.parked.len() >= self.cfg.loader.max_parked_per_code {
-                ctx.count_drop("capsule", "park_full");
+                ctx.count_drop("capsule", DropReason::ParkFull);
             } else {
                 p.parked.push_back(Parked { pkt });
             }
@@ -305,7 +305,7 @@ impl CapsuleEe {
             return Some(pkt);
         };
         if self.builds.len() >= self.cfg.loader.max_fetches {
-            ctx.count_drop("capsule", "park_full");
+            ctx.count_drop("capsule", DropReason::ParkFull);
             return None;
         }
         let job = move |rt: &Runtime| load_from_disk(rt, &disk, want);

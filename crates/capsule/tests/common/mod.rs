@@ -71,13 +71,11 @@ impl Net {
             .unwrap()
     }
 
+    /// Node `i`'s capsule drops for the reason named `reason` (which must be one).
     pub fn drops(&self, i: usize, reason: &str) -> u64 {
-        self.nodes[i]
-            .counters()
-            .ee_drops
-            .get(&format!("capsule/{reason}"))
-            .copied()
-            .unwrap_or(0)
+        let r = anode_core::DropReason::from_name(reason)
+            .unwrap_or_else(|| panic!("{reason} is not a drop reason"));
+        self.nodes[i].counters().ee_drops("capsule", r)
     }
 }
 

@@ -49,7 +49,9 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use anode_core::bucket::TokenBucket;
-use anode_core::{Delivery, Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_core::{
+    Delivery, Dispatch, DropReason, EePacket, ExecutionEnvironment, LinkId, NodeContext,
+};
 use anode_wire::anep::TYPE_DEPLOY;
 use anode_wire::deploy::{HopResult, Message, Op, Outcome, Request};
 use sha2::{Digest, Sha256};
@@ -291,7 +293,7 @@ impl DeployEe {
         if pkt.why == Dispatch::Local {
             if req.origin != me {
                 self.stats.count_refusal(Refusal::WrongOrigin);
-                ctx.count_drop("deploy", Refusal::WrongOrigin.name());
+                ctx.count_drop("deploy", DropReason::WrongOrigin);
                 return;
             }
             self.originated
@@ -569,7 +571,7 @@ impl DeployEe {
     ) {
         let Some(&(port, _)) = self.originated.get(&r.nonce) else {
             self.stats.malformed += 1;
-            ctx.count_drop("deploy", "stray_result");
+            ctx.count_drop("deploy", DropReason::StrayResult);
             return;
         };
         if port != 0 {
@@ -623,11 +625,11 @@ impl ExecutionEnvironment for DeployEe {
             Ok(Message::Result(_) | Message::Transfer(..)) => {
                 // A result asking for every-hop evaluation or injected here: not ours.
                 self.stats.malformed += 1;
-                ctx.count_drop("deploy", "stray_result");
+                ctx.count_drop("deploy", DropReason::StrayResult);
             }
             Err(_) => {
                 self.stats.malformed += 1;
-                ctx.count_drop("deploy", "malformed");
+                ctx.count_drop("deploy", DropReason::Malformed);
             }
         }
     }

@@ -142,7 +142,7 @@ fn run(a: &Args) -> Result<(), BenchError> {
 fn capsule_report(node: &mut Node) -> serde_json::Value {
     let drops: serde_json::Map<String, serde_json::Value> = node
         .counters()
-        .ee_drops
+        .ee_drop_map()
         .iter()
         .filter(|(k, _)| k.starts_with("capsule/"))
         .map(|(k, v)| (k.clone(), (*v).into()))

@@ -183,7 +183,11 @@ pub(super) fn domains(node: &mut Node) -> Vec<DomainsInfo> {
                     cpu_ns: d.cpu_ns,
                     memory_bytes: d.memory_bytes,
                     memory_limit: d.memory_limit,
-                    drops: d.drops,
+                    drops: d
+                        .drops
+                        .into_iter()
+                        .map(|(r, n)| (r.as_str().to_string(), n))
+                        .collect(),
                     child_terminations: d.child_terminations,
                 })
                 .collect(),

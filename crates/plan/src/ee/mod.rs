@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 use anode_core::wire::NodeAddr;
 use anode_core::wire::anep::{AnepPacket, BASIC_HEADER_LEN, TYPE_PLAN};
 use anode_core::wire::transit::Transit;
-use anode_core::{Dispatch, EePacket, ExecutionEnvironment, LinkId, NodeContext};
+use anode_core::{Dispatch, DropReason, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 
 pub use report::{EvalReport, PlanDelivery, ReportError, decode_delivery};
 pub use route::{FlowRoute, FlowTable, RouteFn, RouteQuery, RouteRegistry};
@@ -334,7 +334,7 @@ impl PlanEe {
         self.routes.remove(name)
     }
 
-    fn drop(&mut self, ctx: &mut NodeContext<'_>, reason: &'static str) {
+    fn drop(&mut self, ctx: &mut NodeContext<'_>, reason: DropReason) {
         *self.stats.drops.entry(reason).or_default() += 1;
         ctx.count_drop("plan", reason);
     }
@@ -370,7 +370,7 @@ impl PlanEe {
         } else {
             match chunk.and_then(|c| c.code.clone()) {
                 Some(c) => Some(c),
-                None => return self.drop(ctx, "report_impossible"),
+                None => return self.drop(ctx, DropReason::ReportImpossible),
             }
         };
         let args = vec![
@@ -379,7 +379,7 @@ impl PlanEe {
             truncated(func),
         ];
         let Ok(c) = Chunk::new(code, origin.handler.as_str(), args) else {
-            return self.drop(ctx, "report_impossible");
+            return self.drop(ctx, DropReason::ReportImpossible);
         };
         self.send_home(ctx, origin, &c);
     }
@@ -389,7 +389,7 @@ impl PlanEe {
     fn send_home(&mut self, ctx: &mut NodeContext<'_>, origin: &Origin, c: &Chunk) {
         let me = ctx.address();
         if !self.report_allowed(ctx.now()) {
-            return self.drop(ctx, "report_suppressed");
+            return self.drop(ctx, DropReason::ReportSuppressed);
         }
         let spec = PacketSpec {
             src: origin.source,
@@ -401,7 +401,7 @@ impl PlanEe {
             handler: String::new(),
         };
         let Ok(buf) = encode_packet_chunk(&spec, c) else {
-            return self.drop(ctx, "report_impossible");
+            return self.drop(ctx, DropReason::ReportImpossible);
         };
         self.stats.error_reports += 1;
         if origin.source == me {
@@ -417,7 +417,7 @@ impl PlanEe {
         let (dst, flow, rb, src) = (t.dst(), t.flow(), t.rb(), t.src());
         let body = pkt.ee_bytes();
         let Ok((hdr, chunk_bytes)) = peek_header(body) else {
-            return self.drop(ctx, "malformed_body");
+            return self.drop(ctx, DropReason::MalformedBody);
         };
         if hdr.route_fun == DEFAULT_ROUTE && (rb > 0 || hdr.handler.is_empty()) {
             // Local injection, or a packet with a handler on its way: the default route,
@@ -428,13 +428,13 @@ impl PlanEe {
         self.stats.routed += 1;
         let failure = if rb == 0 {
             Some((
-                "rb_exhausted",
+                DropReason::RbExhausted,
                 format!("RBExhausted: no resource bound left on the way to {dst}"),
             ))
         } else {
             match self.routes.get_mut(hdr.route_fun) {
                 None => Some((
-                    "unknown_route_fun",
+                    DropReason::UnknownRouteFun,
                     format!(
                         "NoRoute: routing function `{}` is not installed here",
                         hdr.route_fun
@@ -453,7 +453,7 @@ impl PlanEe {
                             return;
                         }
                         None => Some((
-                            "no_route",
+                            DropReason::NoRoute,
                             format!("NoRoute: {}: no route to {dst}", hdr.route_fun),
                         )),
                     }
@@ -487,11 +487,11 @@ impl PlanEe {
         link: Option<LinkId>,
     ) {
         let Some(Ok(t)) = buf.get(anep_len..).map(Transit::new_checked) else {
-            return self.drop(ctx, "malformed_transit");
+            return self.drop(ctx, DropReason::MalformedTransit);
         };
         let (src, flow, rb) = (t.src(), t.flow(), t.rb());
         let Ok((hdr, chunk_bytes)) = peek_header(t.rest()) else {
-            return self.drop(ctx, "malformed_body");
+            return self.drop(ctx, DropReason::MalformedBody);
         };
         let origin = Origin {
             source: src,
@@ -503,7 +503,7 @@ impl PlanEe {
             Ok(c) => c,
             Err(e) => {
                 self.report(ctx, &origin, None, format!("BadChunk: {e}"));
-                return self.drop(ctx, "malformed_chunk");
+                return self.drop(ctx, DropReason::MalformedChunk);
             }
         };
         self.stats.evaluations += 1;
@@ -551,11 +551,11 @@ impl PlanEe {
                             format!("|{}| at {}: {raised}", chunk.func, ctx.address()),
                         );
                         self.send_home(ctx, &origin, &home);
-                        self.drop(ctx, "aborted");
+                        self.drop(ctx, DropReason::Aborted);
                     }
                     (Err(raised), None) => {
                         self.report(ctx, &origin, Some(&chunk), raised.to_string());
-                        self.drop(ctx, "uncaught_exception");
+                        self.drop(ctx, DropReason::UncaughtException);
                     }
                 }
             }
@@ -605,7 +605,7 @@ impl PlanEe {
                     p.dest, p.sent
                 ),
             );
-            self.drop(ctx, "retrans_unacked");
+            self.drop(ctx, DropReason::RetransUnacked);
         }
     }
 
@@ -618,7 +618,7 @@ impl PlanEe {
                 let left = self.local.len() + 1;
                 self.local.clear();
                 for _ in 0..left {
-                    self.drop(ctx, "local_overflow");
+                    self.drop(ctx, DropReason::LocalOverflow);
                 }
                 return;
             }
@@ -626,7 +626,7 @@ impl PlanEe {
             let anep_len = match AnepPacket::new_checked(&buf[..]) {
                 Ok(p) if p.type_id() == TYPE_PLAN => p.header_len(),
                 _ => {
-                    self.drop(ctx, "malformed_transit");
+                    self.drop(ctx, DropReason::MalformedTransit);
                     continue;
                 }
             };
@@ -636,16 +636,16 @@ impl PlanEe {
 }
 
 /// The counter name of a fatal evaluation error.
-pub fn eval_error_reason(e: &EvalError) -> &'static str {
+pub fn eval_error_reason(e: &EvalError) -> DropReason {
     match e {
-        EvalError::BudgetExhausted { .. } => "budget_exhausted",
-        EvalError::TooDeep { .. } => "too_deep",
-        EvalError::Compile(_) => "compile_error",
-        EvalError::MissingCode(_) => "missing_code",
-        EvalError::UnknownEntry(_) => "unknown_entry",
-        EvalError::BadArguments { .. } => "bad_arguments",
-        EvalError::TooLarge(_) => "too_large",
-        EvalError::Internal(_) => "internal",
+        EvalError::BudgetExhausted { .. } => DropReason::BudgetExhausted,
+        EvalError::TooDeep { .. } => DropReason::TooDeep,
+        EvalError::Compile(_) => DropReason::CompileError,
+        EvalError::MissingCode(_) => DropReason::MissingCode,
+        EvalError::UnknownEntry(_) => DropReason::UnknownEntry,
+        EvalError::BadArguments { .. } => DropReason::BadArguments,
+        EvalError::TooLarge(_) => DropReason::TooLarge,
+        EvalError::Internal(_) => DropReason::Internal,
     }
 }
 

@@ -286,7 +286,7 @@ impl Services for NodeServices<'_, '_, '_> {
                 sent: 1,
             };
             if !self.state.reliable.track(id, p) {
-                self.ctx.count_drop("plan", "retrans_untracked");
+                self.ctx.count_drop("plan", DropReason::RetransUntracked);
             }
         }
         if dest == me {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use anode_core::DropReason;
+
 /// Counters of one PLAN EE.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlanStats {
@@ -23,13 +25,13 @@ pub struct PlanStats {
     /// `RetransOnRemote` packets sent again for want of an acknowledgement.
     pub retransmissions: u64,
     /// Packets dropped, by reason.
-    pub drops: BTreeMap<&'static str, u64>,
+    pub drops: BTreeMap<DropReason, u64>,
 }
 
 impl PlanStats {
     /// Drops counted under `reason`.
-    pub fn dropped(&self, reason: &str) -> u64 {
-        self.drops.get(reason).copied().unwrap_or(0)
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops.get(&reason).copied().unwrap_or(0)
     }
 
     /// All drops.

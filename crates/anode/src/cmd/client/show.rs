@@ -171,6 +171,68 @@ pub fn stats(s: &StatsInfo) -> String {
     t.render()
 }
 
+/// One row of `anode drops`.
+#[derive(Debug, serde::Serialize)]
+pub struct DropRow {
+    /// `node`, or the EE that counted it (e.g. `capsule`, `capsule+nodeos`, `plan`).
+    pub by: String,
+    /// The reason's stable name.
+    pub reason: String,
+    /// Drops counted.
+    pub count: u64,
+    /// What the reason means.
+    pub meaning: String,
+}
+
+/// The rows of `anode drops` from the counters' `reason` / `ee/reason` map: non-zero ones,
+/// or with `all`, also every reason with no drop at the node (under `node`).
+pub fn drop_rows(drops: &std::collections::BTreeMap<String, u64>, all: bool) -> Vec<DropRow> {
+    use anode_core::DropReason;
+    let mut rows: Vec<DropRow> = drops
+        .iter()
+        .map(|(k, n)| {
+            let (by, reason) = k.rsplit_once('/').unwrap_or(("node", k.as_str()));
+            let meaning = DropReason::from_name(reason).map_or("", DropReason::meaning);
+            DropRow {
+                by: by.to_string(),
+                reason: reason.to_string(),
+                count: *n,
+                meaning: meaning.to_string(),
+            }
+        })
+        .collect();
+    if all {
+        for r in DropReason::ALL {
+            if !rows.iter().any(|row| row.reason == r.as_str()) {
+                rows.push(DropRow {
+                    by: "-".into(),
+                    reason: r.as_str().into(),
+                    count: 0,
+                    meaning: r.meaning().into(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// `anode drops`.
+pub fn drops(rows: &[DropRow]) -> String {
+    if rows.is_empty() {
+        return "no drops (`anode drops --all` lists every reason)\n".into();
+    }
+    let mut t = Table::new(&["BY", "REASON", "COUNT", "MEANING"]);
+    for r in rows {
+        t.row(vec![
+            r.by.clone(),
+            r.reason.clone(),
+            r.count.to_string(),
+            r.meaning.clone(),
+        ]);
+    }
+    t.render()
+}
+
 /// `anode channels`.
 pub fn channels(cut_through: bool, chans: &[ChannelEntry]) -> String {
     if !cut_through {
@@ -290,6 +352,44 @@ pub fn delivery(d: &DeliveryInfo) -> String {
 mod tests {
     use super::*;
     use anode_ctl::Payload;
+
+    #[test]
+    fn drop_rows_split_the_ee_from_the_reason_and_explain_it() {
+        let m: std::collections::BTreeMap<String, u64> = [
+            ("no_route".to_string(), 2),
+            ("capsule+nodeos/bandwidth".to_string(), 5),
+            ("plan/uncaught_exception".to_string(), 1),
+        ]
+        .into_iter()
+        .collect();
+        let rows = drop_rows(&m, false);
+        let got: Vec<(&str, &str, u64)> = rows
+            .iter()
+            .map(|r| (r.by.as_str(), r.reason.as_str(), r.count))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("capsule+nodeos", "bandwidth", 5),
+                ("node", "no_route", 2),
+                ("plan", "uncaught_exception", 1)
+            ]
+        );
+        assert_eq!(rows[1].meaning, "No route to the destination.");
+        let text = drops(&rows);
+        assert!(
+            text.contains("capsule+nodeos") && text.contains("No route"),
+            "{text}"
+        );
+        let all = drop_rows(&m, true);
+        assert_eq!(
+            all.len(),
+            anode_core::DropReason::ALL.len(),
+            "each reason once"
+        );
+        assert!(all.iter().any(|r| r.reason == "park_full" && r.count == 0));
+        assert_eq!(drops(&[]).lines().count(), 1);
+    }
 
     #[test]
     fn durations_and_deliveries() {
