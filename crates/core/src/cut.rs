@@ -146,6 +146,9 @@ pub trait CutThrough: Send + Debug {
     /// Closes every channel `owner` opened (its domain was terminated); returns how many.
     fn close_owner(&mut self, owner: &str) -> usize;
 
+    /// Closes every channel of `type_id` (its EE was stopped or removed); returns how many.
+    fn close_type(&mut self, type_id: u16) -> usize;
+
     /// Whether some open channel treats a passive packet differently from the fast path (a
     /// fixed neighbor, a bandwidth limit): then a copy of the fast path outside the node
     /// (the kernel's) must leave every EE packet to the node. A channel that forwards by the

@@ -280,7 +280,9 @@ impl Node {
 
     /// Stops (`running` false) or starts the EE of `type_id`. A stopped EE keeps its state
     /// (code cache, soft state, domains); the packets it would get are dropped and counted
-    /// as `ee_stopped` until it is started again. False if no EE has that Type ID.
+    /// as `ee_stopped` until it is started again, and the cut-through channels it opened
+    /// are closed (their flows are the EE's packets too; it opens them again once started).
+    /// False if no EE has that Type ID.
     pub fn set_ee_running(&mut self, type_id: u16, running: bool) -> bool {
         if !self.ees.iter().any(|e| e.type_id() == type_id) {
             return false;
@@ -288,6 +290,15 @@ impl Node {
         self.stopped.retain(|t| *t != type_id);
         if !running {
             self.stopped.push(type_id);
+            let closed = self.core.cut.as_mut().map_or(0, |c| c.close_type(type_id));
+            if closed > 0 {
+                self.core.push_event(Event::Log {
+                    ee: "node".into(),
+                    message: format!(
+                        "EE {type_id:#06x} stopped: closed its {closed} cut-through channels"
+                    ),
+                });
+            }
         }
         true
     }

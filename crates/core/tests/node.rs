@@ -272,7 +272,10 @@ fn inject_says_which_ee_dropped_and_never_a_stale_reason() {
         Err(DropReason::EeDropped),
         "the EE's drop, not the earlier no-route"
     );
-    assert_eq!(net.nodes[0].inject_drop_detail(), Some("recorder/guest_drop"));
+    assert_eq!(
+        net.nodes[0].inject_drop_detail(),
+        Some("recorder/guest_drop")
+    );
     // A packet that goes through clears it.
     net.nodes[0]
         .send_datagram(net.now, addr(1), 7, 0, None, b"b")
@@ -459,6 +462,11 @@ impl CutThrough for ScanCut {
         self.chans.retain(|c| c.3.owner != owner);
         n - self.chans.len()
     }
+    fn close_type(&mut self, t: u16) -> usize {
+        let n = self.chans.len();
+        self.chans.retain(|c| c.1 != t);
+        n - self.chans.len()
+    }
 }
 
 #[test]
@@ -551,6 +559,28 @@ fn cut_through_moves_a_flow_off_the_ee_and_keeps_the_rest() {
     assert_eq!(
         net.nodes[1].counters().drops(DropReason::CutThroughPoliced),
         before + 1
+    );
+    // Stopping the EE closes its channels: its flows are its packets too (dropped as
+    // `ee_stopped` while it is stopped, not forwarded by a channel it no longer serves).
+    assert!(net.nodes[1].set_ee_running(TYPE_CAPSULE, false));
+    assert!(
+        std::iter::from_fn(|| net.nodes[1].poll_event())
+            .collect::<Vec<_>>()
+            .iter()
+            .any(|e| matches!(e, Event::Log { message, .. } if message.contains("closed its 1 cut-through"))),
+        "the stop says what it closed"
+    );
+    let stopped = net.nodes[1].counters().drops(DropReason::EeStopped);
+    net.nodes[0].inject(net.now, mk(7)).unwrap();
+    net.pump();
+    assert_eq!(
+        net.nodes[1].counters().drops(DropReason::CutThroughPoliced),
+        before + 1,
+        "no channel left to police it"
+    );
+    assert_eq!(
+        net.nodes[1].counters().drops(DropReason::EeStopped),
+        stopped + 1
     );
 }
 

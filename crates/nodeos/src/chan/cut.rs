@@ -104,11 +104,6 @@ impl CutTable {
         })
     }
 
-    /// Closes every channel of `type_id` (its EE or domain ended); returns how many.
-    pub fn close_type(&mut self, type_id: u16) -> usize {
-        self.close_where(|c| c.type_id == type_id)
-    }
-
     fn close_where(&mut self, f: impl Fn(&Chan) -> bool) -> usize {
         let ids: Vec<CutId> = self
             .chans
@@ -256,6 +251,10 @@ impl CutThrough for CutTable {
 
     fn close_owner(&mut self, owner: &str) -> usize {
         self.close_where(|c| c.spec.owner == owner)
+    }
+
+    fn close_type(&mut self, type_id: u16) -> usize {
+        self.close_where(|c| c.type_id == type_id)
     }
 
     fn diverts(&self) -> bool {
