@@ -586,6 +586,17 @@ impl CapsuleEe {
         self.tier_pending.len()
     }
 
+    /// Runs capsules that waited for code through dispatch again (each may park anew), each
+    /// resumed in the node's outcome ledger.
+    fn redispatch(&mut self, ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>) {
+        for p in parked {
+            let mut pkt = p.pkt;
+            let r = ctx.resume(&mut pkt);
+            self.dispatch(ctx, pkt);
+            ctx.finish(r);
+        }
+    }
+
     /// Parks `pkt` until code object `want` (its own code or a dependency) is loaded.
     fn park(
         &mut self,
@@ -613,11 +624,14 @@ impl CapsuleEe {
         let Some(pkt) = self.park_on_build(ctx, want, pkt) else {
             return;
         };
-        let p = Parked { pkt };
+        let p = hold(ctx, pkt);
         match self.loader.park(ctx.now(), want, p, sources) {
             Park::Waiting => {}
             Park::Started(step) => self.apply(ctx, step),
-            Park::Refused(reason) => ctx.count_drop("capsule", reason),
+            Park::Refused(reason) => {
+                ctx.unhold();
+                ctx.count_drop("capsule", reason);
+            }
         }
     }
 
@@ -687,9 +701,7 @@ impl CapsuleEe {
                 self.stats.note_load(took);
                 // Each capsule goes through dispatch again: its code may need more
                 // dependencies, which parks it anew.
-                for p in parked {
-                    self.dispatch(ctx, p.pkt);
-                }
+                self.redispatch(ctx, parked);
             }
         }
     }
@@ -1126,9 +1138,18 @@ fn mem_info(c: &crate::cache::Cached, on_disk: bool) -> CodeInfo {
 }
 
 fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: DropReason) {
-    for _ in parked {
+    for p in parked {
+        let mut pkt = p.pkt;
+        let r = ctx.resume(&mut pkt);
         ctx.count_drop("capsule", reason);
+        ctx.finish(r);
     }
+}
+
+/// Parks `pkt`: the node counts it as held until it is resumed (`anode_core`'s ledger).
+fn hold(ctx: &mut NodeContext<'_>, mut pkt: EePacket) -> Parked {
+    ctx.hold(&mut pkt);
+    Parked { pkt }
 }
 
 impl ExecutionEnvironment for CapsuleEe {

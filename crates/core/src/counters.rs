@@ -228,6 +228,35 @@ impl ReasonCounts {
     }
 }
 
+/// The outcome ledger: every packet handed to the node (from a link or a local application)
+/// ends in exactly one of these, so `rx_packets + local_packets` equals their sum at every
+/// moment (equality, not >=: a packet an EE holds is `held` until it settles, then leaves
+/// `held` for its outcome). The first outcome the node or an EE gives the packet it is
+/// handling is its outcome; copies an EE makes meanwhile are new packets, not outcomes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Outcomes {
+    /// Sent on toward a next hop (fast path, cut-through channel, forwarded by option or by
+    /// an EE, redirected by a module).
+    pub forwarded: u64,
+    /// Delivered to a local application.
+    pub delivered: u64,
+    /// Taken by the node or an EE without being sent on (control messages, capsules whose
+    /// code ended them, evaluated PLAN programs, packets a module consumed).
+    pub consumed: u64,
+    /// Dropped, under one reason (node's or an EE's).
+    pub dropped: u64,
+    /// Held by an EE right now (capsules waiting for code, packets queued for a NodeOS
+    /// domain); a gauge.
+    pub held: u64,
+}
+
+impl Outcomes {
+    /// All packets accounted for: forwarded + delivered + consumed + dropped + held.
+    pub fn total(&self) -> u64 {
+        self.forwarded + self.delivered + self.consumed + self.dropped + self.held
+    }
+}
+
 /// Per-node counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -257,6 +286,10 @@ pub struct Counters {
     pub control_tx: u64,
     /// Packets a packet processor (service module) consumed at a hook point.
     pub hook_consumed: u64,
+    /// The outcome of every packet handed to the node, exactly once each.
+    pub outcomes: Outcomes,
+    /// Times an EE resumed a packet it did not hold (a bug in the EE's accounting; zero).
+    pub unheld_resumes: u64,
     drops: ReasonCounts,
     /// Drops execution environments counted, one row per EE name (a handful).
     ee_drops: Vec<EeDrops>,
@@ -352,7 +385,7 @@ impl Counters {
 impl serde::Serialize for Counters {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Counters", 14)?;
+        let mut st = s.serialize_struct("Counters", 15)?;
         st.serialize_field("rx_packets", &self.rx_packets)?;
         st.serialize_field("rx_bytes", &self.rx_bytes)?;
         st.serialize_field("local_packets", &self.local_packets)?;
@@ -367,6 +400,7 @@ impl serde::Serialize for Counters {
         st.serialize_field("control_tx", &self.control_tx)?;
         st.serialize_field("hook_consumed", &self.hook_consumed)?;
         st.serialize_field("drops", &self.drop_map())?;
+        st.serialize_field("outcomes", &self.outcomes)?;
         st.end()
     }
 }

@@ -55,6 +55,8 @@ pub struct EePacket {
     pub link: Option<LinkId>,
     /// Why the EE gets it.
     pub why: Dispatch,
+    /// Whether the EE holds it (the outcome ledger, `ledger.rs`).
+    pub(crate) held: bool,
 }
 
 /// The EE header of an [`EePacket`], parsed once by the node.
@@ -107,6 +109,7 @@ impl EePacket {
             header,
             link,
             why,
+            held: false,
         }
     }
 
@@ -263,6 +266,7 @@ impl NodeContext<'_> {
     /// Counts a drop the EE decided, shown as "ee/reason".
     pub fn count_drop(&mut self, ee: &str, reason: DropReason) {
         self.core.counters.drop_ee(ee, reason);
+        self.core.settle(crate::ledger::Outcome::Dropped);
         if let Some(first @ None) = &mut self.core.inject_ee_drop {
             *first = Some(format!("{ee}/{reason}"));
         }

@@ -27,6 +27,7 @@ impl Core {
     pub(crate) fn drop(&mut self, r: DropReason) {
         self.counters.drop(r);
         self.last_drop = Some(r);
+        self.settle(crate::ledger::Outcome::Dropped);
     }
 
     #[inline]
@@ -86,6 +87,7 @@ impl Core {
         });
         if r.is_ok() {
             self.counters.fast_path += 1;
+            self.settle(crate::ledger::Outcome::Forwarded);
         }
         r.map(|()| hop.link)
     }
@@ -136,6 +138,7 @@ impl Core {
             .is_ok()
         {
             self.counters.unknown_type_forwarded += 1;
+            self.settle(crate::ledger::Outcome::Forwarded);
         }
     }
 }

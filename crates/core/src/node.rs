@@ -53,6 +53,8 @@ pub(crate) struct Core {
     /// the EE's reason and not only [`DropReason::EeDropped`]. Not tracked otherwise (no
     /// cost on the packet path).
     pub inject_ee_drop: Option<Option<String>>,
+    /// Where the packet being handled stands in the outcome ledger (`ledger.rs`).
+    pub(crate) cur: crate::ledger::Cur,
     /// The cut-through table, if one is installed (`cut.rs`).
     pub cut: Option<Box<dyn CutThrough>>,
     /// Packet processors at the hook points, if any (`hooks.rs`).
@@ -160,6 +162,7 @@ impl Node {
                 counters: Counters::default(),
                 last_drop: None,
                 inject_ee_drop: None,
+                cur: crate::ledger::Cur::Idle,
                 cut: None,
                 hooks: None,
                 txq: None,
@@ -471,7 +474,9 @@ impl Node {
         let before = self.core.counters.total_drops();
         self.core.last_drop = None;
         self.core.inject_ee_drop = Some(None);
+        let prev = self.core.open();
         self.dispatch(now, None, buf);
+        self.core.close(prev);
         let ee_drop = self.core.inject_ee_drop.take().flatten();
         if self.core.counters.total_drops() > before {
             self.core.inject_ee_drop = Some(ee_drop);
@@ -490,6 +495,12 @@ impl Node {
     /// Handles one packet that arrived on `link`. Takes ownership of the buffer: a forwarded
     /// packet leaves in the same allocation.
     pub fn handle_packet(&mut self, now: Instant, link: LinkId, buf: Vec<u8>) {
+        let prev = self.core.open();
+        self.receive(now, link, buf);
+        self.core.close(prev);
+    }
+
+    fn receive(&mut self, now: Instant, link: LinkId, buf: Vec<u8>) {
         self.core.counters.rx_packets += 1;
         self.core.counters.rx_bytes += buf.len() as u64;
         if (link.0 as usize) >= self.core.links.len() {
@@ -869,6 +880,7 @@ impl Core {
             return;
         }
         self.counters.delivered += 1;
+        self.settle(crate::ledger::Outcome::Delivered);
         self.events.push_back(Event::Delivered(d));
     }
 
@@ -967,11 +979,14 @@ impl Core {
                 None
             }
             HookVerdict::Redirect(hop, buf) => {
-                let _ = self.transmit_unhooked(Transmit {
+                let sent = self.transmit_unhooked(Transmit {
                     link: hop.link,
                     dst: hop.addr,
                     buf,
                 });
+                if sent.is_ok() {
+                    self.settle(crate::ledger::Outcome::Forwarded);
+                }
                 None
             }
         }

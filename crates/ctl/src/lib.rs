@@ -91,8 +91,8 @@ pub use payload::{Payload, PayloadError};
 pub use proto::{
     CaptureEndInfo, ChannelEntry, ControlStats, CountersInfo, DeliveryInfo, DomainEntry,
     DomainsInfo, ErrorCode, ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent,
-    PROTOCOL_VERSION, PacketInfo, RemoteStats, Request, RequestFrame, Response, RouteInfo,
-    RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry, parse_request,
+    OutcomesInfo, PROTOCOL_VERSION, PacketInfo, RemoteStats, Request, RequestFrame, Response,
+    RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry, parse_request,
 };
 
 #[cfg(test)]

@@ -601,6 +601,25 @@ pub struct CountersInfo {
     pub control_tx: u64,
     /// Non-zero drop counters by reason.
     pub drops: BTreeMap<String, u64>,
+    /// The outcome of every packet handed to the node, exactly once each: their sum is
+    /// `rx_packets + local_packets`.
+    pub outcomes: OutcomesInfo,
+}
+
+/// The outcome ledger (the core's `Outcomes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OutcomesInfo {
+    /// Sent on toward a next hop.
+    pub forwarded: u64,
+    /// Delivered to a local application.
+    pub delivered: u64,
+    /// Taken without being sent on (control messages, capsules their code ended...).
+    pub consumed: u64,
+    /// Dropped, under one reason.
+    pub dropped: u64,
+    /// Held by an EE now (capsules waiting for code, packets queued for a domain).
+    pub held: u64,
 }
 
 /// Control-server statistics.

@@ -279,6 +279,24 @@ impl Snapshot {
             .map(|(p, v)| (vec![("path", *p)], *v))
             .collect();
         f.counter("anode_packets_by_path", "Packets by what the node did with them (fast path, cut-through channel, an EE, a service module, local delivery, control, forwarded by option, dropped).", None, &rows)?;
+        let o = c.outcomes;
+        let outcomes: [(&str, u64); 4] = [
+            ("forwarded", o.forwarded),
+            ("delivered", o.delivered),
+            ("consumed", o.consumed),
+            ("dropped", o.dropped),
+        ];
+        let rows: Vec<_> = outcomes
+            .iter()
+            .map(|(p, v)| (vec![("outcome", *p)], *v))
+            .collect();
+        f.counter("anode_packet_outcomes", "Packets received or originated here by their one outcome (with anode_packets_held, they sum to anode_received_packets + anode_local_packets).", None, &rows)?;
+        f.gauge(
+            "anode_packets_held",
+            "Packets an EE holds now (capsules waiting for code, packets queued for a NodeOS domain).",
+            None,
+            &[(vec![], i64::try_from(o.held).unwrap_or(i64::MAX))],
+        )?;
         let drops = c.drop_map();
         let rows: Vec<_> = drops
             .iter()

@@ -418,7 +418,12 @@ impl<E: MeteredEe> DomainGuard<E> {
                     by,
                     reason,
                 } => {
-                    self.sched.remove(domain);
+                    // Its queued packets end here: dropped, each counted.
+                    for mut pkt in self.sched.remove(domain) {
+                        let r = ctx.resume(&mut pkt);
+                        ctx.count_drop(&self.name, DropReason::DomainRefused);
+                        ctx.finish(r);
+                    }
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
                     if let Some(k) = self.keys.remove(&domain) {
@@ -465,14 +470,16 @@ impl<E: MeteredEe> DomainGuard<E> {
         let now = ctx.now();
         let units = self.cfg.meter.units_for(self.cfg.max_slice_ns);
         while self.budget_ns > 0 {
-            let Some((d, pkt)) = self.sched.dequeue() else {
+            let Some((d, mut pkt)) = self.sched.dequeue() else {
                 break;
             };
             let len = pkt.buf.len() as u64;
             self.os.release_mem(d, MemKind::Packet, len);
+            let resumed = ctx.resume(&mut pkt);
             if self.owes(d, now) {
                 self.os.count_drop(d, DropReason::Bandwidth);
                 ctx.count_drop(&self.name, DropReason::Bandwidth);
+                ctx.finish(resumed);
                 self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
                 self.sched.complete(d, self.cfg.node_ns_per_packet);
                 self.budget_ns = self
@@ -485,6 +492,7 @@ impl<E: MeteredEe> DomainGuard<E> {
             let (_, tx0) = ctx.tx_totals();
             let key = self.keys.get(&d).cloned();
             self.inner.handle_keyed(ctx, pkt, key.as_ref());
+            ctx.finish(resumed);
             let sent = ctx.tx_totals().1.saturating_sub(tx0);
             if sent > 0
                 && let Some(b) = self.out.get_mut(&d)
@@ -537,7 +545,10 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             self.drain_events(ctx);
             return;
         }
+        let mut pkt = pkt;
+        ctx.hold(&mut pkt);
         if self.sched.enqueue(d, pkt).is_err() {
+            ctx.unhold();
             self.os.release_mem(d, MemKind::Packet, len);
             self.os.count_drop(d, DropReason::QueueFull);
             ctx.count_drop(&self.name, DropReason::QueueFull);

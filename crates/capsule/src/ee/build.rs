@@ -26,7 +26,7 @@ use std::time::Instant;
 use anode_core::{DropReason, EePacket, NodeContext};
 use wasmtime::Module;
 
-use super::{CapsuleEe, WORKER_POLL, drop_all};
+use super::{CapsuleEe, WORKER_POLL, drop_all, hold};
 use crate::cache::{DiskCache, DiskHit};
 use crate::loader::Parked;
 use crate::runtime::{CodeObject, CodeTier, Runtime, code_hash};
@@ -294,7 +294,7 @@ impl CapsuleEe {
             if p.parked.len() >= self.cfg.loader.max_parked_per_code {
                 ctx.count_drop("capsule", DropReason::ParkFull);
             } else {
-                p.parked.push_back(Parked { pkt });
+                p.parked.push_back(hold(ctx, pkt));
             }
             return None;
         }
@@ -313,7 +313,7 @@ impl CapsuleEe {
             return Some(pkt);
         }
         let mut parked = VecDeque::new();
-        parked.push_back(Parked { pkt });
+        parked.push_back(hold(ctx, pkt));
         self.builds.insert(want, Pending { parked });
         None
     }
@@ -376,9 +376,7 @@ impl CapsuleEe {
                     let took = ctx.now().saturating_duration_since(started);
                     self.stats.note_load(took);
                 }
-                for p in parked {
-                    self.dispatch(ctx, p.pkt);
-                }
+                self.redispatch(ctx, parked);
             }
             (Err(f), Some(_)) => {
                 self.stats.load_failures += 1;
@@ -393,9 +391,7 @@ impl CapsuleEe {
                 if let Some(d) = &self.disk {
                     d.remove(&hash);
                 }
-                for p in parked {
-                    self.dispatch(ctx, p.pkt);
-                }
+                self.redispatch(ctx, parked);
             }
         }
     }

@@ -91,6 +91,13 @@ pub(super) fn counters(c: &Counters) -> CountersInfo {
         control_rx: c.control_rx,
         control_tx: c.control_tx,
         drops: c.drop_map(),
+        outcomes: anode_ctl::OutcomesInfo {
+            forwarded: c.outcomes.forwarded,
+            delivered: c.outcomes.delivered,
+            consumed: c.outcomes.consumed,
+            dropped: c.outcomes.dropped,
+            held: c.outcomes.held,
+        },
     }
 }
 

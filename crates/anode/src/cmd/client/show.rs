@@ -134,6 +134,17 @@ pub fn stats(s: &StatsInfo) -> String {
     for (k, v) in node {
         t.row(vec![k.into(), v.to_string()]);
     }
+    let o = &c.outcomes;
+    let outcomes = [
+        ("forwarded", o.forwarded),
+        ("delivered", o.delivered),
+        ("consumed", o.consumed),
+        ("dropped", o.dropped),
+        ("held", o.held),
+    ];
+    for (k, v) in outcomes {
+        t.row(vec![format!("outcome/{k}"), v.to_string()]);
+    }
     for (k, v) in &c.drops {
         t.row(vec![format!("drop/{k}"), v.to_string()]);
     }
