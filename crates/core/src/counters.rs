@@ -231,8 +231,10 @@ impl ReasonCounts {
 /// The outcome ledger: every packet handed to the node (from a link or a local application)
 /// ends in exactly one of these, so `rx_packets + local_packets` equals their sum at every
 /// moment (equality, not >=: a packet an EE holds is `held` until it settles, then leaves
-/// `held` for its outcome). The first outcome the node or an EE gives the packet it is
-/// handling is its outcome; copies an EE makes meanwhile are new packets, not outcomes.
+/// `held` for its outcome). The first outcome given while the node handles a packet is that
+/// packet's outcome: an EE that sends new packets while handling one (a PLAN program's
+/// `OnRemote`, a capsule's `copy_via`) gives it the outcome of the first send, and what it
+/// does with the packet itself after that is not counted again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Outcomes {
     /// Sent on toward a next hop (fast path, cut-through channel, forwarded by option or by

@@ -9,7 +9,9 @@
 //!   A packet still open at close was consumed (a control message, a capsule its code ended,
 //!   an evaluated PLAN program, a packet a module consumed).
 //! - Outside a packet (timers, operator calls) nothing settles: what EEs send then are new
-//!   packets, not outcomes.
+//!   packets, not outcomes. Inside one, the first outcome counts, also when it is a new
+//!   packet the EE sent (the ledger sees outcomes, not buffers): the sum stays exact, the
+//!   split between kinds may credit the packet with its first copy's fate.
 //! - An EE that keeps a packet past its `handle_packet` (a capsule waiting for code, a packet
 //!   queued for a NodeOS domain) calls [`NodeContext::hold`] on it; the packet is `held`
 //!   until the EE calls [`NodeContext::resume`] on it, gives it its outcome, and calls
