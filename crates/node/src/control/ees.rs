@@ -9,7 +9,8 @@
 //!
 //! Contract: a stopped EE keeps its state (code cache, soft state, NodeOS domains, timers);
 //! the node drops the packets and control messages it would get, counted as `ee_stopped`,
-//! until it is started again. Built-in EEs cannot be removed. A remote party needs the
+//! and closes the cut-through channels of its Type ID, until it is started again. On a node
+//! hosting modules the stop is kept in the module journal and survives a restart. Built-in EEs cannot be removed. A remote party needs the
 //! `system` class to start or stop one (they are standard services). EEs answer these ops
 //! whether or not the node hosts service modules.
 
@@ -110,6 +111,15 @@ pub(super) fn by_name(who: &Caller<'_>, op: Op, name: &str) -> Result<Option<Res
     };
     if op != Op::Info {
         tracing::info!(ee = %service_name(&e.name), ?op, "execution environment op over the control socket");
+        // Kept across a restart (a node hosting modules keeps a journal).
+        let name = service_name(&e.name).to_string();
+        super::modules::journal(who.shared, |_, j| {
+            j.stopped_ees.retain(|n| *n != name);
+            if !e.running {
+                j.stopped_ees.push(name);
+            }
+            Ok(())
+        });
     }
     Ok(Some(Response::Module {
         module: Box::new(entry(&e)),

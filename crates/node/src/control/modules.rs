@@ -71,7 +71,7 @@ pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
 
 /// Records a change in the module journal, if the node keeps one; a failure to write it is
 /// logged (the change itself is done).
-fn journal(shared: &Shared, f: impl FnOnce(&Store, &mut Journal) -> Result<(), String>) {
+pub(super) fn journal(shared: &Shared, f: impl FnOnce(&Store, &mut Journal) -> Result<(), String>) {
     let Some(store) = shared.journal.get() else {
         return;
     };

@@ -2,8 +2,9 @@
 //! installed is lost across a restart.
 //!
 //! In `[modules] state_dir`: `modules.json` (the modules in install order: name, version,
-//! package file, configuration, whether started, where it came from) and `packages/`, the
-//! signed package bytes as installed. Written after every successful install, upgrade,
+//! package file, configuration, whether started, where it came from; and the built-in EEs
+//! the operator stopped, `anode module stop capsule`) and `packages/`, the signed package
+//! bytes as installed. Written after every successful install, upgrade,
 //! start, stop and remove (to a temporary file renamed over the old one), read at startup.
 //!
 //! Contracts:
@@ -72,6 +73,10 @@ pub struct Journal {
     pub config_digest: String,
     /// The modules, in install order.
     pub entries: Vec<Entry>,
+    /// The built-in EEs stopped at run time, by service name (`capsule`, `plan`, `deploy`):
+    /// they stay stopped across a restart until started again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped_ees: Vec<String>,
 }
 
 /// Why the journal could not be read or written.

@@ -48,6 +48,7 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
     )));
     let store = journal::Store::new(&m.state_dir);
     let kept = store.load().map_err(|e| e.to_string())?;
+    let stopped_ees = kept.stopped_ees.clone();
     let packages = read_startup(file)?;
     let digest = journal::config_digest_with(m, &packages);
     let restored = if !kept.entries.is_empty() && kept.config_digest == digest {
@@ -64,7 +65,31 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
         restore(node, &store, &runtime)
     };
     anode_modules::sync_routes(node).map_err(|e| format!("{cfg}: {e}"))?;
-    record_startup(node, &store, (&packages, &digest), &restored)
+    let stopped = stop_ees(node, &stopped_ees);
+    record_startup(node, &store, (&packages, &digest), &restored, stopped)
+}
+
+/// Stops the built-in EEs the journal says the operator stopped; returns the names it
+/// stopped (a name no EE has any more is dropped with a warning).
+fn stop_ees(node: &mut Node, names: &[String]) -> Vec<String> {
+    let mut stopped = Vec::new();
+    for name in names {
+        let ee = node
+            .ees()
+            .into_iter()
+            .find(|e| e.name.split('+').next() == Some(name.as_str()));
+        match ee {
+            Some(e) => {
+                node.set_ee_running(e.type_id, false);
+                tracing::info!(ee = %name, "execution environment stopped, as before the restart (`anode module start {name}` starts it)");
+                stopped.push(name.clone());
+            }
+            None => {
+                tracing::warn!(ee = %name, "the module journal names a stopped EE this node does not have; forgotten")
+            }
+        }
+    }
+    stopped
 }
 
 /// The `[[module]]` list's packages: read from their files or fetched from repositories.
@@ -193,12 +218,14 @@ fn record_startup(
     store: &journal::Store,
     (packages, digest): (&[(Vec<u8>, &ModuleSpec)], &str),
     restored: &[Entry],
+    stopped_ees: Vec<String>,
 ) -> Result<(), String> {
     let host = anode_modules::host(node).map_err(|e| e.to_string())?;
     let mut j = journal::Journal {
         version: 1,
         config_digest: digest.to_string(),
         entries: Vec::new(),
+        stopped_ees,
     };
     for (bytes, spec) in packages {
         let Ok(pkg) = Package::decode(bytes) else {
