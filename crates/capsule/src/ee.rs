@@ -1036,11 +1036,18 @@ fn apply_effects(
 ) {
     for e in effects.drain(..) {
         match e {
-            Effect::Send { buf, anep_len, via } => {
-                let r = match via {
+            Effect::Send {
+                buf,
+                anep_len,
+                via,
+                new,
+            } => {
+                let send = |ctx: &mut NodeContext<'_>| match via {
                     None => ctx.forward(buf, anep_len),
                     Some(hop) => ctx.forward_via(hop, buf, anep_len),
                 };
+                // A packet the guest made is not the capsule's outcome (the ledger).
+                let r = if new { ctx.originate(send) } else { send(ctx) };
                 if let Ok(link) = r {
                     sent(link);
                 }

@@ -232,9 +232,8 @@ impl ReasonCounts {
 /// ends in exactly one of these, so `rx_packets + local_packets` equals their sum at every
 /// moment (equality, not >=: a packet an EE holds is `held` until it settles, then leaves
 /// `held` for its outcome). The first outcome given while the node handles a packet is that
-/// packet's outcome: an EE that sends new packets while handling one (a PLAN program's
-/// `OnRemote`, a capsule's `copy_via`) gives it the outcome of the first send, and what it
-/// does with the packet itself after that is not counted again.
+/// packet's outcome; packets an EE makes meanwhile (a capsule's `copy_via`, a PLAN program's
+/// `OnRemote`) are sent through `NodeContext::originate` and are not outcomes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Outcomes {
     /// Sent on toward a next hop (fast path, cut-through channel, forwarded by option or by

@@ -9,9 +9,11 @@
 //!   A packet still open at close was consumed (a control message, a capsule its code ended,
 //!   an evaluated PLAN program, a packet a module consumed).
 //! - Outside a packet (timers, operator calls) nothing settles: what EEs send then are new
-//!   packets, not outcomes. Inside one, the first outcome counts, also when it is a new
-//!   packet the EE sent (the ledger sees outcomes, not buffers): the sum stays exact, the
-//!   split between kinds may credit the packet with its first copy's fate.
+//!   packets, not outcomes. Inside one, an EE sends a packet it made (a copy, an error
+//!   report, a PLAN program's `OnRemote`) through [`NodeContext::originate`], so the new
+//!   packet's fate is not taken for the handled packet's outcome. (A send an EE makes
+//!   without it would settle the handled packet: the sum stays exact, the split by kind
+//!   would credit the copy.)
 //! - An EE that keeps a packet past its `handle_packet` (a capsule waiting for code, a packet
 //!   queued for a NodeOS domain) calls [`NodeContext::hold`] on it; the packet is `held`
 //!   until the EE calls [`NodeContext::resume`] on it, gives it its outcome, and calls
@@ -113,6 +115,16 @@ impl NodeContext<'_> {
         let h = &mut self.core.counters.outcomes.held;
         *h = h.saturating_sub(1);
         Resumed(Some(self.core.open()))
+    }
+
+    /// Runs `f` for a packet the EE made itself (a copy, a report, a program's new packet):
+    /// what `f` sends, delivers or drops is that packet's fate, not an outcome of the packet
+    /// being handled.
+    pub fn originate<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let prev = std::mem::replace(&mut self.core.cur, Cur::Idle);
+        let r = f(self);
+        self.core.cur = prev;
+        r
     }
 
     /// Ends a resumed packet's handling: one given no other outcome was consumed.

@@ -115,11 +115,13 @@ impl CurCapsule {
 /// What a guest did to the node, applied by the EE after the call, in order.
 #[derive(Debug)]
 pub(crate) enum Effect {
-    /// Forward an ANEP packet (transit header at `anep_len`) by the default route or `via`.
+    /// Forward an ANEP packet (transit header at `anep_len`) by the default route or `via`;
+    /// `new`: a packet the guest made (a copy, a packet it built), not the capsule itself.
     Send {
         buf: Vec<u8>,
         anep_len: usize,
         via: Option<NextHop>,
+        new: bool,
     },
     /// Deliver to a local application.
     Deliver(Delivery),

@@ -26,9 +26,19 @@ fn drop_code(r: DropReason) -> i32 {
 
 /// Records a send of `buf` and returns what the node's checks answer for it. The send is
 /// applied even when they refuse it, so the node counts the drop as it always has.
-fn record_send(env: &mut CallEnv, buf: Vec<u8>, anep_len: usize, via: Option<NextHop>) -> i32 {
+fn record_send(
+    env: &mut CallEnv,
+    buf: Vec<u8>,
+    (anep_len, via): (usize, Option<NextHop>),
+    new: bool,
+) -> i32 {
     let r = env.view.check_forward(&buf, anep_len, via);
-    env.effects.push(Effect::Send { buf, anep_len, via });
+    env.effects.push(Effect::Send {
+        buf,
+        anep_len,
+        via,
+        new,
+    });
     match r {
         Ok(_) => 0,
         Err(r) => drop_code(r),
@@ -42,7 +52,7 @@ fn send_on(cap: &mut Option<CurCapsule>, env: &mut CallEnv, hop: Option<NextHop>
         return err::NO_CAPSULE;
     };
     k.fix_up();
-    record_send(env, k.buf, k.anep_len, hop)
+    record_send(env, k.buf, (k.anep_len, hop), false)
 }
 
 /// `forward_by(name, flow)`: the next hop the named routing function gives for the
@@ -99,7 +109,7 @@ fn copy_via(mem: &[u8], p: Parts<'_>, addr: i32) -> i32 {
     k.transit_mut().set_rb(have - give);
     k.dirty = true;
     *p.actions += 1;
-    record_send(p.env, copy, k.anep_len, Some(hop))
+    record_send(p.env, copy, (k.anep_len, Some(hop)), true)
 }
 
 /// `deliver(port)`: the capsule to a local application that registered `port`.
@@ -189,7 +199,7 @@ fn send(mem: &[u8], p: Parts<'_>, a: &SendArgs) -> i32 {
     k.transit_mut().set_rb(have - want);
     k.dirty = true;
     *p.actions += 1;
-    record_send(p.env, buf, anep::BASIC_HEADER_LEN, None)
+    record_send(p.env, buf, (anep::BASIC_HEADER_LEN, None), true)
 }
 
 pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {

@@ -407,7 +407,8 @@ impl PlanEe {
         if origin.source == me {
             self.local.push_back(buf);
         } else {
-            let _ = ctx.forward(buf, BASIC_HEADER_LEN);
+            // A report is a new packet, not the failed one's outcome (the ledger).
+            let _ = ctx.originate(|ctx| ctx.forward(buf, BASIC_HEADER_LEN));
         }
     }
 

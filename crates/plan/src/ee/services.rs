@@ -301,10 +301,11 @@ impl Services for NodeServices<'_, '_, '_> {
             self.local.push_back(buf);
             return Ok(());
         }
-        let r = match via {
-            Some(hop) => self.ctx.forward_via(hop, buf, anep_len),
-            None => self.ctx.forward(buf, anep_len),
-        };
+        // A packet the program sends is not the evaluated packet's outcome (the ledger).
+        let r = self.ctx.originate(|ctx| match via {
+            Some(hop) => ctx.forward_via(hop, buf, anep_len),
+            None => ctx.forward(buf, anep_len),
+        });
         r.map(|_| ()).map_err(|e| drop_error(e, out.dest))
     }
 
