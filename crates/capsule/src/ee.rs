@@ -1146,10 +1146,7 @@ fn mem_info(c: &crate::cache::Cached, on_disk: bool) -> CodeInfo {
 
 fn drop_all(ctx: &mut NodeContext<'_>, parked: VecDeque<Parked>, reason: DropReason) {
     for p in parked {
-        let mut pkt = p.pkt;
-        let r = ctx.resume(&mut pkt);
-        ctx.count_drop("capsule", reason);
-        ctx.finish(r);
+        ctx.drop_held("capsule", p.pkt, reason);
     }
 }
 

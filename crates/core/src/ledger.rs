@@ -127,6 +127,14 @@ impl NodeContext<'_> {
         r
     }
 
+    /// Drops `pkt`, held or not, counted under `ee` and `reason`: resumed, dropped and
+    /// finished, its one outcome.
+    pub fn drop_held(&mut self, ee: &str, mut pkt: EePacket, reason: crate::DropReason) {
+        let r = self.resume(&mut pkt);
+        self.count_drop(ee, reason);
+        self.finish(r);
+    }
+
     /// Ends a resumed packet's handling: one given no other outcome was consumed.
     pub fn finish(&mut self, r: Resumed) {
         if let Some(prev) = r.0 {

@@ -419,10 +419,8 @@ impl<E: MeteredEe> DomainGuard<E> {
                     reason,
                 } => {
                     // Its queued packets end here: dropped, each counted.
-                    for mut pkt in self.sched.remove(domain) {
-                        let r = ctx.resume(&mut pkt);
-                        ctx.count_drop(&self.name, DropReason::DomainRefused);
-                        ctx.finish(r);
+                    for pkt in self.sched.remove(domain) {
+                        ctx.drop_held(&self.name, pkt, DropReason::DomainRefused);
                     }
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
@@ -466,6 +464,12 @@ impl<E: MeteredEe> DomainGuard<E> {
         self.out.get_mut(&d).is_some_and(|b| b.in_debt(now))
     }
 
+    /// Counts a drop of one of `d`'s packets for the domain and for the EE.
+    fn count_drop(&mut self, ctx: &mut NodeContext<'_>, d: DomainId, r: DropReason) {
+        self.os.count_drop(d, r);
+        ctx.count_drop(&self.name, r);
+    }
+
     fn serve(&mut self, ctx: &mut NodeContext<'_>) {
         let now = ctx.now();
         let units = self.cfg.meter.units_for(self.cfg.max_slice_ns);
@@ -475,11 +479,9 @@ impl<E: MeteredEe> DomainGuard<E> {
             };
             let len = pkt.buf.len() as u64;
             self.os.release_mem(d, MemKind::Packet, len);
-            let resumed = ctx.resume(&mut pkt);
             if self.owes(d, now) {
                 self.os.count_drop(d, DropReason::Bandwidth);
-                ctx.count_drop(&self.name, DropReason::Bandwidth);
-                ctx.finish(resumed);
+                ctx.drop_held(&self.name, pkt, DropReason::Bandwidth);
                 self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
                 self.sched.complete(d, self.cfg.node_ns_per_packet);
                 self.budget_ns = self
@@ -488,6 +490,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 continue;
             }
             self.os.count_packet(d, len);
+            let resumed = ctx.resume(&mut pkt);
             self.inner.set_budget(units);
             let (_, tx0) = ctx.tx_totals();
             let key = self.keys.get(&d).cloned();
@@ -533,14 +536,11 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             return;
         };
         if self.owes(d, now) {
-            self.os.count_drop(d, DropReason::Bandwidth);
-            ctx.count_drop(&self.name, DropReason::Bandwidth);
-            return;
+            return self.count_drop(ctx, d, DropReason::Bandwidth);
         }
         let len = pkt.buf.len() as u64;
         if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
-            self.os.count_drop(d, DropReason::Memory);
-            ctx.count_drop(&self.name, DropReason::Memory);
+            self.count_drop(ctx, d, DropReason::Memory);
             // The refusal may have started a grace period: tell the EE now.
             self.drain_events(ctx);
             return;
@@ -550,8 +550,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         if self.sched.enqueue(d, pkt).is_err() {
             ctx.unhold();
             self.os.release_mem(d, MemKind::Packet, len);
-            self.os.count_drop(d, DropReason::QueueFull);
-            ctx.count_drop(&self.name, DropReason::QueueFull);
+            self.count_drop(ctx, d, DropReason::QueueFull);
             return;
         }
         self.serve(ctx);
