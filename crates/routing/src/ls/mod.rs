@@ -616,9 +616,19 @@ impl LinkState {
             })
             .collect();
         mine.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(x.1.link.0.cmp(&y.1.link.0)));
-        let mut spf = Spf::default();
-        spf.run(&self.db, &self.me_raw, &mine);
-        let (raws, best) = (spf.origins(), spf.best());
+        thread_local! {
+            /// The SPF's working space, one per thread rather than per node (see `spf.rs`).
+            static SCRATCH: std::cell::RefCell<Spf> = std::cell::RefCell::new(Spf::default());
+        }
+        SCRATCH.with_borrow_mut(|spf| {
+            spf.run(&self.db, &self.me_raw, &mine);
+            self.apply_spf(spf.origins(), spf.best());
+        });
+    }
+
+    /// Updates the forwarding table from an SPF result (`raws` in address order, `best`
+    /// beside them) and the static routes, where it differs.
+    fn apply_spf(&mut self, raws: &[Raw], best: &[Option<(u16, NextHop)>]) {
         let mut statics: Vec<(Raw, (u16, NextHop))> = Vec::new();
         for s in &self.statics {
             if let Some(&(link, _)) = self.neighbors.get(&s.via) {

@@ -1,7 +1,10 @@
 //! Shortest paths over a link-state database (Dijkstra): origins get dense ids in address
 //! order and the graph is laid out flat (one edge array and an offset per origin, CSR), so a
-//! run makes a handful of allocations, not one per origin. Nothing is kept between runs: a
-//! node of an n-node network would keep O(n) buffers, and an emulator runs n such nodes.
+//! run allocates nothing once its buffers have grown. A node keeps no `Spf` of its own (a node
+//! of an n-node network would keep O(n) buffers, and an emulator runs n such nodes): the
+//! routing service reuses one per thread, so an emulated network's SPF runs share one set
+//! of buffers instead of allocating and freeing O(n) each (a fifth of the emulator's time
+//! went to the allocator on 3,815 nodes).
 //!
 //! Contract: a link u -> v is used only when v's LSAs list u too (the two-way check); our
 //! own links come from the caller's neighbor table, not from our stored LSA; ties between
