@@ -573,7 +573,6 @@ impl Sim {
     /// The first (node, destination) whose entry in the route matrix is not what the node's
     /// forwarding table says (debug builds check this at the end of every run, so every
     /// emulator test checks that the forwarding changes reached the matrix).
-    #[cfg(debug_assertions)]
     fn routes_disagreeing(&self) -> Option<(usize, usize)> {
         let n = self.specs.len();
         for (u, node) in self.nodes.iter().enumerate() {

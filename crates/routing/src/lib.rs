@@ -25,6 +25,7 @@
 )]
 #![forbid(unsafe_code)]
 
+mod dense;
 pub mod dv;
 pub mod fib;
 pub mod ls;

@@ -21,8 +21,12 @@ use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
 use rustc_hash::FxHashMap;
 
+use table::RouteTable;
+
 use crate::fib::{ChangeLog, Fib};
 use crate::{LinkId, NextHop, RoutingConfig};
+
+mod table;
 
 /// How a route was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -87,7 +91,8 @@ pub(crate) struct StaticRoute {
 pub struct DistanceVector {
     me: NodeAddr,
     cfg: RoutingConfig,
-    routes: FxHashMap<NodeAddr, Route>,
+    /// Every route, compactly (`table.rs`).
+    routes: RouteTable,
     /// The forwarding table the fast path reads (`fib.rs`), kept in step with `routes`.
     fib: Arc<Fib>,
     neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
@@ -116,19 +121,16 @@ pub struct DistanceVector {
 impl DistanceVector {
     /// A table holding only the node itself.
     pub fn new(me: NodeAddr, cfg: RoutingConfig, now: Instant) -> Self {
-        let mut routes = FxHashMap::default();
-        routes.insert(
-            me,
-            Route {
-                dest: me,
-                metric: 0,
-                next_hop: None,
-                kind: RouteKind::Local,
-                expires: None,
-                gc_at: None,
-                changed: false,
-            },
-        );
+        let mut routes = RouteTable::new(now);
+        routes.insert(Route {
+            dest: me,
+            metric: 0,
+            next_hop: None,
+            kind: RouteKind::Local,
+            expires: None,
+            gc_at: None,
+            changed: false,
+        });
         DistanceVector {
             me,
             cfg,
@@ -175,13 +177,13 @@ impl DistanceVector {
     }
 
     /// The route entry for `dest` (reachable or not).
-    pub fn route(&self, dest: &NodeAddr) -> Option<&Route> {
+    pub fn route(&self, dest: &NodeAddr) -> Option<Route> {
         self.routes.get(dest)
     }
 
     /// All routes, sorted by destination.
     pub fn routes(&self) -> Vec<Route> {
-        let mut v: Vec<Route> = self.routes.values().copied().collect();
+        let mut v: Vec<Route> = self.routes.routes().collect();
         v.sort_by_key(|r| r.dest);
         v
     }
@@ -227,14 +229,10 @@ impl DistanceVector {
                         nh,
                         RouteKind::Learned,
                     );
-                    if let Some(r) = self.routes.get_mut(&dest) {
-                        r.expires = None;
-                    }
+                    self.routes.update(&dest, |r| r.expires = None);
                 }
                 None => {
-                    if let Some(r) = self.routes.get_mut(&dest) {
-                        r.kind = RouteKind::Learned;
-                    }
+                    self.routes.update(&dest, |r| r.kind = RouteKind::Learned);
                     self.make_unreachable(now, dest);
                 }
             }
@@ -261,9 +259,8 @@ impl DistanceVector {
                 Some(NextHop { link, addr }),
                 RouteKind::Learned,
             );
-            if let Some(r) = self.routes.get_mut(&addr) {
-                r.expires = None; // kept alive by the neighbor's hellos, not by updates
-            }
+            // Kept alive by the neighbor's hellos, not by updates.
+            self.routes.update(&addr, |r| r.expires = None);
         }
         self.resolve_statics(now);
         // Tell the new neighbor everything (paced).
@@ -277,7 +274,7 @@ impl DistanceVector {
         self.paced.remove(&addr);
         let dead: Vec<NodeAddr> = self
             .routes
-            .values()
+            .routes()
             .filter(|r| r.next_hop.map(|n| n.addr) == Some(addr) && r.metric < self.cfg.infinity)
             .map(|r| r.dest)
             .collect();
@@ -306,7 +303,7 @@ impl DistanceVector {
                 continue;
             }
             let metric = m.saturating_add(cost).min(inf);
-            match self.routes.get(&dest).copied() {
+            match self.routes.get(&dest) {
                 None => {
                     if metric < inf {
                         self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
@@ -320,8 +317,8 @@ impl DistanceVector {
                     if metric < inf {
                         if metric != r.metric {
                             self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
-                        } else if let Some(e) = self.routes.get_mut(&dest) {
-                            e.expires = Some(now + self.cfg.route_timeout);
+                        } else {
+                            self.routes.refresh(&dest, now + self.cfg.route_timeout);
                         }
                     } else if r.metric < inf {
                         self.make_unreachable(now, dest);
@@ -351,7 +348,7 @@ impl DistanceVector {
         if due {
             let expired: Vec<NodeAddr> = self
                 .routes
-                .values()
+                .routes()
                 .filter(|r| r.metric < inf && r.expires.is_some_and(|e| e <= now))
                 .map(|r| r.dest)
                 .collect();
@@ -359,7 +356,7 @@ impl DistanceVector {
                 self.make_unreachable(now, d);
             }
             self.routes
-                .retain(|_, r| r.kind == RouteKind::Local || r.gc_at.is_none_or(|g| g > now));
+                .retain(|r| r.kind == RouteKind::Local || r.gc_at.is_none_or(|g| g > now));
         }
         if now >= self.next_periodic {
             self.next_periodic = now + self.cfg.update_interval;
@@ -368,23 +365,14 @@ impl DistanceVector {
             for (addr, link) in ns {
                 self.queue_update(addr, link, &all);
             }
-            for r in self.routes.values_mut() {
-                r.changed = false;
-            }
+            self.routes.clear_changed();
             self.triggered_at = None;
         }
         if self.triggered_at.is_some_and(|t| t <= now) {
             self.triggered_at = None;
-            let mut changed: Vec<Route> = self
-                .routes
-                .values()
-                .filter(|r| r.changed)
-                .copied()
-                .collect();
+            let mut changed: Vec<Route> = self.routes.routes().filter(|r| r.changed).collect();
             changed.sort_by_key(|r| r.dest);
-            for r in self.routes.values_mut() {
-                r.changed = false;
-            }
+            self.routes.clear_changed();
             for (addr, link) in self.sorted_neighbors() {
                 self.queue_update(addr, link, &changed);
             }
@@ -451,7 +439,7 @@ impl DistanceVector {
 
     fn scan_route_deadline(&self) -> Option<Instant> {
         self.routes
-            .values()
+            .routes()
             .filter_map(|r| {
                 if r.metric < self.cfg.infinity {
                     r.expires
@@ -527,18 +515,15 @@ impl DistanceVector {
         if let Some(t) = expires {
             self.note_deadline(t);
         }
-        let old = self.routes.insert(
+        let old = self.routes.insert(Route {
             dest,
-            Route {
-                dest,
-                metric,
-                next_hop,
-                kind,
-                expires,
-                gc_at: None,
-                changed: true,
-            },
-        );
+            metric,
+            next_hop,
+            kind,
+            expires,
+            gc_at: None,
+            changed: true,
+        });
         if old.is_none_or(|o| o.metric != metric || o.next_hop != next_hop) {
             self.changes += 1;
             self.trigger(now);
@@ -548,22 +533,25 @@ impl DistanceVector {
     fn make_unreachable(&mut self, now: Instant, dest: NodeAddr) {
         let inf = self.cfg.infinity;
         let gc = now + self.cfg.gc_interval;
-        if let Some(r) = self.routes.get_mut(&dest) {
-            if r.kind == RouteKind::Local {
-                return;
-            }
-            if self.fib.get(&dest).is_some() {
-                self.log.note(dest);
-            }
-            Arc::make_mut(&mut self.fib).remove(&dest);
+        let Some(r) = self.routes.get(&dest) else {
+            return;
+        };
+        if r.kind == RouteKind::Local {
+            return;
+        }
+        if self.fib.get(&dest).is_some() {
+            self.log.note(dest);
+        }
+        Arc::make_mut(&mut self.fib).remove(&dest);
+        self.routes.update(&dest, |r| {
             r.metric = inf;
             r.expires = None;
             r.gc_at = Some(gc);
             r.changed = true;
-            self.changes += 1;
-            self.note_deadline(gc);
-            self.trigger(now);
-        }
+        });
+        self.changes += 1;
+        self.note_deadline(gc);
+        self.trigger(now);
     }
 
     fn trigger(&mut self, now: Instant) {
@@ -585,11 +573,10 @@ impl DistanceVector {
                     }
                 }
                 None => {
-                    if let Some(r) = self.routes.get_mut(&s.dest)
-                        && r.kind == RouteKind::Static
-                        && r.metric < self.cfg.infinity
-                    {
-                        r.kind = RouteKind::Learned;
+                    if self.routes.get(&s.dest).is_some_and(|r| {
+                        r.kind == RouteKind::Static && r.metric < self.cfg.infinity
+                    }) {
+                        self.routes.update(&s.dest, |r| r.kind = RouteKind::Learned);
                         self.make_unreachable(now, s.dest);
                     }
                 }
