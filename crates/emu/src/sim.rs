@@ -306,19 +306,26 @@ impl Sim {
         }
         let n = self.specs.len();
         for a in buf.drain(..) {
-            let (Some(&d), Some(node)) = (self.index.get(&a), self.nodes.get(i)) else {
+            let Some(&d) = self.index.get(&a) else {
                 continue;
             };
-            let hop = node.lookup(&a);
-            let link = hop
-                .and_then(|h| self.ports.get(i)?.get(h.link.0 as usize))
-                .and_then(|&(li, _)| u32::try_from(li).ok());
+            let (link, present) = self.route_link(i, &a);
             if let Some(slot) = self.routes.get_mut(d * n + i) {
-                *slot = link.unwrap_or(NO_HOP);
+                *slot = link;
             }
-            self.reach_tracker.note(i, d, hop.is_some());
+            self.reach_tracker.note(i, d, present);
         }
         self.route_buf = buf;
+    }
+
+    /// Node `u`'s route toward `dest` as the route matrix holds it: the link it leaves by
+    /// ([`NO_HOP`] if none), and whether the node has a route at all.
+    fn route_link(&self, u: usize, dest: &NodeAddr) -> (u32, bool) {
+        let hop = self.nodes.get(u).and_then(|node| node.lookup(dest));
+        let link = hop
+            .and_then(|h| self.ports.get(u)?.get(h.link.0 as usize))
+            .and_then(|&(li, _)| u32::try_from(li).ok());
+        (link.unwrap_or(NO_HOP), hop.is_some())
     }
 
     fn transmit(&mut self, from: usize, t: Transmit) {
@@ -575,12 +582,9 @@ impl Sim {
     /// emulator test checks that the forwarding changes reached the matrix).
     fn routes_disagreeing(&self) -> Option<(usize, usize)> {
         let n = self.specs.len();
-        for (u, node) in self.nodes.iter().enumerate() {
+        for u in 0..self.nodes.len() {
             for (d, spec) in self.specs.iter().enumerate() {
-                let want = node
-                    .lookup(&spec.address)
-                    .and_then(|h| self.ports.get(u)?.get(h.link.0 as usize))
-                    .map_or(NO_HOP, |&(li, _)| li as u32);
+                let (want, _) = self.route_link(u, &spec.address);
                 if self.routes.get(d * n + u) != Some(&want) {
                     return Some((u, d));
                 }

@@ -156,16 +156,15 @@ impl<E: Keyed> BucketMap<E> {
         self.table.find_mut(hash_of(key), |e| e.key() == *key)
     }
 
-    /// Stores `e` under its key; the entry it replaced, if any (and `true`, as
-    /// [`DenseMap::insert`] says).
-    pub(crate) fn insert(&mut self, e: E) -> (Option<E>, bool) {
+    /// Stores `e` under its key; the entry it replaced, if any.
+    pub(crate) fn insert(&mut self, e: E) -> Option<E> {
         let key = e.key();
         if let Some(old) = self.get_mut(&key) {
-            return (Some(std::mem::replace(old, e)), true);
+            return Some(std::mem::replace(old, e));
         }
         self.table
             .insert_unique(hash_of(&key), e, |x| hash_of(&x.key()));
-        (None, true)
+        None
     }
 
     /// Keeps the entries `keep` accepts; `gone` sees each removed one.
@@ -311,8 +310,7 @@ mod tests {
             for (k, v, op) in ops {
                 match op {
                     0..=4 => {
-                        let (old, ok) = d.insert(E(k, v));
-                        proptest::prop_assert!(ok);
+                        let old = d.insert(E(k, v));
                         proptest::prop_assert_eq!(old.map(|e| e.1), m.insert(k, v));
                     }
                     5 => {

@@ -88,18 +88,10 @@ impl RouteTable {
             expires: self.time(r.expires),
             gc_at: self.time(r.gc_at),
         };
-        match self.map.insert(e) {
-            (Some(old), _) => {
-                let route = self.route(&old);
-                self.hops.release(old.hop);
-                Some(route)
-            }
-            (None, true) => None,
-            (None, false) => {
-                self.hops.release(e.hop);
-                None
-            }
-        }
+        let old = self.map.insert(e)?;
+        let route = self.route(&old);
+        self.hops.release(old.hop);
+        Some(route)
     }
 
     /// Changes the route to `dest` with `f`; false if there is none. `f` may change anything
