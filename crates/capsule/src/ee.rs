@@ -57,6 +57,7 @@ use crate::softstate::SoftState;
 use crate::{CapsuleError, CodeHash, PortTable};
 
 mod build;
+mod handover;
 
 pub use build::{BuiltCode, CodeInstaller};
 
@@ -1215,6 +1216,18 @@ impl ExecutionEnvironment for CapsuleEe {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        self.export(now, out);
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        self.import(ctx.now(), state)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

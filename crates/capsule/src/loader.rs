@@ -145,6 +145,13 @@ impl Loader {
         self.parked
     }
 
+    /// The capsules waiting for code, in arrival order per code object.
+    pub fn parked_packets(&self) -> impl Iterator<Item = &EePacket> {
+        self.fetches
+            .values()
+            .flat_map(|f| f.parked.iter().map(|p| &p.pkt))
+    }
+
     /// Code objects being fetched.
     pub fn fetching(&self) -> Vec<CodeHash> {
         self.fetches.keys().copied().collect()

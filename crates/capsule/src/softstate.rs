@@ -222,6 +222,32 @@ impl SoftState {
         }
     }
 
+    /// Every live entry of every code object, least recently used first within each (so
+    /// putting them back in this order keeps the eviction order): for a node's handover.
+    pub fn export(&self, now: Instant) -> Vec<(CodeHash, Vec<SoftEntry>)> {
+        let mut codes: Vec<&CodeHash> = self.spaces.keys().collect();
+        codes.sort_unstable();
+        codes
+            .into_iter()
+            .filter_map(|c| {
+                let space = self.spaces.get(c)?;
+                let v: Vec<SoftEntry> = space
+                    .lru
+                    .values()
+                    .filter_map(|k| {
+                        let e = space.map.get(k).filter(|e| e.expires > now)?;
+                        Some(SoftEntry {
+                            key: k.clone(),
+                            value: e.value.clone(),
+                            ttl_left: e.expires - now,
+                        })
+                    })
+                    .collect();
+                (!v.is_empty()).then_some((*c, v))
+            })
+            .collect()
+    }
+
     /// `code`'s live entries at `now`, sorted by key, with the time each has left; for
     /// inspection (`anode code state`): reading does not refresh an entry's LRU position.
     pub fn entries(&self, code: &CodeHash, now: Instant) -> Vec<SoftEntry> {

@@ -160,6 +160,26 @@ pub trait ExecutionEnvironment: Send {
         None
     }
 
+    /// This EE's part of the node's handover to the process taking its place (`anode
+    /// upgrade`, `handover.rs`): copies of the packets it holds (it keeps holding them: if
+    /// the successor fails, this node goes on) and whatever state it wants back. The
+    /// default hands over nothing.
+    fn hand_over(&mut self, now: Instant, out: &mut crate::handover::EeHandover) {
+        let _ = (now, out);
+    }
+
+    /// Takes back the state [`ExecutionEnvironment::hand_over`] gave in another process
+    /// (held packets are re-entered by the node). It comes from outside this process: check
+    /// it, never panic on it; an error says why it was refused.
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        let _ = (ctx, state);
+        Ok(())
+    }
+
     /// For drivers and tools that need the concrete EE (e.g. to inject or inspect).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }

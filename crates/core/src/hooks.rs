@@ -121,6 +121,20 @@ pub trait PacketHooks: Send + Debug {
     }
 
     /// For the module manager to reach its concrete type through the node.
+    /// The hooks' part of the node's handover (`handover.rs`): their own state, as JSON.
+    /// The default hands over nothing.
+    fn hand_over(&mut self, now: Instant) -> serde_json::Value {
+        let _ = now;
+        serde_json::Value::Null
+    }
+
+    /// Takes back what [`PacketHooks::hand_over`] gave in another process; it comes from
+    /// outside this process: check it, never panic on it.
+    fn take_over(&mut self, now: Instant, state: &serde_json::Value) -> Result<(), String> {
+        let _ = (now, state);
+        Ok(())
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
 

@@ -41,6 +41,7 @@ mod cut;
 mod ee;
 mod event;
 mod fastpath;
+pub mod handover;
 mod hooks;
 mod ledger;
 pub mod load;

@@ -87,7 +87,7 @@ pub struct TransitView {
 
 /// The EE a packet of an EE's Type ID goes to.
 #[derive(Debug, Clone, Copy)]
-enum EeRef {
+pub(crate) enum EeRef {
     /// The built-in EE at this index of `Node::ees`.
     BuiltIn(usize),
     /// The EE module the packet hooks run (`PacketHooks::ee_owner`), running or stopped.
@@ -593,7 +593,7 @@ impl Node {
     }
 
     /// Routes a packet of an EE's Type ID to the EE `ee` names.
-    fn route_ee(
+    pub(crate) fn route_ee(
         &mut self,
         now: Instant,
         link: Option<LinkId>,

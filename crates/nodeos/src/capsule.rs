@@ -200,6 +200,20 @@ impl ExecutionEnvironment for MeteredCapsule {
         self.ee.poll_timeout()
     }
 
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        self.ee.hand_over(now, out);
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        let r = self.ee.take_over(ctx, state);
+        self.refresh_code(None);
+        r
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
@@ -214,6 +228,13 @@ impl MeteredEe for MeteredCapsule {
 
     fn principal_name(key: &CodeHash) -> String {
         anode_capsule::principal_of_code(key)
+    }
+
+    fn principal_key(name: &str) -> Option<CodeHash> {
+        let hex = name.strip_prefix("capsule/")?;
+        let mut h = [0u8; 32];
+        hex::decode_to_slice(hex, &mut h).ok()?;
+        Some(h)
     }
 
     fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&CodeHash>) {

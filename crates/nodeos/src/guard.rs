@@ -106,6 +106,12 @@ pub trait MeteredEe: ExecutionEnvironment {
         let _ = key;
         self.handle_packet(ctx, pkt);
     }
+    /// The principal a [`MeteredEe::principal_name`] names, for state handed over by another
+    /// process (`None`: not one of this EE's names; the default knows none).
+    fn principal_key(name: &str) -> Option<Self::Key> {
+        let _ = name;
+        None
+    }
     /// The run-time limit of the next call, in the EE's units.
     fn set_budget(&mut self, units: u64);
     /// Appends the usage since the last call, per principal, to `out` (a buffer the guard
@@ -594,6 +600,52 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// The packets queued for domains (copies) and the inner EE's part; the banned
+    /// principals by name, so a terminated hostile protocol stays out after an upgrade. The
+    /// domains themselves end with this process: the successor creates them afresh.
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        self.inner.hand_over(now, out);
+        out.held.extend(
+            self.sched
+                .items()
+                .map(|p| anode_core::handover::HeldPacket {
+                    link: p.link.map(|l| l.0),
+                    buf: p.buf.clone(),
+                }),
+        );
+        let mut banned: Vec<String> = self.banned.iter().map(E::principal_name).collect();
+        banned.sort_unstable();
+        out.state = serde_json::json!({ "inner": out.state.take(), "banned": banned });
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        let mut refused = Vec::new();
+        let banned = state.get("banned").and_then(serde_json::Value::as_array);
+        for name in banned.into_iter().flatten() {
+            match name.as_str().and_then(E::principal_key) {
+                Some(k) if self.banned.len() < self.cfg.max_banned => {
+                    self.banned.insert(k);
+                }
+                _ => refused.push(format!("banned principal {name} not restored")),
+            }
+        }
+        let inner = state.get("inner").unwrap_or(&serde_json::Value::Null);
+        if !inner.is_null()
+            && let Err(e) = self.inner.take_over(ctx, inner)
+        {
+            refused.push(e);
+        }
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(refused.join("; "))
+        }
     }
 
     fn domain_report(&self) -> Option<anode_core::DomainReport> {

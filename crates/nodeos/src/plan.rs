@@ -108,6 +108,18 @@ impl ExecutionEnvironment for MeteredPlan {
         self.ee.poll_timeout()
     }
 
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        self.ee.hand_over(now, out);
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        self.ee.take_over(ctx, state)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
@@ -122,6 +134,10 @@ impl MeteredEe for MeteredPlan {
 
     fn principal_name(key: &NodeAddr) -> String {
         Self::principal_of_source(*key)
+    }
+
+    fn principal_key(name: &str) -> Option<NodeAddr> {
+        name.strip_prefix("plan/")?.parse().ok()
     }
 
     fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&NodeAddr>) {

@@ -74,6 +74,23 @@ impl<T> DomainScheduler<T> {
         })
     }
 
+    /// Every queued item: the domains in the order they will be served, each queue in order.
+    pub fn items(&self) -> impl Iterator<Item = &T> {
+        let mut order: Vec<DomainId> = self.round.iter().copied().collect();
+        let mut rest: Vec<DomainId> = self
+            .queues
+            .keys()
+            .filter(|d| !self.round.contains(d))
+            .copied()
+            .collect();
+        rest.sort_unstable();
+        order.extend(rest);
+        order
+            .into_iter()
+            .filter_map(|d| self.queues.get(&d))
+            .flat_map(|q| q.items.iter())
+    }
+
     /// Queues `item` for domain `d`; gives it back if the domain's queue is full.
     pub fn enqueue(&mut self, d: DomainId, item: T) -> Result<(), T> {
         let max = self.max_queue;

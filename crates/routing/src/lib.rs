@@ -28,6 +28,7 @@
 mod dense;
 pub mod dv;
 pub mod fib;
+pub mod handover;
 pub mod ls;
 pub mod neighbors;
 pub mod pool;

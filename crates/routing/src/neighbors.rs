@@ -10,6 +10,7 @@ use anode_wire::NodeAddr;
 use anode_wire::control::Hello;
 
 use crate::LinkId;
+use crate::handover::NeighborRecord;
 
 /// A change of a neighbor's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +150,47 @@ impl NeighborTable {
                 .filter(|n| n.two_way && l.enabled)
                 .map(|n| (LinkId(i as u32), n))
         })
+    }
+
+    /// The up neighbors as [`NeighborRecord`]s, pinned ones left out (the configuration
+    /// pins them again).
+    pub fn export(&self, now: Instant) -> Vec<NeighborRecord> {
+        self.links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.enabled && l.pinned.is_none())
+            .filter_map(|(i, l)| {
+                let n = l.neighbor.filter(|n| n.two_way)?;
+                Some(NeighborRecord {
+                    link: i as u32,
+                    addr: n.addr,
+                    heard_ms_ago: u64::try_from(
+                        now.saturating_duration_since(n.last_heard).as_millis(),
+                    )
+                    .unwrap_or(u64::MAX),
+                    dead_ms: u64::try_from(n.dead.as_millis()).unwrap_or(u64::MAX),
+                })
+            })
+            .collect()
+    }
+
+    /// Restores a neighbor another process exported: up at once on its link (an enabled
+    /// link of this table with no pinned neighbor), heard as long ago as it was there.
+    /// Returns the link, or `None` when the record does not fit.
+    pub fn restore(&mut self, now: Instant, rec: &NeighborRecord) -> Option<LinkId> {
+        let st = self.links.get_mut(rec.link as usize)?;
+        if !st.enabled || st.pinned.is_some() || rec.dead_ms == 0 {
+            return None;
+        }
+        let dead = Duration::from_millis(rec.dead_ms.min(86_400_000));
+        let ago = Duration::from_millis(rec.heard_ms_ago).min(dead);
+        st.neighbor = Some(Neighbor {
+            addr: rec.addr,
+            last_heard: now.checked_sub(ago).unwrap_or(now),
+            dead,
+            two_way: true,
+        });
+        Some(LinkId(rec.link))
     }
 
     /// Handles a hello that arrived on `link`.

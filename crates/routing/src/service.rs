@@ -12,6 +12,7 @@ use anode_wire::control::Control;
 
 use crate::dv::{DistanceVector, Route};
 use crate::fib::{ChangeLog, Fib};
+use crate::handover::{NeighborRecord, Restored, RoutingHandover};
 use crate::ls::LinkState;
 use crate::{LinkId, NextHop, Protocol, RoutingConfig};
 
@@ -131,6 +132,57 @@ impl Routing {
             Routing::Dv(d) => d.neighbor_up(now, link, addr, cost),
             Routing::Ls(l) => l.neighbor_up(now, link, addr, cost),
         }
+    }
+
+    /// This service's state for the process that takes the node's place, with the
+    /// `neighbors` the caller's table exported (`handover.rs`).
+    pub fn export(&self, now: Instant, neighbors: Vec<NeighborRecord>) -> RoutingHandover {
+        let mut h = RoutingHandover {
+            protocol: self.protocol(),
+            neighbors,
+            ..RoutingHandover::default()
+        };
+        match self {
+            Routing::Dv(d) => {
+                h.routes = d.export_routes(now);
+                h.statics = d.static_routes();
+            }
+            Routing::Ls(l) => {
+                (h.lsas, h.own_seq) = l.export_lsas(now);
+                h.statics = l.static_routes();
+            }
+        }
+        h
+    }
+
+    /// Restores an exported state: `neighbors` are the (link, address, cost) the caller
+    /// restored in its neighbor table; routes or database entries of the other protocol are
+    /// skipped. Returns what was restored and skipped (neighbors counted by the caller).
+    pub fn restore(
+        &mut self,
+        now: Instant,
+        neighbors: &[(LinkId, NodeAddr, u16)],
+        h: &RoutingHandover,
+    ) -> Restored {
+        let mut r = Restored::default();
+        for &(dest, via, metric) in &h.statics {
+            self.add_static(now, dest, via, metric);
+        }
+        let other = h.protocol != self.protocol();
+        match self {
+            Routing::Dv(d) => {
+                let routes: &[_] = if other { &[] } else { &h.routes };
+                (r.routes, r.skipped) = d.restore(now, neighbors, routes);
+            }
+            Routing::Ls(l) => {
+                let lsas: &[_] = if other { &[] } else { &h.lsas };
+                (r.lsas, r.skipped) = l.restore(now, neighbors, lsas, h.own_seq);
+            }
+        }
+        if other {
+            r.skipped += h.routes.len() + h.lsas.len();
+        }
+        r
     }
 
     /// A neighbor went down.

@@ -105,6 +105,13 @@ pub(super) struct Pending {
     parked: VecDeque<Parked>,
 }
 
+impl Pending {
+    /// The capsules waiting, in arrival order.
+    pub(super) fn packets(&self) -> impl Iterator<Item = &EePacket> {
+        self.parked.iter().map(|p| &p.pkt)
+    }
+}
+
 type Outcome = (
     Result<(Arc<[u8]>, Module, CodeTier), Failed>,
     Source,

@@ -24,6 +24,7 @@ use rustc_hash::FxHashMap;
 use table::RouteTable;
 
 use crate::fib::{ChangeLog, Fib};
+use crate::handover::{RouteRecord, after_ms, ms_until};
 use crate::{LinkId, NextHop, RoutingConfig};
 
 mod table;
@@ -266,6 +267,77 @@ impl DistanceVector {
         // Tell the new neighbor everything (paced).
         self.queue_full_update_to(addr, link);
         self.release(now);
+    }
+
+    /// The static routes: (destination, via, metric).
+    pub fn static_routes(&self) -> Vec<(NodeAddr, NodeAddr, u16)> {
+        self.statics
+            .iter()
+            .map(|s| (s.dest, s.via, s.metric))
+            .collect()
+    }
+
+    /// The learned, reachable routes, for the process that takes this node's place
+    /// (`handover.rs`).
+    pub fn export_routes(&self, now: Instant) -> Vec<RouteRecord> {
+        let mut v: Vec<RouteRecord> = self
+            .routes
+            .routes()
+            .filter(|r| r.kind == RouteKind::Learned && r.metric < self.cfg.infinity)
+            .filter_map(|r| {
+                Some(RouteRecord {
+                    dest: r.dest,
+                    via: r.next_hop?.addr,
+                    metric: r.metric,
+                    expires_in_ms: r.expires.map(|e| ms_until(now, e)),
+                })
+            })
+            .collect();
+        v.sort_by_key(|r| r.dest);
+        v
+    }
+
+    /// Restores what another process exported: `neighbors` (link, address, cost) as
+    /// [`DistanceVector::neighbor_up`] adds them but without the full update it sends (they
+    /// hold this node's routes already), then `routes` through them as learned routes with
+    /// the time they had left. No update is triggered. Returns (restored, skipped) routes.
+    pub fn restore(
+        &mut self,
+        now: Instant,
+        neighbors: &[(LinkId, NodeAddr, u16)],
+        routes: &[RouteRecord],
+    ) -> (usize, usize) {
+        for &(link, addr, cost) in neighbors {
+            self.neighbors.insert(addr, (link, cost));
+        }
+        let (mut ok, mut skipped) = (0, 0);
+        for r in routes {
+            let hop = self
+                .neighbors
+                .get(&r.via)
+                .map(|&(link, _)| NextHop { link, addr: r.via });
+            let taken = self
+                .routes
+                .get(&r.dest)
+                .is_some_and(|x| x.kind != RouteKind::Learned);
+            let Some(hop) =
+                hop.filter(|_| r.dest != self.me && r.metric < self.cfg.infinity && !taken)
+            else {
+                skipped += 1;
+                continue;
+            };
+            self.set_route(now, r.dest, r.metric, Some(hop), RouteKind::Learned);
+            let expires = r.expires_in_ms.map(|ms| after_ms(now, ms));
+            self.routes.update(&r.dest, |x| x.expires = expires);
+            if let Some(t) = expires {
+                self.note_deadline(t);
+            }
+            ok += 1;
+        }
+        self.resolve_statics(now);
+        self.routes.clear_changed();
+        self.triggered_at = None;
+        (ok, skipped)
     }
 
     /// A neighbor went down: every route through it becomes unreachable.
@@ -627,6 +699,44 @@ mod tests {
         dv.handle_timeout(t0 + Duration::from_millis(60));
         let (_, _, upd) = dv.poll_update().unwrap();
         assert!(upd.entries.contains(&(a(3), 16)));
+    }
+
+    #[test]
+    fn a_table_restored_from_its_export_forwards_alike_and_keeps_its_deadlines() {
+        let t0 = Instant::now();
+        let mut d = learned_from_a2(t0, 20);
+        let t1 = t0 + Duration::from_secs(3);
+        let routes = d.export_routes(t1);
+        assert_eq!(routes.len(), 21, "20 learned and the neighbor itself");
+        assert!(
+            routes
+                .iter()
+                .any(|r| r.dest == a(2) && r.expires_in_ms.is_none())
+        );
+        let mut fresh = DistanceVector::new(a(1), cfg(), t1);
+        let (ok, skipped) = fresh.restore(t1, &[(LinkId(0), a(2), 1)], &routes);
+        assert_eq!((ok, skipped), (21, 0));
+        for r in d.routes() {
+            assert_eq!(fresh.lookup(&r.dest), d.lookup(&r.dest), "{}", r.dest);
+        }
+        assert!(
+            fresh.poll_update().is_none(),
+            "restoring triggers no update"
+        );
+        // The learned routes time out when they would have in the old table.
+        let timeout = cfg().route_timeout;
+        let last = routes.last().unwrap().dest;
+        fresh.handle_timeout(t0 + timeout - Duration::from_millis(1));
+        assert!(fresh.lookup(&last).is_some());
+        fresh.handle_timeout(t0 + timeout + Duration::from_millis(1));
+        d.handle_timeout(t0 + timeout + Duration::from_millis(1));
+        assert!(fresh.lookup(&last).is_none());
+        for r in &routes {
+            assert_eq!(fresh.lookup(&r.dest), d.lookup(&r.dest), "{}", r.dest);
+        }
+        // Through a neighbor that is not up here: skipped.
+        let mut other = DistanceVector::new(a(1), cfg(), t1);
+        assert_eq!(other.restore(t1, &[], &routes), (0, 21));
     }
 
     #[test]

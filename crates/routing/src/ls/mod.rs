@@ -58,6 +58,7 @@ use spf::Spf;
 use crate::LsaPool;
 use crate::dv::{Route, RouteKind, StaticRoute};
 use crate::fib::{ChangeLog, Fib};
+use crate::handover::{LsaRecord, after_ms, ms_until};
 use crate::{LinkId, NextHop, RoutingConfig};
 
 /// A node address in its 18-byte wire form (compact keys for the database).
@@ -225,6 +226,74 @@ impl LinkState {
         // is pending for everyone too, which is harmless).
         self.backlog.insert(addr, self.db.keys().copied().collect());
         self.schedule_spf(now);
+    }
+
+    /// The static routes: (destination, via, metric).
+    pub fn static_routes(&self) -> Vec<(NodeAddr, NodeAddr, u16)> {
+        self.statics
+            .iter()
+            .map(|s| (s.dest, s.via, s.metric))
+            .collect()
+    }
+
+    /// The database and this node's sequence number, for the process that takes its place
+    /// (`handover.rs`).
+    pub fn export_lsas(&self, now: Instant) -> (Vec<LsaRecord>, u32) {
+        let v = self
+            .db
+            .ordered()
+            .filter_map(|(key, st)| {
+                Some(LsaRecord {
+                    origin: NodeAddr::read(&key.0, 0).ok()?,
+                    fragment: key.1,
+                    seq: st.seq,
+                    expires_in_ms: ms_until(now, self.db.instant(st.expires)),
+                    links: st.links.as_ref().clone(),
+                })
+            })
+            .collect();
+        (v, self.own_seq)
+    }
+
+    /// Restores what another process exported: `neighbors` (link, address, cost) without
+    /// the database dump [`LinkState::neighbor_up`] sends them (they hold it), the database
+    /// with the time each entry had left, and this node's sequence number (its next LSA
+    /// continues from there); then runs SPF at once, so the forwarding table is ready before
+    /// the first packet. Returns (restored, skipped) entries.
+    pub fn restore(
+        &mut self,
+        now: Instant,
+        neighbors: &[(LinkId, NodeAddr, u16)],
+        lsas: &[LsaRecord],
+        own_seq: u32,
+    ) -> (usize, usize) {
+        for &(link, addr, cost) in neighbors {
+            self.neighbors.insert(addr, (link, cost.max(1)));
+        }
+        self.own_seq = self.own_seq.max(own_seq);
+        let (mut ok, mut skipped) = (0, 0);
+        for l in lsas {
+            if l.links.len() > MAX_LSA_LINKS || l.expires_in_ms == 0 {
+                skipped += 1;
+                continue;
+            }
+            if l.origin == self.me {
+                self.own_frags = self.own_frags.max(l.fragment.saturating_add(1));
+            }
+            let expires = self.db.expiry(after_ms(now, l.expires_in_ms));
+            self.db.put(
+                (l.origin.to_bytes(), l.fragment),
+                Stored {
+                    seq: l.seq,
+                    expires,
+                    links: Arc::new(l.links.clone()),
+                },
+            );
+            self.note_expiry(self.db.instant(expires));
+            ok += 1;
+        }
+        self.run_spf(now);
+        (ok, skipped)
     }
 
     /// A neighbor went down: our LSA drops it, routes are recomputed.
@@ -799,6 +868,42 @@ mod tests {
             self.nodes[a].neighbor_down(now, ab);
             self.nodes[b].neighbor_down(now, ba);
         }
+    }
+
+    #[test]
+    fn a_node_restored_from_its_export_routes_at_once_and_continues_its_sequence() {
+        // A ring of 6; node 2 is replaced by a fresh process restored from its export.
+        let mut net = Net::new(6, &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0)]);
+        net.run(300);
+        let now = net.now;
+        let (lsas, seq) = net.nodes[2].export_lsas(now);
+        assert_eq!(lsas.len(), 6);
+        let neighbors: Vec<(LinkId, NodeAddr, u16)> = net.adj[2]
+            .iter()
+            .enumerate()
+            .map(|(li, &b)| (LinkId(li as u32), net.addrs[b], 1))
+            .collect();
+        let mut fresh = LinkState::new(net.addrs[2], cfg(), now);
+        assert_eq!(fresh.restore(now, &neighbors, &lsas, seq), (6, 0));
+        for to in 0..6 {
+            assert_eq!(
+                fresh.lookup(&net.addrs[to]),
+                net.nodes[2].lookup(&net.addrs[to])
+            );
+        }
+        assert!(fresh.poll_update().is_none(), "restoring sends nothing");
+        net.nodes[2] = fresh;
+        // Its next LSA outnumbers the one the others hold, and the ring still reroutes.
+        net.down(2, 3);
+        net.run(300);
+        assert_eq!(net.nodes[2].own_seq, seq + 1);
+        assert_eq!(net.hop(2, 3), Some(1));
+        assert_eq!(net.hop(3, 2), Some(4));
+        // An entry over the link bound is skipped, not trusted.
+        let mut bad = lsas.clone();
+        bad[0].links = vec![(net.addrs[0], 1); MAX_LSA_LINKS + 1];
+        let mut other = LinkState::new(net.addrs[2], cfg(), now);
+        assert_eq!(other.restore(now, &neighbors, &bad, seq), (5, 1));
     }
 
     #[test]
