@@ -58,6 +58,8 @@ pub(crate) type Job = Box<dyn FnOnce(&mut Node, Instant) + Send>;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) stop: AtomicBool,
+    /// While set, the data path reads nothing and runs only calls (`NodeHandle::pause`).
+    pub(crate) paused: AtomicBool,
     /// Set (before the eventfd is written) when calls are pending.
     pub(crate) wake_flag: AtomicBool,
     pub(crate) wake: EventFd,
@@ -73,6 +75,15 @@ impl Shared {
             self.wake.notify();
         }
     }
+}
+
+/// What `kernel::start` needs, kept to attach the kernel fast path again after a pause.
+#[derive(Debug, Clone)]
+struct KernelStart {
+    mode: crate::KernelTransit,
+    bind: SocketAddr,
+    me: NodeAddr,
+    impaired: Vec<NodeAddr>,
 }
 
 /// The data path's state; built on its own thread (it holds raw `mmsghdr` pointers).
@@ -102,6 +113,8 @@ pub(crate) struct DataPath {
     st: DriverStats,
     taps: Taps,
     kernel: Option<Kernel>,
+    /// How to start the kernel fast path again after a pause (it is detached while paused).
+    kernel_start: KernelStart,
     /// Busy-poll time (`DriverConfig::busy_poll`; zero: off) and when work last came.
     busy_poll: Duration,
     last_work: Instant,
@@ -143,6 +156,12 @@ impl DataPath {
         kernel: Option<Kernel>,
     ) -> Self {
         let batch = cfg.batch;
+        let kernel_start = KernelStart {
+            mode: cfg.kernel_transit,
+            bind: cfg.bind,
+            me: node.address(),
+            impaired: cfg.impairments.iter().map(|i| NodeAddr::from(i.peer)).collect(),
+        };
         DataPath {
             node,
             sock,
@@ -166,6 +185,7 @@ impl DataPath {
             st: DriverStats::default(),
             taps: Taps::default(),
             kernel,
+            kernel_start,
             busy_poll: cfg.busy_poll,
             last_work: Instant::now(),
         }
@@ -180,6 +200,10 @@ impl DataPath {
             }
             if self.shared.wake_flag.swap(false, Ordering::AcqRel) {
                 self.run_calls();
+            }
+            if self.shared.paused.load(Ordering::Acquire) {
+                self.pause();
+                continue;
             }
             let now = Instant::now();
             if self.node.poll_timeout().is_some_and(|t| t <= now) {
@@ -205,6 +229,46 @@ impl DataPath {
         }
         self.publish();
         self.node
+    }
+
+    /// Paused (`NodeHandle::pause`): sends what is queued, the packets a link impairment
+    /// still delays among them (early), detaches the kernel fast path, then only runs calls
+    /// (no timers, no reads: what arrives waits in the socket buffer for whoever reads it
+    /// next) until resumed or stopped. Resumed, it attaches the kernel fast path again.
+    fn pause(&mut self) {
+        let now = Instant::now();
+        self.flush(now);
+        if !self.impair.is_empty() {
+            self.impair.release(now + Duration::from_secs(86_400), &mut self.out);
+            while !self.out.is_empty() {
+                self.send_batch();
+            }
+        }
+        if let Some(mut k) = self.kernel.take() {
+            k.count(&mut self.st, now, true);
+        }
+        self.forward_events();
+        self.publish();
+        loop {
+            if self.shared.stop.load(Ordering::Acquire) {
+                return;
+            }
+            if self.shared.wake_flag.swap(false, Ordering::AcqRel) {
+                self.run_calls();
+                self.forward_events();
+                self.publish();
+            }
+            if !self.shared.paused.load(Ordering::Acquire) {
+                break;
+            }
+            let _ = sys::poll2(-1, self.shared.wake.raw(), Some(Duration::from_millis(100)));
+            self.shared.wake.drain();
+        }
+        let k = &self.kernel_start;
+        match crate::kernel::start(k.mode, k.bind, k.me, k.impaired.clone()) {
+            Ok(kernel) => self.kernel = kernel,
+            Err(e) => tracing::warn!(error = %e, "anode-io: the kernel fast path did not come back after a pause; forwarding through the socket"),
+        }
     }
 
     fn publish(&mut self) {

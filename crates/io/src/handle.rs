@@ -9,6 +9,7 @@
 //! - Dropping the handle stops the thread too (the node is then dropped).
 
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -38,15 +39,27 @@ pub struct NodeHandle {
     calls: Sender<Job>,
     events: Mutex<Option<Receiver<Event>>>,
     local: SocketAddr,
+    /// A second descriptor of the socket, for [`NodeHandle::socket_fd`].
+    handoff: OwnedFd,
     thread: Option<JoinHandle<Node>>,
 }
 
 /// Binds the socket and starts the data-path thread for `node`. In UDP mode the node's address
 /// should be the bound address (peers send to it and know it by it).
 pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
+    spawn_on(node, cfg, None)
+}
+
+/// [`spawn`] on a socket another process bound and handed over (`anode upgrade`), bound to
+/// `cfg.bind`'s port, instead of binding one; `None` binds as [`spawn`] does.
+pub fn spawn_on(node: Node, cfg: DriverConfig, sock: Option<OwnedFd>) -> io::Result<NodeHandle> {
     cfg.validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let sock = UdpSocket::bind(cfg.bind, cfg.socket_buffer)?;
+    let sock = match sock {
+        Some(fd) => UdpSocket::adopt(fd, cfg.bind)?,
+        None => UdpSocket::bind(cfg.bind, cfg.socket_buffer)?,
+    };
+    let handoff = sock.try_clone_fd()?;
     if cfg.udp_offload
         && let Err(e) = sock.enable_gro()
     {
@@ -61,6 +74,7 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
     let kernel = crate::kernel::start(cfg.kernel_transit, cfg.bind, node.address(), impaired)?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
+        paused: AtomicBool::new(false),
         wake_flag: AtomicBool::new(false),
         wake: EventFd::new()?,
         stats: SharedStats::default(),
@@ -77,6 +91,7 @@ pub fn spawn(node: Node, cfg: DriverConfig) -> io::Result<NodeHandle> {
         calls: call_tx,
         events: Mutex::new(Some(ev_rx)),
         local,
+        handoff,
         thread: Some(thread),
     })
 }
@@ -105,6 +120,30 @@ impl NodeHandle {
             Ok(Err(panic)) => resume_unwind(panic),
             Err(_) => Err(DriverGone),
         }
+    }
+
+    /// A descriptor of the node's UDP socket, to hand to the process that takes the node's
+    /// place (`anode upgrade`); close-on-exec.
+    pub fn socket_fd(&self) -> io::Result<OwnedFd> {
+        self.handoff.try_clone()
+    }
+
+    /// Pauses the data path: once this returns, it has sent what was queued, detached the
+    /// kernel fast path and reads no more packets; it runs only [`NodeHandle::call`]s until
+    /// [`NodeHandle::resume`] (or a stop). Packets that arrive meanwhile wait in the socket's
+    /// buffer.
+    pub fn pause(&self) -> Result<(), DriverGone> {
+        self.shared.paused.store(true, Ordering::Release);
+        // The call runs just before the data path looks at the flag: no read comes after it.
+        self.call(|_, _| ())?;
+        // And one that runs inside the pause, after the flush.
+        self.call(|_, _| ())
+    }
+
+    /// Ends a [`NodeHandle::pause`]: reading, timers and the kernel fast path resume.
+    pub fn resume(&self) {
+        self.shared.paused.store(false, Ordering::Release);
+        self.shared.wake();
     }
 
     /// The node's events (deliveries, neighbor changes, EE logs). Single consumer; may be

@@ -63,7 +63,7 @@ mod sys;
 pub mod tap;
 
 pub use config::{ConfigError, DriverConfig, Impairment, MAX_BATCH, MAX_BUSY_POLL};
-pub use handle::{DriverGone, NodeHandle, spawn};
+pub use handle::{DriverGone, NodeHandle, spawn, spawn_on};
 pub use kernel::KernelTransit;
 pub use stats::DriverStats;
 pub use tap::{Capture, CaptureSpec, Captured, Direction};

@@ -109,6 +109,52 @@ impl UdpSocket {
         Ok(sock)
     }
 
+    /// Adopts a UDP socket another process bound and handed over (`anode upgrade`): it must
+    /// be a datagram socket bound to `addr`'s port; it is made non-blocking (and, for IPv4
+    /// addresses, must be an IPv4 or dual-stack socket, as [`UdpSocket::bind`] makes them).
+    pub(crate) fn adopt(fd: OwnedFd, addr: SocketAddr) -> io::Result<Self> {
+        let raw = fd.as_raw_fd();
+        let mut ty: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `ty`/`len` describe a writable c_int; the kernel writes at most `len` bytes.
+        cvt(unsafe {
+            libc::getsockopt(
+                raw,
+                libc::SOL_SOCKET,
+                libc::SO_TYPE,
+                (&raw mut ty).cast::<libc::c_void>(),
+                &mut len,
+            )
+        })?;
+        if ty != libc::SOCK_DGRAM {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the socket handed over is not a datagram socket",
+            ));
+        }
+        // SAFETY: fcntl on a descriptor we own; the flags are read, then written back.
+        let fl = cvt(unsafe { libc::fcntl(raw, libc::F_GETFL) })?;
+        // SAFETY: as above.
+        cvt(unsafe { libc::fcntl(raw, libc::F_SETFL, fl | libc::O_NONBLOCK) })?;
+        let probe = UdpSocket { fd, v6: false };
+        let local = probe.local_addr()?;
+        if local.port() != addr.port() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the socket handed over is bound to {local}, not to port {}", addr.port()),
+            ));
+        }
+        Ok(UdpSocket {
+            v6: local.is_ipv6(),
+            fd: probe.fd,
+        })
+    }
+
+    /// A second descriptor of the same socket (close-on-exec), for a hand-over.
+    pub(crate) fn try_clone_fd(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
     /// The bound address.
     pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         // SAFETY: all-zero is a valid sockaddr_storage.

@@ -142,3 +142,60 @@ fn bad_config_is_invalid_input() {
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("1 to 1024"));
 }
+
+/// A paused data path reads nothing; the datagrams that arrive meanwhile wait in the socket,
+/// and a second node started on the socket handed over (as `anode upgrade` does across
+/// processes) receives every one of them.
+#[test]
+fn a_paused_node_reads_nothing_and_its_socket_serves_the_next() {
+    let (a, b) = (free_addr(LO), free_addr(LO));
+    let ha = run(udp_node(a, &[b], true), a);
+    let hb = run(udp_node(b, &[a], true), b);
+    assert!(wait_route(&ha, b, Duration::from_secs(5)), "route");
+    let ev = ha.take_events().expect("events");
+    ha.pause().expect("paused");
+    let before = ha.stats().rx_datagrams;
+    let dst = NodeAddr::from(a);
+    for i in 0..20u64 {
+        let r = hb.call(move |n, now| n.send_datagram(now, dst, 1, i, None, b"while paused"));
+        assert_eq!(r, Ok(Ok(())));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(ha.stats().rx_datagrams, before, "nothing read while paused");
+    assert!(next_delivery(&ev, Duration::from_millis(50)).is_none());
+    // The successor: a fresh node on the same socket.
+    let fd = ha.socket_fd().expect("fd");
+    drop(ha.shutdown());
+    let h2 = anode_io::spawn_on(udp_node(a, &[b], true), DriverConfig::new(a), Some(fd))
+        .expect("adopts the socket");
+    assert_eq!(h2.local_addr(), a);
+    let ev2 = h2.take_events().expect("events");
+    let mut got = 0;
+    while next_delivery(&ev2, Duration::from_millis(500)).is_some() {
+        got += 1;
+    }
+    assert_eq!(got, 20, "every datagram sent during the pause reaches the successor");
+    // A socket bound elsewhere is refused.
+    let other = std::net::UdpSocket::bind((LO, 0)).expect("bind");
+    let e = anode_io::spawn_on(udp_node(a, &[b], true), DriverConfig::new(a), Some(other.into()))
+        .expect_err("another port");
+    assert!(e.to_string().contains("not to port"), "{e}");
+}
+
+/// Paused and resumed: the node goes on (timers, reads) as before.
+#[test]
+fn a_resumed_node_goes_on() {
+    let (a, b) = (free_addr(LO), free_addr(LO));
+    let ha = run(udp_node(a, &[b], true), a);
+    let hb = run(udp_node(b, &[a], true), b);
+    assert!(wait_route(&ha, b, Duration::from_secs(5)), "route");
+    let ev = ha.take_events().expect("events");
+    ha.pause().expect("paused");
+    let dst = NodeAddr::from(a);
+    let r = hb.call(move |n, now| n.send_datagram(now, dst, 1, 0, None, b"queued"));
+    assert_eq!(r, Ok(Ok(())));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(next_delivery(&ev, Duration::from_millis(50)).is_none());
+    ha.resume();
+    assert!(next_delivery(&ev, Duration::from_secs(2)).is_some(), "read once resumed");
+}
