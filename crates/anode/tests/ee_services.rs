@@ -1,7 +1,8 @@
 //! The execution environments as services on a real `anode node`: `anode module ees` lists
 //! them (kind ee, category standard, packets), `anode module stop capsule` makes the node drop
-//! capsules (counted as `ee_stopped`) while the EE keeps its code cache, `start` brings it
-//! back, and a built-in EE cannot be removed. They answer on a node without service modules.
+//! capsules (counted as `ee_stopped`) and ends the EE's protocol domains (without banning
+//! their principals), `start` brings it back with fresh domains, and a built-in EE cannot be
+//! removed. They answer on a node without service modules.
 
 mod node_util;
 
@@ -62,8 +63,31 @@ fn an_ee_is_stopped_and_started_like_a_service() {
     };
     assert!(capsule(&ees)["packets"].as_u64().unwrap() >= 1, "{ees}");
 
+    // The ping protocol's domain under the capsule EE.
+    let protocol_domains = |n: &NodeProc| -> Vec<String> {
+        let d = n.json(&["domains"]);
+        let cap = d
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["ee"].as_str().unwrap().starts_with("capsule"))
+            .cloned()
+            .unwrap_or_else(|| panic!("{d}"));
+        cap["domains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["principal"].as_str().unwrap().to_string())
+            .filter(|p| p.starts_with("capsule/"))
+            .collect()
+    };
+    assert_eq!(protocol_domains(&b).len(), 1);
+
     let stopped = b.json(&["module", "stop", "capsule"]);
     assert_eq!(stopped["state"], "stopped", "{stopped}");
+    assert!(protocol_domains(&b).is_empty(), "its domains end with it");
+    let d = b.json(&["domains"]).to_string();
+    assert!(d.contains("its execution environment was stopped"), "{d}");
     assert!(!ping(&a, &b.addr), "a stopped capsule EE answers no ping");
     assert!(drops(&b, "ee_stopped") >= 1, "{}", b.json(&["stats"]));
     // `anode drops` says who dropped them and why, in words.
@@ -111,5 +135,10 @@ fn an_ee_is_stopped_and_started_like_a_service() {
 
     assert_eq!(b.json(&["module", "start", "capsule"])["state"], "active");
     assert!(ping(&a, &b.addr), "started again: {}", b.log_text());
+    assert_eq!(
+        protocol_domains(&b).len(),
+        1,
+        "a fresh domain, not a banned one"
+    );
     assert_eq!(capsule(&b.json(&["module", "ees"]))["state"], "active");
 }

@@ -160,6 +160,13 @@ pub trait ExecutionEnvironment: Send {
         None
     }
 
+    /// The operator stopped this EE (`Node::set_ee_running`): its packets are dropped as
+    /// `ee_stopped` from now on. An EE under the NodeOS ends its protocol domains here. The
+    /// default does nothing.
+    fn on_stop(&mut self, ctx: &mut NodeContext<'_>) {
+        let _ = ctx;
+    }
+
     /// This EE's part of the node's handover to the process taking its place (`anode
     /// upgrade`, `handover.rs`): copies of the packets it holds (it keeps holding them: if
     /// the successor fails, this node goes on) and whatever state it wants back. The

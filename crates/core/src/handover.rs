@@ -110,7 +110,7 @@ pub struct NodeHandover {
 }
 
 /// What [`Node::take_over`] restored and skipped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TakeoverReport {
     /// Routing: neighbors, routes, database entries restored and skipped.
     pub routing: Restored,

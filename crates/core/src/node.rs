@@ -290,9 +290,17 @@ impl Node {
         if !self.ees.iter().any(|e| e.type_id() == type_id) {
             return false;
         }
+        let was_stopped = self.stopped.contains(&type_id);
         self.stopped.retain(|t| *t != type_id);
         if !running {
             self.stopped.push(type_id);
+            if !was_stopped && let Some(ee) = self.ees.iter_mut().find(|e| e.type_id() == type_id) {
+                let now = self.core.now;
+                ee.on_stop(&mut NodeContext {
+                    core: &mut self.core,
+                    now,
+                });
+            }
             let closed = self.core.cut.as_mut().map_or(0, |c| c.close_type(type_id));
             if closed > 0 {
                 self.core.push_event(Event::Log {

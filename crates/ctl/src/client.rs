@@ -20,7 +20,7 @@ use anode_wire::NodeAddr;
 use crate::{
     CaptureEndInfo, ChannelEntry, CodeEntry, DeliveryInfo, DomainsInfo, ErrorCode, HelloInfo,
     LinkEntry, NeighborEntry, NodeEvent, PROTOCOL_VERSION, PacketInfo, Payload, Request,
-    RequestFrame, Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo,
+    RequestFrame, Response, RouteInfo, ServerMessage, StatsInfo, StatusInfo, UpgradeInfo,
 };
 
 /// A client-side failure.
@@ -483,6 +483,27 @@ impl Client {
         match self.request(req)? {
             Response::Evicted { removed, .. } => Ok(removed),
             r => Err(unexpected("code_evict", &r)),
+        }
+    }
+
+    /// Asks the node to replace its process by a new one of `binary` (see
+    /// [`Request::Upgrade`]); waits up to `timeout` plus a margin for the answer.
+    pub fn upgrade(
+        &mut self,
+        binary: Option<String>,
+        timeout: Duration,
+    ) -> Result<UpgradeInfo, ClientError> {
+        let before = self.read_timeout;
+        self.set_timeout(Some(timeout + Duration::from_secs(5)))?;
+        let timeout_s = u32::try_from(timeout.as_secs().max(1)).unwrap_or(u32::MAX);
+        let r = self.request(Request::Upgrade {
+            binary,
+            timeout_s: Some(timeout_s),
+        });
+        self.set_timeout(before)?;
+        match r? {
+            Response::Upgraded(u) => Ok(u),
+            r => Err(unexpected("upgrade", &r)),
         }
     }
 

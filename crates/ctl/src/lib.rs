@@ -92,7 +92,8 @@ pub use proto::{
     CaptureEndInfo, ChannelEntry, ControlStats, CountersInfo, DeliveryInfo, DomainEntry,
     DomainsInfo, ErrorCode, ErrorInfo, HelloInfo, LinkEntry, NeighborEntry, NodeEvent,
     OutcomesInfo, PROTOCOL_VERSION, PacketInfo, RemoteStats, Request, RequestFrame, Response,
-    RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry, parse_request,
+    RouteInfo, RouteOrigin, ServerMessage, StatsInfo, StatusInfo, TerminationEntry, UpgradeInfo,
+    parse_request,
 };
 
 #[cfg(test)]

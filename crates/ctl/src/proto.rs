@@ -284,6 +284,18 @@ pub enum Request {
     },
     /// Stops the node (it answers first).
     Shutdown,
+    /// Replaces the node's process by a new one of `binary` (default: the running
+    /// executable) that takes over its sockets and state without losing a packet it accepted
+    /// (`anode upgrade`); answered once the new process runs, or with why it did not (the
+    /// old one then goes on). Local only.
+    Upgrade {
+        /// The new `anode` executable (absolute, or relative to the node's directory).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binary: Option<String>,
+        /// Seconds the new process may take to start and take over (default 30).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_s: Option<u32>,
+    },
 }
 
 /// One message from the node, tagged by `type`.
@@ -326,6 +338,8 @@ pub enum Response {
     Hello(HelloInfo),
     /// Answer to [`Request::Status`].
     Status(StatusInfo),
+    /// Answer to [`Request::Upgrade`].
+    Upgraded(UpgradeInfo),
     /// Answer to [`Request::Routes`].
     Routes {
         /// Sorted by destination, unreachable ones included.
@@ -469,6 +483,42 @@ pub struct HelloInfo {
     pub node: NodeAddr,
     /// Software name and version ("anode 0.1.0").
     pub software: String,
+}
+
+/// What [`Request::Upgrade`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeInfo {
+    /// The process that ran the node until now (it exits).
+    pub old_pid: u32,
+    /// The process running the node now.
+    pub new_pid: u32,
+    /// The executable it runs.
+    pub binary: String,
+    /// The old and new software versions.
+    pub old_version: String,
+    /// The new one.
+    pub new_version: String,
+    /// Milliseconds from the request until the new process ran the node.
+    pub total_ms: u64,
+    /// Milliseconds the node read no packet (they waited in its socket buffer).
+    pub paused_ms: u64,
+    /// Code objects the new process built before the pause.
+    pub code_objects: usize,
+    /// Neighbors, routes and link-state entries carried over.
+    pub neighbors: usize,
+    /// Distance-vector routes carried over.
+    pub routes: usize,
+    /// Link-state database entries carried over.
+    pub lsas: usize,
+    /// Packets the EEs held (capsules waiting for code, packets queued for a domain) that
+    /// went on in the new process.
+    pub held: usize,
+    /// Packets waiting to leave that were queued again in the new process.
+    pub queued: usize,
+    /// Records that did not fit the new process (another configuration) and are relearned.
+    pub skipped: usize,
+    /// Parts of the state the new process refused, with the reason.
+    pub refused: Vec<String>,
 }
 
 /// A node's status.

@@ -139,6 +139,7 @@ impl Request {
             | R::Capture { .. }
             | R::Inject { .. }
             | R::ModuleStage { .. }
+            | R::Upgrade { .. }
             | R::BindApp { .. } => None,
         }
     }

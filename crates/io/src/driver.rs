@@ -160,7 +160,11 @@ impl DataPath {
             mode: cfg.kernel_transit,
             bind: cfg.bind,
             me: node.address(),
-            impaired: cfg.impairments.iter().map(|i| NodeAddr::from(i.peer)).collect(),
+            impaired: cfg
+                .impairments
+                .iter()
+                .map(|i| NodeAddr::from(i.peer))
+                .collect(),
         };
         DataPath {
             node,
@@ -239,7 +243,8 @@ impl DataPath {
         let now = Instant::now();
         self.flush(now);
         if !self.impair.is_empty() {
-            self.impair.release(now + Duration::from_secs(86_400), &mut self.out);
+            self.impair
+                .release(now + Duration::from_secs(86_400), &mut self.out);
             while !self.out.is_empty() {
                 self.send_batch();
             }
@@ -267,7 +272,9 @@ impl DataPath {
         let k = &self.kernel_start;
         match crate::kernel::start(k.mode, k.bind, k.me, k.impaired.clone()) {
             Ok(kernel) => self.kernel = kernel,
-            Err(e) => tracing::warn!(error = %e, "anode-io: the kernel fast path did not come back after a pause; forwarding through the socket"),
+            Err(e) => {
+                tracing::warn!(error = %e, "anode-io: the kernel fast path did not come back after a pause; forwarding through the socket")
+            }
         }
     }
 

@@ -141,7 +141,10 @@ impl UdpSocket {
         if local.port() != addr.port() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("the socket handed over is bound to {local}, not to port {}", addr.port()),
+                format!(
+                    "the socket handed over is bound to {local}, not to port {}",
+                    addr.port()
+                ),
             ));
         }
         Ok(UdpSocket {

@@ -174,11 +174,18 @@ fn a_paused_node_reads_nothing_and_its_socket_serves_the_next() {
     while next_delivery(&ev2, Duration::from_millis(500)).is_some() {
         got += 1;
     }
-    assert_eq!(got, 20, "every datagram sent during the pause reaches the successor");
+    assert_eq!(
+        got, 20,
+        "every datagram sent during the pause reaches the successor"
+    );
     // A socket bound elsewhere is refused.
     let other = std::net::UdpSocket::bind((LO, 0)).expect("bind");
-    let e = anode_io::spawn_on(udp_node(a, &[b], true), DriverConfig::new(a), Some(other.into()))
-        .expect_err("another port");
+    let e = anode_io::spawn_on(
+        udp_node(a, &[b], true),
+        DriverConfig::new(a),
+        Some(other.into()),
+    )
+    .expect_err("another port");
     assert!(e.to_string().contains("not to port"), "{e}");
 }
 
@@ -197,5 +204,8 @@ fn a_resumed_node_goes_on() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(next_delivery(&ev, Duration::from_millis(50)).is_none());
     ha.resume();
-    assert!(next_delivery(&ev, Duration::from_secs(2)).is_some(), "read once resumed");
+    assert!(
+        next_delivery(&ev, Duration::from_secs(2)).is_some(),
+        "read once resumed"
+    );
 }

@@ -46,6 +46,7 @@ pub mod repo;
 pub mod router;
 pub mod run;
 pub mod steps;
+pub mod upgrade;
 
 pub use builder::{BuildError, EeOptions, NodeBuilder};
 pub use run::{RunError, RunOptions, RunningNode, Stopped};

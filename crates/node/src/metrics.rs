@@ -626,26 +626,56 @@ impl Snapshot {
     }
 }
 
-/// Serves `snapshot()` on `addr` (loopback; port 0 picks one) from a background thread;
-/// returns the bound address. `snapshot` returns `None` once the node is gone (503).
+/// Serves `snapshot()` on `listener` (bound by the caller to a loopback address, or handed
+/// over by the process this one took over from) from a background thread. `snapshot`
+/// returns `None` once the node is gone (503).
 pub fn serve(
-    addr: SocketAddr,
+    listener: std::net::TcpListener,
     snapshot: Arc<dyn Fn() -> Option<Snapshot> + Send + Sync>,
-) -> Result<SocketAddr, std::io::Error> {
-    let server = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
+) -> Result<MetricsServer, std::io::Error> {
+    let server =
+        Arc::new(tiny_http::Server::from_listener(listener, None).map_err(std::io::Error::other)?);
     let bound = server
         .server_addr()
         .to_ip()
         .ok_or_else(|| std::io::Error::other("the metrics server is not on an IP address"))?;
+    let srv = Arc::clone(&server);
     std::thread::Builder::new()
         .name("anode-metrics".into())
         .spawn(move || {
-            for req in server.incoming_requests() {
+            for req in srv.incoming_requests() {
                 let resp = answer(req.method(), req.url(), &*snapshot);
                 let _ = req.respond(resp);
             }
         })?;
-    Ok(bound)
+    Ok(MetricsServer { server, bound })
+}
+
+/// A running metrics endpoint ([`serve`]).
+pub struct MetricsServer {
+    server: Arc<tiny_http::Server>,
+    bound: SocketAddr,
+}
+
+impl std::fmt::Debug for MetricsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsServer")
+            .field("bound", &self.bound)
+            .finish()
+    }
+}
+
+impl MetricsServer {
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Stops answering (the listening socket closes once nothing else holds it: a process
+    /// taking over the node may hold a copy and serve it on).
+    pub fn stop(self) {
+        self.server.unblock();
+    }
 }
 
 /// The response to one request.
@@ -718,11 +748,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("reason=\"bandwidth\"} 1"), "{text}");
-        let addr = serve(
-            "127.0.0.1:0".parse().unwrap(),
+        let server = serve(
+            std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
             Arc::new(move || Some(snap.clone())),
         )
         .unwrap();
+        let addr = server.addr();
         let get = |path: &str| anode_testkit::http::get(addr, path);
         let resp = get("/metrics");
         assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");

@@ -47,6 +47,10 @@ pub struct RunOptions {
     /// ([`RunningNode::take_events`]), as the real-time emulator needs to follow deliveries
     /// while tools attach to the node.
     pub tee_events: bool,
+    /// The command line (after the program name) that starts this node again, for `anode
+    /// upgrade` to start the new binary with (`crate::upgrade`); `None`: the node cannot be
+    /// upgraded in place (its upgrade requests are refused).
+    pub upgrade_args: Option<Vec<std::ffi::OsString>>,
 }
 
 impl RunOptions {
@@ -61,6 +65,7 @@ impl RunOptions {
             modules_state: None,
             origin: format!("node on {bind}"),
             tee_events: false,
+            upgrade_args: None,
         }
     }
 
@@ -85,6 +90,7 @@ impl RunOptions {
                 .then(|| file.modules.state_dir.clone()),
             origin: file.path.display().to_string(),
             tee_events: false,
+            upgrade_args: None,
         }
     }
 }
@@ -142,6 +148,9 @@ pub enum StopCause {
     ShutdownRequest,
     /// The data path ended on its own.
     DriverStopped,
+    /// A successor process runs the node now (`anode upgrade`): retire
+    /// ([`RunningNode::retire`]).
+    Upgraded,
 }
 
 impl StopCause {
@@ -151,6 +160,7 @@ impl StopCause {
             StopCause::Requested => "signal",
             StopCause::ShutdownRequest => "shutdown request",
             StopCause::DriverStopped => "the UDP driver stopped",
+            StopCause::Upgraded => "upgraded: a new process runs the node",
         }
     }
 }
@@ -166,7 +176,7 @@ pub struct Stopped {
 
 /// The UDP driver as the control server's [`Driver`].
 #[derive(Debug)]
-struct Udp(NodeHandle);
+pub(crate) struct Udp(pub(crate) NodeHandle);
 
 impl Driver for Udp {
     fn run(&self, job: Job) -> Result<(), NodeGone> {
@@ -218,42 +228,82 @@ fn start_preparer(udp: &Arc<Udp>) {
 /// A node running over UDP; see the module docs.
 #[derive(Debug)]
 pub struct RunningNode {
-    udp: Arc<Udp>,
-    server: Option<ControlServer>,
+    pub(crate) udp: Arc<Udp>,
+    pub(crate) server: Option<ControlServer>,
     socket: Option<PathBuf>,
     metrics: Option<SocketAddr>,
+    metrics_server: Option<crate::metrics::MetricsServer>,
     /// The caller's copy of the node's events (`RunOptions::tee_events`).
     teed: std::sync::Mutex<Option<Receiver<Event>>>,
+    /// Copies of the listening sockets, for a successor (`anode upgrade`).
+    pub(crate) listeners: Listeners,
+    /// `RunOptions::upgrade_args`.
+    pub(crate) upgrade_args: Option<Vec<std::ffi::OsString>>,
+    /// The process that took the node over, once one did.
+    pub(crate) successor: Option<std::process::Child>,
+}
+
+/// Second descriptors of a node's listening sockets, handed to a successor.
+#[derive(Debug, Default)]
+pub(crate) struct Listeners {
+    pub control: Option<std::os::unix::net::UnixListener>,
+    pub metrics: Option<std::net::TcpListener>,
+    pub remote: Option<std::net::TcpListener>,
 }
 
 impl RunningNode {
     /// Starts `node`: claims the control socket, binds UDP, serves control and metrics.
     pub fn start(node: Node, opts: RunOptions) -> Result<RunningNode, RunError> {
-        let listener = match &opts.socket {
-            Some(p) => Some(control::bind_socket(p)?),
-            None => None,
+        Self::start_with(node, opts, None)
+    }
+
+    /// [`RunningNode::start`] on the sockets a process this one takes over from handed
+    /// over (`anode upgrade`), where it gives them, instead of binding new ones; the socket
+    /// file it serves is then not removed if a later step fails (the other process serves
+    /// it again).
+    pub fn start_with(
+        node: Node,
+        opts: RunOptions,
+        inherited: Option<crate::upgrade::new::Inherited>,
+    ) -> Result<RunningNode, RunError> {
+        let (udp_fd, inh_control, inh_metrics, inh_remote) = match inherited {
+            Some(i) => (Some(i.udp), i.control, i.metrics, i.remote),
+            None => (None, None, None, None),
+        };
+        let bound_here = inh_control.is_none();
+        let listener = match (&opts.socket, inh_control) {
+            (Some(_), Some(l)) => Some(l),
+            (Some(p), None) => Some(control::bind_socket(p)?),
+            (None, _) => None,
         };
         let cleanup = |opts: &RunOptions| {
-            if let Some(p) = &opts.socket {
+            if let (true, Some(p)) = (bound_here, &opts.socket) {
                 control::remove_socket(p);
             }
         };
         let remote = match &opts.remote {
-            Some(cfg) => match std::net::TcpListener::bind(cfg.listen) {
-                Ok(l) => Some((l, cfg.clone())),
-                Err(source) => {
-                    cleanup(&opts);
-                    return Err(RunError::Remote {
-                        addr: cfg.listen,
-                        origin: opts.origin.clone(),
-                        source,
-                    });
+            Some(cfg) => {
+                match inh_remote.map_or_else(|| std::net::TcpListener::bind(cfg.listen), Ok) {
+                    Ok(l) => Some((l, cfg.clone())),
+                    Err(source) => {
+                        cleanup(&opts);
+                        return Err(RunError::Remote {
+                            addr: cfg.listen,
+                            origin: opts.origin.clone(),
+                            source,
+                        });
+                    }
                 }
-            },
+            }
             None => None,
         };
+        let listeners = Listeners {
+            control: listener.as_ref().and_then(|l| l.try_clone().ok()),
+            metrics: None,
+            remote: remote.as_ref().and_then(|(l, _)| l.try_clone().ok()),
+        };
         let bind = opts.driver.bind;
-        let handle = anode_io::spawn(node, opts.driver.clone()).map_err(|source| {
+        let handle = anode_io::spawn_on(node, opts.driver.clone(), udp_fd).map_err(|source| {
             cleanup(&opts);
             RunError::Udp {
                 bind,
@@ -288,41 +338,52 @@ impl RunningNode {
             }
             _ => None,
         };
-        if let (Some(s), Some(dir)) = (&server, &opts.modules_state) {
-            s.set_module_journal(crate::modules::journal::Store::new(dir));
+        if let Some(s) = &server {
+            s.set_upgradable(opts.upgrade_args.is_some());
+            if let Some(dir) = &opts.modules_state {
+                s.set_module_journal(crate::modules::journal::Store::new(dir));
+            }
         }
         let mut running = RunningNode {
             udp,
             server,
             socket: opts.socket.clone(),
             metrics: None,
+            metrics_server: None,
             teed: std::sync::Mutex::new(teed),
+            listeners,
+            upgrade_args: opts.upgrade_args.clone(),
+            successor: None,
         };
-        if let Some(addr) = opts.metrics {
-            match running.serve_metrics(addr) {
-                Ok(bound) => running.metrics = bound,
-                Err(source) => {
-                    running.stop();
-                    return Err(RunError::Metrics {
-                        origin: opts.origin,
-                        source,
-                    });
-                }
-            }
+        if let Some(addr) = opts.metrics
+            && let Err(source) = running.serve_metrics(addr, inh_metrics)
+        {
+            running.stop();
+            return Err(RunError::Metrics {
+                origin: opts.origin,
+                source,
+            });
         }
         Ok(running)
     }
 
     fn serve_metrics(
-        &self,
+        &mut self,
         addr: SocketAddr,
-    ) -> Result<Option<SocketAddr>, anode_nodeos::metrics::MetricsError> {
+        inherited: Option<std::net::TcpListener>,
+    ) -> Result<(), anode_nodeos::metrics::MetricsError> {
         let cfg = anode_nodeos::metrics::MetricsConfig {
             listen: Some(addr.to_string()),
         };
         let Some(addr) = cfg.listen_addr()? else {
-            return Ok(None);
+            return Ok(());
         };
+        let bind_err = |err| anode_nodeos::metrics::MetricsError::Bind { addr, err };
+        let listener = match inherited {
+            Some(l) => l,
+            None => std::net::TcpListener::bind(addr).map_err(bind_err)?,
+        };
+        self.listeners.metrics = listener.try_clone().ok();
         let weak = Arc::downgrade(&self.udp);
         let control = self.server.as_ref().map(ControlServer::stats_source);
         let snapshot = move || {
@@ -332,9 +393,10 @@ impl RunningNode {
             s.control = control.as_ref().map(|c| c());
             Some(s)
         };
-        crate::metrics::serve(addr, Arc::new(snapshot))
-            .map(Some)
-            .map_err(|err| anode_nodeos::metrics::MetricsError::Bind { addr, err })
+        let server = crate::metrics::serve(listener, Arc::new(snapshot)).map_err(bind_err)?;
+        self.metrics = Some(server.addr());
+        self.metrics_server = Some(server);
+        Ok(())
     }
 
     /// The UDP address the node is bound to.
@@ -393,20 +455,57 @@ impl RunningNode {
     }
 
     /// Waits (checking every 50 ms) until `requested` returns true, a client asks for a
-    /// shutdown, or the data path ends.
-    pub fn wait(&self, mut requested: impl FnMut() -> bool) -> StopCause {
+    /// shutdown, or the data path ends. Meanwhile it carries out the upgrades clients ask
+    /// for (`crate::upgrade`): one that succeeds ends the wait with
+    /// [`StopCause::Upgraded`], one that fails is answered and the node goes on.
+    pub fn wait(&mut self, mut requested: impl FnMut() -> bool) -> StopCause {
         loop {
             if let Some(c) = self.stop_cause(requested()) {
                 return c;
             }
+            if let Some(p) = self.server.as_ref().and_then(ControlServer::take_upgrade) {
+                match self.upgrade(&p.request) {
+                    Ok(info) => {
+                        p.answer(Ok(info));
+                        return StopCause::Upgraded;
+                    }
+                    Err(e) => {
+                        tracing::warn!("upgrade failed: {e}");
+                        p.answer(Err(e.to_string()));
+                    }
+                }
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// After [`StopCause::Upgraded`]: answers what is still being answered, closes this
+    /// process's connections and servers (the socket file stays: the successor serves it)
+    /// and stops the paused data path. Returns the successor process, which this one should
+    /// wait for (`anode node` does, passing signals on).
+    pub fn retire(mut self) -> Option<std::process::Child> {
+        if let Some(s) = self.server.take() {
+            s.retire();
+        }
+        if let Some(m) = self.metrics_server.take() {
+            m.stop();
+        }
+        let child = self.successor.take();
+        let udp = Arc::clone(&self.udp);
+        drop(self);
+        if let Ok(Udp(h)) = Arc::try_unwrap(udp) {
+            drop(h.shutdown());
+        }
+        child
     }
 
     /// Stops the control server and the data path; returns the node.
     pub fn stop(mut self) -> Stopped {
         if let Some(s) = self.server.take() {
             s.stop();
+        }
+        if let Some(m) = self.metrics_server.take() {
+            m.stop();
         }
         let udp = Arc::clone(&self.udp);
         drop(self);

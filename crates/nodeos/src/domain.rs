@@ -68,6 +68,9 @@ pub enum TerminationReason {
     CpuOverLimit(String),
     /// Another policy violation, described.
     Policy(String),
+    /// Its execution environment was stopped by the operator (`anode module stop`): not a
+    /// fault, so its principal is not banned.
+    EeStopped,
 }
 
 impl std::fmt::Display for TerminationReason {
@@ -84,6 +87,7 @@ impl std::fmt::Display for TerminationReason {
             }
             TerminationReason::CpuOverLimit(s) => write!(f, "cpu over limit: {s}"),
             TerminationReason::Policy(s) => write!(f, "policy violation: {s}"),
+            TerminationReason::EeStopped => f.write_str("its execution environment was stopped"),
         }
     }
 }

@@ -425,15 +425,22 @@ impl<E: MeteredEe> DomainGuard<E> {
                     reason,
                 } => {
                     // Its queued packets end here: dropped, each counted.
+                    let stopped = reason == TerminationReason::EeStopped;
+                    let why = if stopped {
+                        DropReason::EeStopped
+                    } else {
+                        DropReason::DomainRefused
+                    };
                     for pkt in self.sched.remove(domain) {
-                        ctx.drop_held(&self.name, pkt, DropReason::DomainRefused);
+                        ctx.drop_held(&self.name, pkt, why);
                     }
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
                     if let Some(k) = self.keys.remove(&domain) {
                         self.by_principal.remove(&k);
                         self.inner.on_terminated(&k);
-                        if self.banned.len() < self.cfg.max_banned {
+                        // A fault bans the principal; the operator stopping the EE does not.
+                        if !stopped && self.banned.len() < self.cfg.max_banned {
                             self.banned.insert(k);
                         }
                     }
@@ -600,6 +607,28 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// The operator stopped this EE: every protocol domain under it ends (reason
+    /// [`TerminationReason::EeStopped`], no ban): its queued packets are dropped as
+    /// `ee_stopped`, the EE forgets its state (code in memory, soft state) and its cut-through
+    /// channels close. The EE's own domain stays, and domains are made afresh once it runs
+    /// again.
+    fn on_stop(&mut self, ctx: &mut NodeContext<'_>) {
+        let mut ds: Vec<DomainId> = self.keys.keys().copied().collect();
+        ds.sort_unstable();
+        for d in &ds {
+            let _ = self
+                .os
+                .terminate(*d, Terminator::Node, TerminationReason::EeStopped);
+        }
+        self.drain_events(ctx);
+        if !ds.is_empty() {
+            ctx.log(
+                "nodeos",
+                format!("{} stopped: {} protocol domains ended", self.name, ds.len()),
+            );
+        }
     }
 
     /// The packets queued for domains (copies) and the inner EE's part; the banned

@@ -83,7 +83,7 @@ pub struct RoutingHandover {
 }
 
 /// What an import restored and what it skipped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Restored {
     /// Neighbors restored.
     pub neighbors: usize,

@@ -148,6 +148,29 @@ Example:
     },
     /// Stop a running node.
     Stop(Conn),
+    /// Replace a running node's process by a new `anode` binary without losing a packet:
+    /// the new process takes over the node's sockets, routes, held capsules and EE state
+    /// (the built-in EEs are native code, so this is how they are upgraded).
+    #[command(after_help = "\
+Example:
+  cargo build --release -p anode              # a new target/release/anode
+  anode upgrade --node-port 4002              # node b now runs it, same pid to its parent
+  anode upgrade --node-port 4002 --binary /opt/anode-0.2/bin/anode
+
+The node pauses only while its state moves (milliseconds; packets wait in its socket
+buffer); code is built by the new process before that. If the new process fails, the
+node goes on in the old one and the command says why. Applications connected to the node
+(anode listen, port holders) are disconnected and reconnect.")]
+    Upgrade {
+        /// The new executable (default: the node's own, as it is on disk now).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+        /// Seconds the new process may take to start and take over.
+        #[arg(long, value_name = "SECS", default_value_t = 30)]
+        timeout: u32,
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 /// Runs a client command.
@@ -157,7 +180,7 @@ pub fn run(c: ClientCommand) -> super::CmdResult {
 
 /// A failure of a client command.
 #[derive(Debug, thiserror::Error)]
-enum CliError {
+pub(crate) enum CliError {
     /// No socket could be chosen.
     #[error(transparent)]
     Find(#[from] path::FindSocketError),
@@ -352,6 +375,11 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
             let v = serde_json::json!({"link": name, "up": up});
             print(conn.json, &v, |_| format!("link {name} is {word}\n"));
         }
+        ClientCommand::Upgrade {
+            binary,
+            timeout,
+            conn,
+        } => upgrade_node(binary, timeout, &conn)?,
         ClientCommand::Stop(c) => {
             let mut cl = connect(&c)?;
             let node = cl.node_info().node;
@@ -360,6 +388,48 @@ fn run_inner(cmd: ClientCommand) -> Result<(), CliError> {
             print(c.json, &v, |_| format!("node {node} is stopping\n"));
         }
     }
+    Ok(())
+}
+
+/// `anode upgrade` (and `anode module upgrade capsule|plan|deploy`).
+pub(crate) fn upgrade_node(
+    binary: Option<PathBuf>,
+    timeout: u32,
+    conn: &Conn,
+) -> Result<(), CliError> {
+    let binary = match binary {
+        Some(b) => Some(
+            std::fs::canonicalize(&b)
+                .map_err(|e| CliError::Usage(format!("--binary {}: {e}", b.display())))?
+                .display()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let mut cl = connect(conn)?;
+    let node = cl.node_info().node;
+    let t = Duration::from_secs(u64::from(timeout.max(1)));
+    let u = cl.upgrade(binary, t)?;
+    print(conn.json, &u, |u| {
+        let mut s = format!(
+            "node {node} upgraded: pid {} -> {} ({}), {} in {} ms, paused {} ms\n",
+            u.old_pid, u.new_pid, u.binary, u.new_version, u.total_ms, u.paused_ms
+        );
+        s += &format!(
+            "  carried over: {} neighbors, {} routes, {} link-state entries, {} code objects, {} held packets, {} queued\n",
+            u.neighbors, u.routes, u.lsas, u.code_objects, u.held, u.queued
+        );
+        if u.skipped > 0 {
+            s += &format!(
+                "  {} records did not fit the new process and are relearned\n",
+                u.skipped
+            );
+        }
+        for r in &u.refused {
+            s += &format!("  refused: {r}\n");
+        }
+        s
+    });
     Ok(())
 }
 

@@ -19,6 +19,9 @@ use anode_ctl::{ModuleConfig, ModuleConfigValue, ModuleEntry};
 
 use super::client::{Conn, connect_to};
 
+/// The EEs built into the anode binary (upgraded with the binary, `anode upgrade`).
+const BUILTIN_EES: [&str; 3] = ["capsule", "plan", "deploy"];
+
 /// Where a package comes from, on the command line.
 #[derive(Debug, clap::Args)]
 pub struct Source {
@@ -54,10 +57,21 @@ trusted_keys); an unsigned, tampered or untrusted package is refused.")]
         #[command(flatten)]
         conn: Conn,
     },
-    /// Replace an installed module by another version, handing its state over.
+    /// Replace an installed module by another version, handing its state over. A built-in
+    /// EE (capsule, plan, deploy) is native code in the anode binary: `anode module upgrade
+    /// capsule [--binary NEW_ANODE]` replaces the node's process by the new binary with its
+    /// state handed over (`anode upgrade`), so no accepted capsule is lost.
+    #[command(after_help = "\
+Examples:
+  anode module upgrade counter-1.1.0.amod --node-port 4003
+  anode module upgrade capsule --binary /opt/anode-0.2/bin/anode --node-port 4003")]
     Upgrade {
         #[command(flatten)]
         src: Source,
+        /// For a built-in EE: the new anode executable (default: the node's own, as it is on
+        /// disk now).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<std::path::PathBuf>,
         #[command(flatten)]
         conn: Conn,
     },
@@ -318,7 +332,19 @@ pub fn run(c: NodeModuleCommand) -> super::CmdResult {
             let text = format!("installed {}", line(&m));
             out(conn.json(), &m, text)
         }
-        NodeModuleCommand::Upgrade { src, conn } => {
+        NodeModuleCommand::Upgrade { src, binary, conn } => {
+            let builtin = BUILTIN_EES.contains(&src.source.as_str())
+                && !std::path::Path::new(&src.source).exists();
+            if builtin {
+                return super::client::upgrade_node(binary, 30, &conn).map_err(|e| e.to_string());
+            }
+            if binary.is_some() {
+                return Err(format!(
+                    "--binary upgrades a built-in EE ({}); {} is a package",
+                    BUILTIN_EES.join(", "),
+                    src.source
+                ));
+            }
             let cfg = parse_config(&src.config)?;
             let bytes = package_bytes(&src)?;
             let m = connect_to(&conn)?.module_upgrade(bytes, cfg).map_err(e)?;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use anode_ether::signals;
 use anode_node::config::{self, NodeFile};
+use anode_node::run::StopCause;
 use anode_node::{NodeBuilder, RunOptions, RunningNode};
 
 /// Arguments of `anode node`.
@@ -37,6 +38,10 @@ pub struct Args {
     /// if it were in [modules] trusted_keys. Repeatable.
     #[arg(long, value_name = "HEX")]
     pub trust_key: Vec<String>,
+    /// Take the node over from the process that started this one (`anode upgrade` passes
+    /// this; not for people).
+    #[arg(long = "upgrade-fd", value_name = "FD", hide = true)]
+    pub upgrade_fd: Option<i32>,
 }
 
 /// Runs the command.
@@ -60,11 +65,52 @@ pub fn run(args: Args) -> super::CmdResult {
     // Before the control socket exists: a SIGTERM sent as soon as it appears must stop the
     // node cleanly, not kill it by the default action (leaving the socket file behind).
     super::install_signals()?;
-    let node = NodeBuilder::from_file(&file)
+    let mut opts = RunOptions::from_file(&file);
+    // What a successor runs (`anode upgrade`): this command line, another binary.
+    opts.upgrade_args = Some(std::env::args_os().skip(1).collect());
+    let running = match args.upgrade_fd {
+        Some(fd) => take_over(&file, opts, fd)?,
+        None => {
+            let node = NodeBuilder::from_file(&file)
+                .build(std::time::Instant::now())
+                .map_err(|e| e.to_string())?;
+            RunningNode::start(node, opts).map_err(|e| e.to_string())?
+        }
+    };
+    serve(&file, running)
+}
+
+/// The successor's start (`anode upgrade`, `anode_node::upgrade`): the node built from the
+/// same file, the code and state of the old process taken over, its sockets adopted.
+fn take_over(file: &NodeFile, opts: RunOptions, fd: i32) -> Result<RunningNode, String> {
+    use anode_node::upgrade::Successor;
+    let succ = Successor::adopt(fd).map_err(|e| e.to_string())?;
+    let fail = |why: String| {
+        succ.fail(&why);
+        format!("cannot take the node over: {why}")
+    };
+    let mut node = NodeBuilder::from_file(file)
         .build(std::time::Instant::now())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| fail(e.to_string()))?;
+    succ.hello().map_err(|e| e.to_string())?;
+    succ.build_code(&mut node).map_err(|e| e.to_string())?;
+    let (state, inherited) = succ.receive_state().map_err(|e| fail(e.to_string()))?;
+    let report = node
+        .take_over(std::time::Instant::now(), &state)
+        .map_err(|e| fail(e.to_string()))?;
     let running =
-        RunningNode::start(node, RunOptions::from_file(&file)).map_err(|e| e.to_string())?;
+        RunningNode::start_with(node, opts, Some(inherited)).map_err(|e| fail(e.to_string()))?;
+    tracing::info!(
+        held = report.held,
+        neighbors = report.routing.neighbors,
+        "took the node over from the old process"
+    );
+    succ.took_over(report).map_err(|e| e.to_string())?;
+    Ok(running)
+}
+
+/// Runs a started node until a signal, a shutdown request or an upgrade.
+fn serve(file: &NodeFile, mut running: RunningNode) -> super::CmdResult {
     if let Some(a) = running.metrics_addr() {
         eprintln!("anode: metrics on http://{a}/metrics");
     }
@@ -76,16 +122,35 @@ pub fn run(args: Args) -> super::CmdResult {
         );
     }
     eprintln!(
-        "anode: node {} running on UDP {} with {} link(s); control socket {}\n\
+        "anode: node {} running on UDP {} with {} link(s); control socket {} (pid {})\n\
          anode: try `anode status --socket {}`; Ctrl-C stops the node (--log info shows neighbors and routes)",
         file.node.address,
         running.local_addr(),
         file.links.len(),
         file.socket.display(),
+        std::process::id(),
         file.socket.display(),
     );
-    let why = running.wait(signals::stop_requested).as_str();
+    let cause = running.wait(signals::stop_requested);
+    let why = cause.as_str();
     tracing::info!("stopping: {why}");
+    if cause == StopCause::Upgraded {
+        let Some(child) = running.retire() else {
+            return Ok(());
+        };
+        eprintln!(
+            "anode: node {} handed over to pid {}; this process waits for it and passes signals on",
+            file.node.address,
+            child.id()
+        );
+        let st = anode_node::upgrade::follow_successor(child, signals::stop_requested)
+            .map_err(|e| format!("cannot wait for the node's new process: {e}"))?;
+        return if st.success() {
+            Ok(())
+        } else {
+            Err(format!("the node's new process exited with {st}"))
+        };
+    }
     let stopped = running.stop();
     match stopped.node {
         Some(n) => {

@@ -1,7 +1,7 @@
 //! The capsule EE's part of a node's handover to the process taking its place (`anode
 //! upgrade`, `anode_core::handover`): the capsules waiting for code (copies: this EE keeps
 //! them, in case the successor fails) and every code object's soft state with the time each
-//! entry had left. Code objects themselves travel apart, as module bytes the successor
+//! entry had left, and the guests' clock. Code objects themselves travel apart, as module bytes the successor
 //! verifies and compiles before the hand-over ([`CapsuleEe::memory_code`]): they can be
 //! megabytes, and the successor needs them before it takes the first packet.
 //!
@@ -40,6 +40,10 @@ struct SoftCode {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct State {
     soft: Vec<SoftCode>,
+    /// What the guests' clock (`now_ns`) read at the hand-over, so it goes on from there
+    /// (soft state holds times of that clock).
+    #[serde(default)]
+    clock_ns: Option<u64>,
 }
 
 impl CapsuleEe {
@@ -83,7 +87,10 @@ impl CapsuleEe {
                     .collect(),
             })
             .collect();
-        out.state = serde_json::to_value(State { soft }).unwrap_or_default();
+        let clock_ns = self.epoch.map(|e| {
+            u64::try_from(now.saturating_duration_since(e).as_nanos()).unwrap_or(u64::MAX)
+        });
+        out.state = serde_json::to_value(State { soft, clock_ns }).unwrap_or_default();
     }
 
     /// Restores soft state handed over by another process; entries that do not fit this
@@ -91,6 +98,9 @@ impl CapsuleEe {
     pub(super) fn import(&mut self, now: Instant, state: &serde_json::Value) -> Result<(), String> {
         let st: State = serde_json::from_value(state.clone())
             .map_err(|e| format!("the capsule EE's handed-over state does not parse: {e}"))?;
+        if let Some(ns) = st.clock_ns {
+            self.epoch = now.checked_sub(Duration::from_nanos(ns)).or(self.epoch);
+        }
         let mut skipped = 0usize;
         for c in st.soft {
             let Ok(code) = CodeHash::try_from(c.code.as_slice()) else {

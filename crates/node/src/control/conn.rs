@@ -274,7 +274,11 @@ pub(super) fn io_loop(
             match ev.token() {
                 LISTENER => io.accept(&poll),
                 REMOTE_LISTENER => io.accept_remote(&poll),
-                WAKER => {}
+                WAKER => {
+                    // Accepting again after a pause: what waited in the backlog.
+                    io.accept(&poll);
+                    io.accept_remote(&poll);
+                }
                 Token(t) => {
                     let id = t as ConnId;
                     if ev.is_readable() || ev.is_read_closed() {
@@ -291,6 +295,11 @@ pub(super) fn io_loop(
             io.write(&poll, id);
         }
         io.expire_idle(&poll);
+    }
+    // Answers already made (an upgrade's, before the process retires) still go out.
+    io.answered(&poll);
+    for id in shared.take_dirty() {
+        io.write(&poll, id);
     }
     io.close_all(&poll);
 }
@@ -346,7 +355,7 @@ impl<'a> Io<'a> {
     }
 
     fn accept(&mut self, poll: &Poll) {
-        loop {
+        while self.shared.accepting.load(Ordering::Acquire) {
             let (stream, _) = match self.listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -366,7 +375,7 @@ impl<'a> Io<'a> {
 
     /// Accepts remote connections, within the remote bound.
     fn accept_remote(&mut self, poll: &Poll) {
-        loop {
+        while self.shared.accepting.load(Ordering::Acquire) {
             let Some(listener) = &self.remote else {
                 return;
             };

@@ -230,6 +230,10 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             operation,
             arg,
         } => super::modules::call_op(who, name, operation, arg),
+        Request::Upgrade { binary, timeout_s } => {
+            tracing::info!(client = %st.client, "upgrade requested over the control socket");
+            super::upgrade::upgrade(shared, binary, timeout_s)
+        }
         Request::Shutdown => {
             tracing::info!(client = %st.client, "shutdown requested over the control socket");
             shared.shutdown.store(true, Ordering::Release);

@@ -34,6 +34,7 @@ mod pump;
 mod remote;
 mod socket;
 mod state;
+mod upgrade;
 
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixListener;
@@ -53,6 +54,7 @@ pub use remote::{
 };
 pub use socket::{SocketError, bind as bind_socket, remove as remove_socket};
 use state::Shared;
+pub use upgrade::PendingUpgrade;
 
 /// The node's data path is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -189,6 +191,44 @@ impl ControlServer {
     /// True once a client asked the node to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Whether new connections are accepted (off while the node hands itself over; on
+    /// again, what waited in the backlog is accepted).
+    pub fn set_accepting(&self, on: bool) {
+        self.shared.accepting.store(on, Ordering::Release);
+        let _ = self.shared.waker.wake();
+    }
+
+    /// Whether upgrade requests can be carried out (someone waits in `RunningNode::wait`
+    /// and knows the command line); if not they are refused at once.
+    pub fn set_upgradable(&self, on: bool) {
+        self.shared.upgradable.store(on, Ordering::Release);
+    }
+
+    /// The upgrade a client asked for, if one waits.
+    pub fn take_upgrade(&self) -> Option<PendingUpgrade> {
+        self.shared
+            .upgrade
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// [`ControlServer::stop`] for a process whose successor serves the socket now: the
+    /// answers already made go out, the connections close, the socket file stays.
+    pub fn retire(mut self) {
+        // Give the worker answering the upgrade a moment to hand its answer to the I/O
+        // thread, which writes what was answered before it closes anything.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        self.shared.stopping.store(true, Ordering::Release);
+        let _ = self.shared.waker.wake();
+        if let Some(t) = self.io.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.pump.take() {
+            let _ = t.join();
+        }
     }
 
     /// Closes every connection, stops the threads and removes the socket file.

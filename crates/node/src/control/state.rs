@@ -63,6 +63,13 @@ pub(super) struct Shared {
     pub shutdown: AtomicBool,
     /// The server is stopping.
     pub stopping: AtomicBool,
+    /// New connections are accepted (off while the node hands itself over, `anode upgrade`).
+    pub accepting: AtomicBool,
+    /// The node can be upgraded in place (`RunOptions::upgrade_args`).
+    pub upgradable: AtomicBool,
+    /// An upgrade a client asked for, waiting for the thread that runs the node
+    /// (`RunningNode::wait`).
+    pub upgrade: Mutex<Option<super::PendingUpgrade>>,
     /// Remote management's gate (`[remote]`); `None`: off.
     pub remote: Option<super::remote::Gate>,
 }
@@ -104,6 +111,9 @@ impl Shared {
             slow_client_drops: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            accepting: AtomicBool::new(true),
+            upgradable: AtomicBool::new(false),
+            upgrade: Mutex::new(None),
         })
     }
 
