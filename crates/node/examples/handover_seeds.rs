@@ -33,12 +33,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let json = serde_json::to_vec(&net.nodes[1].hand_over(now))?;
     let mut seed = vec![1u8];
     seed.extend_from_slice(&json);
-    std::fs::write(format!("{dir}/state"), &seed)?;
+    std::fs::write(format!("{dir}/seed-state"), &seed)?;
     let len = u32::try_from(json.len())?;
     let mut frame = vec![0u8, 5];
     frame.extend_from_slice(&len.to_be_bytes());
     frame.extend_from_slice(&json);
-    std::fs::write(format!("{dir}/frame"), &frame)?;
+    std::fs::write(format!("{dir}/seed-frame"), &frame)?;
     println!(
         "wrote {dir}/state and {dir}/frame ({} bytes of state)",
         json.len()
