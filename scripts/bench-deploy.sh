@@ -4,8 +4,10 @@
 # node before it). Six real `anode node` processes on loopback in a line a - b - c - d - e -
 # f, release build. Each round: a fresh package (the built-in `counter` with a SIZE-byte
 # custom section whose bytes differ per round, so every node must fetch it) deployed from a
-# to f, the same deploy again (a refresh: every node has it), then an undeploy. Beside it in
-# the same run: the path's round trip by `anode ping` (capsules a -> f -> a, p50 of 20).
+# to f, the same deploy again (a refresh: every node has it), then an undeploy; then another
+# fresh package deployed with `--repo` (every node fetches it from an `anode repo serve` on
+# loopback instead of from the node before it), and an undeploy. Beside it in the same run:
+# the path's round trip by `anode ping` (capsules a -> f -> a, p50 of 20).
 # Prints one JSON line per round and a summary line; the summary also goes to
 # bench-out/deploy.json.
 #
@@ -86,22 +88,30 @@ deploy() { # op args... -> last_ms
 }
 
 "$B" ping "$f" -c 3 -i 0.05 --socket "$sock" >/dev/null   # loads the ping code on the path
-fetch=(); cached=(); undeploy=(); rtt=()
+mkdir -p "$dir/repo"
+repo_addr=127.0.0.1:$(port)
+"$B" repo serve "$dir/repo" --listen "$repo_addr" 2> "$dir/repo.log" &
+pids+=($!)
+fetch=(); cached=(); undeploy=(); rtt=(); repo=()
 for r in $(seq "$ROUNDS"); do
     pad "$r"
     fm=$(deploy deploy "$dir/big.amod" --ttl 600)
     cm=$(deploy deploy "$dir/big.amod" --ttl 600)
     um=$(deploy undeploy counter)
+    pad $((r + 1000))
+    cp "$dir/big.amod" "$dir/repo/counter-1.0.0.amod"
+    rm_=$(deploy deploy "$dir/big.amod" --ttl 600 --repo "http://$repo_addr")
+    deploy undeploy counter >/dev/null
     pm=$("$B" ping "$f" -c 20 -i 0.01 --socket "$sock" --json | python3 -c '
 import json,sys
 rtts = sorted(r for r in json.load(sys.stdin)["rtt_ms"] if r is not None)
 print(rtts[len(rtts) // 2])')
-    fetch+=("$fm"); cached+=("$cm"); undeploy+=("$um"); rtt+=("$pm")
-    printf '{"round": %d, "size": %d, "fetch_ms": %s, "cached_ms": %s, "undeploy_ms": %s, "path_rtt_ms": %s}\n' \
-        "$r" "$SIZE" "$fm" "$cm" "$um" "$pm"
+    fetch+=("$fm"); cached+=("$cm"); undeploy+=("$um"); rtt+=("$pm"); repo+=("$rm_")
+    printf '{"round": %d, "size": %d, "fetch_ms": %s, "cached_ms": %s, "undeploy_ms": %s, "repo_fetch_ms": %s, "path_rtt_ms": %s}\n' \
+        "$r" "$SIZE" "$fm" "$cm" "$um" "$rm_" "$pm"
 done
 mkdir -p bench-out
-python3 - "$SIZE" "${fetch[*]}" "${cached[*]}" "${undeploy[*]}" "${rtt[*]}" <<'PY' | tee bench-out/deploy.json
+python3 - "$SIZE" "${fetch[*]}" "${cached[*]}" "${undeploy[*]}" "${rtt[*]}" "${repo[*]}" <<'PY' | tee bench-out/deploy.json
 import json, statistics, sys
 size = int(sys.argv[1])
 col = [list(map(float, a.split())) for a in sys.argv[2:]]
@@ -110,5 +120,6 @@ mx = [round(max(c), 3) for c in col]
 print(json.dumps({"hops": 5, "package_bytes": size, "rounds": len(col[0]),
     "fetch_ms_p50": med[0], "fetch_ms_max": mx[0], "cached_ms_p50": med[1], "cached_ms_max": mx[1],
     "undeploy_ms_p50": med[2], "path_rtt_ms_p50": med[3],
+    "repo_fetch_ms_p50": med[4], "repo_fetch_ms_max": mx[4],
     "goal_cached_ms": round(50 + med[3], 3), "goal_fetch_ms": 200}))
 PY

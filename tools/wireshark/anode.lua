@@ -233,6 +233,7 @@ A.dp_signature = ProtoField.bytes("anode.deploy.signature", "Signature")
 A.dp_via = ProtoField.string("anode.deploy.via", "Via (last node holding the package)")
 A.dp_module = ProtoField.string("anode.deploy.module", "Module")
 A.dp_module_version = ProtoField.string("anode.deploy.module_version", "Module version")
+A.dp_repo = ProtoField.string("anode.deploy.repo", "Repository (nodes fetch the package from it)")
 A.dp_outcome = ProtoField.uint8("anode.deploy.outcome", "Outcome", base.DEC, deploy_outcomes)
 A.dp_elapsed = ProtoField.uint32("anode.deploy.elapsed_us", "Time at the node (us)", base.DEC)
 A.dp_last = ProtoField.bool("anode.deploy.target_answer", "From the target", 32, nil, 0x1)
@@ -654,6 +655,13 @@ local function deploy_request(ctx, d, off)
     local name = tvb(off + 222, nl):string()
     d:add(A.dp_module, tvb(off + 222, nl))
     if vl > 0 then d:add(A.dp_module_version, tvb(off + 222 + nl, vl)) end
+    local rat = off + 222 + nl + vl
+    if tvb:len() >= rat + 2 then
+        local rl = tvb(rat, 2):uint()
+        if ctx:need(d, rat + 2, rl, "deploy request repository URL") then
+            d:add(A.dp_repo, tvb(rat + 2, rl))
+        end
+    end
     local version = vl > 0 and (" " .. tvb(off + 222 + nl, vl):string()) or ""
     return fmt("Deploy %s %s%s %s → %s hop %d", op, name, version, origin, target, tvb(off + 3, 1):uint())
 end

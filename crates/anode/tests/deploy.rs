@@ -38,10 +38,14 @@ fn ok(args: &[&str]) -> String {
 /// The built-in `counter` module with a 200,000-byte custom section appended to its code
 /// (valid WebAssembly: a custom section is skipped by the compiler), signed with `secret`.
 fn big_package(dir: &TestDir, secret: &str) -> String {
+    sized_package(dir, secret, 200_000, "counter-big.amod")
+}
+
+/// The counter module padded to `payload` bytes more, signed with `secret`, as DIR/`file`.
+fn sized_package(dir: &TestDir, secret: &str, payload: usize, file: &str) -> String {
     let p = anode_modules::builtin::package("counter").unwrap();
     let mut code = p.code.clone();
     let name = b"padding";
-    let payload = 200_000usize;
     let size = 1 + name.len() + payload;
     code.push(0);
     let mut n = size;
@@ -59,7 +63,7 @@ fn big_package(dir: &TestDir, secret: &str) -> String {
     code.extend((0..payload).map(|i| (i % 251) as u8));
     let mut pkg = anode_modules::Package::new(p.manifest_text.clone(), code).unwrap();
     pkg.sign(&anode_modules::read_key(Path::new(secret)).unwrap());
-    let out = dir.path("counter-big.amod");
+    let out = dir.path(file);
     pkg.write(&out).unwrap();
     s(&out)
 }
@@ -205,6 +209,106 @@ fn a_module_is_deployed_along_a_path_refreshed_refused_expired_and_undeployed() 
     assert!(text.contains("refused/unknown_key 1"), "{text}");
 }
 
+/// `--repo URL`: every node fetches the package from the repository at once instead of hop
+/// by hop from the node before it; with a repository that does not answer, each falls back
+/// to the path. Either way every hop installs the module.
+#[test]
+fn a_deploy_naming_a_repository_fetches_from_it_or_falls_back_to_the_path() {
+    let dir = TestDir::new("deploy-repo");
+    let ip: IpAddr = "127.0.0.1".parse().unwrap();
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let (ops_key, ops_pub) = keygen(&dir, "ops");
+    let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let nodes = start_line(&dir, &names, |i| {
+        format!(
+            "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+             [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
+            s(&dir.path(&format!("modules-{}", names[i])))
+        )
+    });
+    let (a, f) = (&nodes[0], &nodes[5]);
+    assert!(wait_until(Duration::from_secs(15), || a.has_route(&f.addr)
+        && f.has_route(&a.addr)));
+    let sock = s(&a.socket);
+    let counters = |n: &NodeProc| n.json(&["module", "deployments"])["counters"].clone();
+
+    // A repository that does not answer: each node falls back to the node before it.
+    let first = sized_package(&dir, &publisher_key, 150_000, "first.amod");
+    let (hops, _, good) = deploy_json(&[
+        "module",
+        "deploy",
+        &first,
+        "--to",
+        &f.addr,
+        "--sign",
+        &ops_key,
+        "--ttl",
+        "60",
+        "--repo",
+        "http://127.0.0.1:1",
+        "--socket",
+        &sock,
+        "--json",
+    ]);
+    assert!(good, "{hops:?}");
+    assert_eq!(outcomes(&hops), vec!["installed"; 6], "{hops:?}");
+    let fc = counters(f);
+    assert!(fc["repo_failures"].as_u64().unwrap() >= 1, "{fc}");
+    assert!(fc["fetched_bytes"].as_u64().unwrap() >= 150_000, "{fc}");
+
+    // A repository serving the next version: every node takes it from there.
+    let repo_dir = dir.0.join("repo");
+    std::fs::create_dir_all(&repo_dir).unwrap();
+    let second = sized_package(&dir, &publisher_key, 200_000, "second.amod");
+    std::fs::copy(&second, repo_dir.join("counter-1.0.0.amod")).unwrap();
+    let listen = addr(ip, free_port(ip));
+    let _repo = Proc::new(
+        std::process::Command::new(BIN)
+            .args(["repo", "serve", &s(&repo_dir), "--listen", &listen])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(&listen).is_ok()
+    }));
+    let url = format!("http://{listen}");
+    let before: Vec<u64> = nodes
+        .iter()
+        .map(|n| counters(n)["fetched_bytes"].as_u64().unwrap())
+        .collect();
+    let (hops, sum, good) = deploy_json(&[
+        "module", "deploy", &second, "--to", &f.addr, "--sign", &ops_key, "--ttl", "60", "--repo",
+        &url, "--socket", &sock, "--json",
+    ]);
+    assert!(good, "{hops:?}");
+    assert_eq!(
+        outcomes(&hops),
+        vec!["installed"; 6],
+        "an upgrade everywhere: {hops:?}"
+    );
+    eprintln!(
+        "deploy, every hop fetching from the repository: last result after {} ms",
+        sum["last_ms"]
+    );
+    for (n, b) in nodes.iter().zip(before).skip(1) {
+        let c = counters(n);
+        assert!(c["repo_bytes"].as_u64().unwrap() >= 200_000, "{c}");
+        assert_eq!(
+            c["fetched_bytes"].as_u64().unwrap(),
+            b,
+            "not from the path: {c}"
+        );
+    }
+    // A repository URL that is not http is refused before anything is sent.
+    let (good, _, err) = run(&[
+        "module", "deploy", &second, "--to", &f.addr, "--sign", &ops_key, "--repo", "ftp://x",
+        "--socket", &sock,
+    ]);
+    assert!(!good && err.contains("only http://"), "{err}");
+}
+
 /// A node without the deployment service (no `[modules]`) routes requests, results and
 /// packages like any packet, and a node that refuses (no `[[deploy.key]]`: `disabled`) passes
 /// the request on: the node after both fetches the package from the last node that has it.
@@ -324,6 +428,7 @@ fn replay_is_refused(a: &NodeProc, f: &NodeProc, ops_key: &str) {
         valid: Duration::from_secs(30),
         nonce: [0x5a; 16],
         rb: 32,
+        repo: String::new(),
     }
     .build(&key)
     .unwrap();

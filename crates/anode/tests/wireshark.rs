@@ -103,6 +103,7 @@ const FIELDS: &[&str] = &[
     "anode.deploy.via",
     "anode.deploy.module",
     "anode.deploy.module_version",
+    "anode.deploy.repo",
     "anode.deploy.outcome",
     "anode.deploy.node",
     "anode.deploy.reason",
@@ -982,6 +983,7 @@ fn deploy_messages() -> Vec<Vec<u8>> {
         via: addr("198.18.0.2:3322"),
         name: "counter".into(),
         version: "1.0.0".into(),
+        repo: "http://198.18.0.9:8700".into(),
     });
     let result = Message::Result(HopResult {
         outcome: Outcome::Refused,
@@ -1045,6 +1047,7 @@ fn deploy_messages_decode_field_by_field() {
                 "anode.deploy.via",
                 "anode.deploy.module",
                 "anode.deploy.module_version",
+                "anode.deploy.repo",
             ]
         ),
         [
@@ -1056,7 +1059,8 @@ fn deploy_messages_decode_field_by_field() {
             "198.18.0.6:3322",
             "198.18.0.2:3322",
             "counter",
-            "1.0.0"
+            "1.0.0",
+            "http://198.18.0.9:8700"
         ]
     );
     assert!(

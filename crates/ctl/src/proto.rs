@@ -439,7 +439,8 @@ pub enum Response {
         /// The modules deployed here, by name.
         deployed: Vec<crate::module::DeployedEntry>,
         /// The service's counters: requests, outcome/NAME, refused/REASON, expired,
-        /// fetched_bytes, served_bytes, serve_refused, malformed, unanswered.
+        /// fetched_bytes, served_bytes, repo_bytes, repo_failures, serve_refused, malformed,
+        /// unanswered.
         counters: BTreeMap<String, u64>,
     },
     /// Answer to [`Request::ModuleServices`].

@@ -216,6 +216,7 @@ impl Deploy {
             valid: self.valid,
             nonce: self.nonce,
             rb: 0,
+            repo: String::new(),
         };
         let (key, seen) = (self.key.clone(), Arc::clone(&self.seen));
         ctx.with_node(

@@ -149,6 +149,7 @@ impl Action for Hostile {
                         valid: Duration::from_secs(30),
                         nonce: [i; 16],
                         rb: 8,
+                        repo: String::new(),
                     }
                     .build(&deployer())
                     .unwrap();

@@ -555,11 +555,12 @@ impl Snapshot {
         )?;
         f.counter(
             "anode_deploy_package_bytes",
-            "Package bytes fetched from and served to other nodes of paths.",
+            "Package bytes fetched from and served to other nodes of paths, and fetched from repositories.",
             None,
             &[
                 (vec![("direction", "fetched")], s.fetched_bytes),
                 (vec![("direction", "served")], s.served_bytes),
+                (vec![("direction", "repository")], s.repo_bytes),
             ],
         )?;
         f.counter(

@@ -202,7 +202,8 @@ impl Driver for Udp {
 }
 
 /// Gives the node's deployment service (if it runs one) a thread that verifies and compiles
-/// deployed packages off the node's thread (`anode_modules::deploy::worker`).
+/// deployed packages off the node's thread (`anode_modules::deploy::worker`) and one that
+/// fetches packages from the repositories requests name (`anode_modules::deploy::repo`).
 fn start_preparer(udp: &Arc<Udp>) {
     use anode_modules::deploy::{set_preparer, spawn_preparer};
     let has = udp
@@ -221,6 +222,21 @@ fn start_preparer(udp: &Arc<Udp>) {
         }
         Err(e) => tracing::warn!(
             "cannot start the deploy preparer thread ({e}): deployed packages compile on the node thread"
+        ),
+    }
+    let weak = Arc::downgrade(udp);
+    let fetcher = anode_modules::deploy::spawn_fetcher(
+        Box::new(move |job| weak.upgrade().is_some_and(|u| u.run(job).is_ok())),
+        Box::new(crate::repo::fetch),
+    );
+    match fetcher {
+        Ok(tx) => {
+            let _ = udp
+                .0
+                .call(move |n, _| anode_modules::deploy::set_fetcher(n, tx));
+        }
+        Err(e) => tracing::warn!(
+            "cannot start the deploy fetcher thread ({e}): deployed packages come from the path only"
         ),
     }
 }

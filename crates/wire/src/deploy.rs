@@ -16,6 +16,8 @@
 //! 40 origin (18) | target (18) | package sha-256 (32) | signer key (32) | signature (64)
 //! 204 via (18)                           the last node on the way that holds the package
 //! 222 name, version
+//!     [repository URL length: u16 | URL]  optional: a repository every node may fetch the
+//!                                         package from (`GET URL/NAME/VERSION`)
 //! ```
 //! The signature (ed25519, made and checked by `anode-modules`) covers [`DEPLOY_TAG`] and the
 //! message with `hop` and `via` zeroed and the signature field left out
@@ -52,6 +54,8 @@ pub const VERSION: u8 = 1;
 pub const DEPLOY_TAG: &[u8] = b"anode deploy request v1\0";
 /// Longest module name or version a request carries.
 pub const MAX_NAME: usize = 64;
+/// Longest repository URL a request carries.
+pub const MAX_REPO: usize = 256;
 /// Longest reason a result carries.
 pub const MAX_REASON: usize = 512;
 /// Most data bytes in one chunk (a chunk stays inside a 1472-byte MTU).
@@ -134,6 +138,10 @@ pub struct Request {
     pub name: String,
     /// The module's version (empty for undeploy).
     pub version: String,
+    /// A module repository each node may fetch the package from instead of the previous
+    /// node of the path (empty: none). Signed like the rest: a node fetches only from where
+    /// the requester said, and checks the package's hash all the same.
+    pub repo: String,
 }
 
 /// How a node on the path answered.
@@ -218,6 +226,10 @@ pub struct HopResult {
 
 /// A message under [`crate::anep::TYPE_DEPLOY`] after the transit header.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one message at a time, parsed and handled at once; boxing the request would add an allocation per hop"
+)]
 pub enum Message {
     /// A request on its way along the path.
     Request(Request),
@@ -324,7 +336,22 @@ impl Request {
                 detail: "module name empty or name or version longer than 64 bytes",
             });
         }
+        let repo_at = REQUEST_LEN + name_len + version_len;
+        let repo = match buf.len().checked_sub(repo_at) {
+            None | Some(0) => String::new(),
+            Some(rest) => {
+                let len = usize::from(util::u16_at(buf, repo_at, W)?);
+                if len > MAX_REPO || rest != 2 + len {
+                    return Err(WireError::BadLength {
+                        what: W,
+                        detail: "the repository URL's length is not what follows, or over 256 bytes",
+                    });
+                }
+                string(buf, repo_at + 2, len, "deploy request repository URL")?
+            }
+        };
         Ok(Request {
+            repo,
             op,
             hop: util::u8_at(buf, 3, W)?,
             reply_port: util::u16_at(buf, 4, W)?,
@@ -372,6 +399,17 @@ impl Request {
         self.via.write(&mut b, VIA_AT)?;
         b.extend_from_slice(self.name.as_bytes());
         b.extend_from_slice(self.version.as_bytes());
+        if !self.repo.is_empty() {
+            if self.repo.len() > MAX_REPO {
+                return Err(WireError::TooLarge {
+                    what: "repository URL",
+                    len: self.repo.len(),
+                    max: MAX_REPO,
+                });
+            }
+            b.extend_from_slice(&(self.repo.len() as u16).to_be_bytes());
+            b.extend_from_slice(self.repo.as_bytes());
+        }
         Ok(b)
     }
 
@@ -560,6 +598,7 @@ mod tests {
             via: v4(198, 18, 0, 2, 3322),
             name: "counter".into(),
             version: "1.0.0".into(),
+            repo: String::new(),
         }
     }
 
@@ -585,6 +624,22 @@ mod tests {
         // ...but do on everything else.
         other.ttl_s = 31;
         assert_ne!(r.signed_bytes().unwrap(), other.signed_bytes().unwrap());
+        // A repository URL follows the strings, its length first, and is signed too.
+        let with = Request {
+            repo: "http://198.18.0.9:8700".into(),
+            ..r.clone()
+        };
+        let wb = with.to_bytes().unwrap();
+        assert_eq!(&wb[..b.len()], &b[..]);
+        assert_eq!(&wb[b.len()..b.len() + 2], &[0, 22]);
+        assert_eq!(&wb[b.len() + 2..], b"http://198.18.0.9:8700");
+        assert_eq!(Message::parse(&wb).unwrap(), Message::Request(with.clone()));
+        assert_ne!(r.signed_bytes().unwrap(), with.signed_bytes().unwrap());
+        // A length that does not match what follows is refused.
+        assert!(Message::parse(&wb[..wb.len() - 1]).is_err());
+        let mut longer = wb.clone();
+        longer.push(b'x');
+        assert!(Message::parse(&longer).is_err());
     }
 
     #[test]
@@ -685,8 +740,8 @@ mod tests {
         }
 
         #[test]
-        fn request_roundtrip(ttl in any::<u32>(), hop in any::<u8>(), name in "[a-z]{1,64}", version in "[0-9.]{0,64}", nonce in any::<[u8; 16]>()) {
-            let r = Request { ttl_s: ttl, hop, name, version, nonce, ..request() };
+        fn request_roundtrip(ttl in any::<u32>(), hop in any::<u8>(), name in "[a-z]{1,64}", version in "[0-9.]{0,64}", nonce in any::<[u8; 16]>(), repo in "(http://[a-z0-9.:/]{1,200})?") {
+            let r = Request { ttl_s: ttl, hop, name, version, nonce, repo, ..request() };
             prop_assert_eq!(Message::parse(&r.to_bytes().unwrap()).unwrap(), Message::Request(r));
         }
     }

@@ -61,12 +61,17 @@ Examples:
   anode module deploy counter-1.0.0.amod --to 198.18.0.6:3322 --sign ops.key --ttl 300 --json
 
 Every node on the path checks the signature against its [[deploy.key]] and the package's
-against its [modules] trusted_keys, fetches the package from the node before it, installs
-and starts it, and answers. Run the same command again before the ttl passes to keep the
+against its [modules] trusted_keys, fetches the package from the node before it (or, with
+--repo, from the repository), installs and starts it, and answers. Run the same command again before the ttl passes to keep the
 modules (a refresh); `anode module undeploy` removes them.")]
 pub struct DeployArgs {
     /// The package (.amod, signed by a publisher the nodes trust).
     package: PathBuf,
+    /// A module repository (http://HOST:PORT, e.g. `anode repo serve`) serving the same
+    /// package: every node on the path fetches it from there (`GET URL/NAME/VERSION`) at
+    /// once instead of from the node before it, and falls back to the path if it fails.
+    #[arg(long, value_name = "URL")]
+    repo: Option<String>,
     /// Soft-state lifetime: the modules go this many seconds after the last deploy.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     ttl: u32,
@@ -94,12 +99,33 @@ fn conn(p: &Path) -> Conn {
 pub fn deploy(a: DeployArgs) -> super::CmdResult {
     let bytes = std::fs::read(&a.package)
         .map_err(|e| format!("cannot read {}: {e}", a.package.display()))?;
-    send(&a.path, Op::Deploy, Some(bytes), String::new(), a.ttl)
+    let repo = match a.repo {
+        Some(r) if !r.starts_with("http://") => {
+            return Err(format!(
+                "--repo {r}: only http:// repositories are supported"
+            ));
+        }
+        Some(r) if r.len() > anode_wire::deploy::MAX_REPO => {
+            return Err(format!(
+                "--repo: a URL of at most {} bytes",
+                anode_wire::deploy::MAX_REPO
+            ));
+        }
+        Some(r) => r.trim_end_matches('/').to_string(),
+        None => String::new(),
+    };
+    send(
+        &a.path,
+        Op::Deploy,
+        Some(bytes),
+        (String::new(), repo),
+        a.ttl,
+    )
 }
 
 /// Runs `undeploy`.
 pub fn undeploy(a: UndeployArgs) -> super::CmdResult {
-    send(&a.path, Op::Undeploy, None, a.name, 0)
+    send(&a.path, Op::Undeploy, None, (a.name, String::new()), 0)
 }
 
 fn unix_ms() -> u64 {
@@ -122,7 +148,14 @@ fn bind_port(c: &mut Client) -> Result<u16, String> {
     Err(format!("cannot bind a port for the results: {last}"))
 }
 
-fn send(p: &Path, op: Op, package: Option<Vec<u8>>, name: String, ttl_s: u32) -> super::CmdResult {
+/// Sends a request; `(name, repo)`: the module to undeploy, the repository to deploy from.
+fn send(
+    p: &Path,
+    op: Op,
+    package: Option<Vec<u8>>,
+    (name, repo): (String, String),
+    ttl_s: u32,
+) -> super::CmdResult {
     let key = anode_modules::read_key(&p.sign).map_err(|e| e.to_string())?;
     let mut c = connect_to(&conn(p))?;
     let origin = c.node_info().node;
@@ -143,6 +176,7 @@ fn send(p: &Path, op: Op, package: Option<Vec<u8>>, name: String, ttl_s: u32) ->
         valid: VALID,
         nonce: rand::random(),
         rb: 64,
+        repo,
     };
     let (req, pkt) = req.build(&key).map_err(|e| e.to_string())?;
     let start = Instant::now();

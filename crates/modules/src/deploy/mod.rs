@@ -39,6 +39,7 @@
 
 pub mod fetch;
 pub mod policy;
+pub mod repo;
 mod request;
 mod transfer;
 pub mod worker;
@@ -59,6 +60,7 @@ use sha2::{Digest, Sha256};
 use crate::{Category, ModuleError, ModuleHost, Package, Prepared};
 use fetch::{Cache, Fetch, Serving};
 pub use policy::{DEFAULT_CATEGORIES, DeployKey, DeployPolicy, Refusal, UnixClock, sign, verify};
+pub use repo::{FetchJob, RepoGet, set_fetcher, spawn_fetcher};
 pub use request::NewRequest;
 use transfer::{send_routed, send_transfer};
 pub use worker::{PrepareJob, set_preparer, spawn_preparer};
@@ -116,6 +118,10 @@ pub struct DeployStats {
     pub served_bytes: u64,
     /// Package requests refused: not for a request this node forwarded, or past its budget.
     pub serve_refused: u64,
+    /// Package bytes fetched from repositories requests named.
+    pub repo_bytes: u64,
+    /// Repository fetches that failed (the path was used instead, where there was one).
+    pub repo_failures: u64,
     /// Messages that did not parse.
     pub malformed: u64,
     /// Refusals not answered because the node's answer budget was spent (they are counted
@@ -149,6 +155,10 @@ pub struct DeployEe {
     preparing: HashMap<u64, Pending>,
     next_job: u64,
     preparer: Option<Sender<PrepareJob>>,
+    /// Fetches packages from repositories (`repo.rs`); `None`: from the path only.
+    fetcher: Option<Sender<repo::FetchJob>>,
+    /// Packages being fetched from a repository.
+    repo_fetching: std::collections::HashSet<[u8; 32]>,
     sig_budget: HashMap<Option<LinkId>, TokenBucket>,
     refusal_budget: TokenBucket,
     serving: Serving,
@@ -171,6 +181,8 @@ impl DeployEe {
             preparing: HashMap::new(),
             next_job: 0,
             preparer: None,
+            fetcher: None,
+            repo_fetching: std::collections::HashSet::new(),
             sig_budget: HashMap::new(),
             refusal_budget: TokenBucket::new(REFUSALS_ANSWERED_PER_S, REFUSALS_ANSWERED_BURST),
             serving: Serving::default(),
@@ -392,6 +404,10 @@ impl DeployEe {
         let hash = p.req.pkg_hash;
         if let Some(bytes) = self.cache.get(&hash) {
             return self.have_package(ctx, p, &bytes);
+        }
+        if self.try_repo(&p) {
+            self.waiting.push(p);
+            return;
         }
         if link.is_none() || p.req.via == me {
             let why = "the package is not at the origin (`anode module deploy` stages it there)";

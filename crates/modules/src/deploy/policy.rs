@@ -252,6 +252,7 @@ mod tests {
             via: anode_wire::addr::v4(198, 18, 0, 1, 1),
             name: "null".into(),
             version: "1.0.0".into(),
+            repo: String::new(),
         };
         sign(&mut r, &key).unwrap();
         assert!(verify(&r));
@@ -259,6 +260,9 @@ mod tests {
         r.via = anode_wire::addr::v4(198, 18, 0, 9, 1);
         assert!(verify(&r));
         r.ttl_s = 11;
+        assert!(!verify(&r));
+        r.ttl_s = 10;
+        r.repo = "http://198.18.0.9:8700".into(); // nor may anyone redirect the fetches
         assert!(!verify(&r));
         let names: std::collections::BTreeSet<_> = Refusal::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(names.len(), Refusal::ALL.len());

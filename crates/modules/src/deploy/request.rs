@@ -37,6 +37,8 @@ pub struct NewRequest {
     pub nonce: [u8; 16],
     /// Resource bound (hops) of the packet.
     pub rb: u16,
+    /// A module repository the nodes fetch the package from (empty: from the path).
+    pub repo: String,
 }
 
 impl NewRequest {
@@ -74,6 +76,7 @@ impl NewRequest {
             via: self.origin,
             name,
             version,
+            repo: self.repo.clone(),
         };
         let wire = |e: anode_wire::WireError| ModuleError::Io(e.to_string());
         sign(&mut req, key).map_err(wire)?;

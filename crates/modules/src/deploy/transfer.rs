@@ -84,7 +84,7 @@ impl DeployEe {
     }
 
     /// A fetch completed: cache the package and go on with the requests that waited for it.
-    fn fetched(&mut self, ctx: &mut NodeContext<'_>, hash: [u8; 32], bytes: Vec<u8>) {
+    pub(super) fn fetched(&mut self, ctx: &mut NodeContext<'_>, hash: [u8; 32], bytes: Vec<u8>) {
         let bytes = Arc::new(bytes);
         if !self.cache.put(hash, Arc::clone(&bytes)) {
             return self.fail_waiting(

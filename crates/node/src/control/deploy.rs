@@ -87,6 +87,8 @@ pub(super) fn deployments(shared: &Shared) -> Result<Response, Failure> {
             ("expired", s.expired),
             ("fetched_bytes", s.fetched_bytes),
             ("served_bytes", s.served_bytes),
+            ("repo_bytes", s.repo_bytes),
+            ("repo_failures", s.repo_failures),
             ("serve_refused", s.serve_refused),
             ("malformed", s.malformed),
             ("unanswered", s.unanswered),
