@@ -67,6 +67,16 @@ fn upgrading_nodes_under_a_capsule_flood_loses_no_capsule() {
     // c (which counts the flow in its soft state) after 2.2 s.
     let f = flood(a, c, 3000, 1000);
     std::thread::sleep(Duration::from_millis(800));
+    // (On a loaded machine b may still be building the code it fetched: wait for it, so
+    // the first upgrade carries the code over.)
+    let built = |n: &NodeProc| {
+        n.json(&["code", "list"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["in_memory"] == true)
+    };
+    assert!(wait_until(T, || built(b)), "{}", b.log_text());
     let u1 = upgrade(b);
     assert_eq!(u1["old_pid"].as_u64(), Some(u64::from(b.proc.id())));
     assert!(u1["neighbors"].as_u64().unwrap() == 2, "{u1}");
@@ -140,4 +150,84 @@ fn a_failed_upgrade_leaves_the_node_running_and_a_signal_stops_a_chain() {
     b.proc.signal(libc::SIGTERM);
     assert!(wait_until(T, || !pid_alive(new)), "{}", b.log_text());
     assert!(!b.socket.exists());
+}
+
+/// Modules survive an upgrade as they were: an installed module's guest state (the packet
+/// counter's count) and a module deployed along a path, with the lifetime it had left.
+#[test]
+fn modules_keep_their_state_and_deployed_modules_stay_across_an_upgrade() {
+    let dir = TestDir::new("upgrade-modules");
+    let (publisher_key, publisher_pub) = keygen(&dir, "publisher");
+    let (ops_key, ops_pub) = keygen(&dir, "ops");
+    let nodes = start_line(&dir, &["a", "b"], |i| {
+        format!(
+            "\n[modules]\ntrusted_keys = [\"{publisher_pub}\"]\nstate_dir = \"{}\"\n\n\
+             [[deploy.key]]\nkey = \"{ops_pub}\"\nname = \"ops\"\n",
+            path_str(&dir.path(&format!("modules-{i}")))
+        )
+    });
+    let (a, b) = (&nodes[0], &nodes[1]);
+    assert!(wait_until(T, || a.has_route(&b.addr)));
+    let pack = |name: &str| {
+        let out = path_str(&dir.path(&format!("{name}.amod")));
+        let (good, _, err) = run_cli(&["module", "pack", "--builtin", name, "--out", &out], T);
+        assert!(good, "{err}");
+        let (good, _, err) = run_cli(&["module", "sign", &out, "--key", &publisher_key], T);
+        assert!(good, "{err}");
+        out
+    };
+    let (counter, null) = (pack("counter"), pack("null"));
+    b.json(&["module", "install", &counter]);
+    let sock = path_str(&a.socket);
+    for _ in 0..7 {
+        let (good, _, err) = run_cli(&["send", &b.addr, "--port", "9", "x", "--socket", &sock], T);
+        assert!(good, "{err}");
+    }
+    let count = |n: &NodeProc| {
+        n.json(&["module", "call", "counter", "0"])["result"]
+            .as_i64()
+            .unwrap()
+    };
+    assert!(wait_until(T, || count(b) >= 7));
+    let (good, out, err) = run_cli(
+        &[
+            "module", "deploy", &null, "--to", &b.addr, "--sign", &ops_key, "--ttl", "600",
+            "--socket", &sock,
+        ],
+        T,
+    );
+    assert!(good, "{out}{err}");
+    assert_eq!(
+        b.json(&["module", "deployments"])["deployed"][0]["name"],
+        "null"
+    );
+    // (The deploy request passed the counter too.)
+    let before = count(b);
+    assert!(before >= 7);
+
+    let u = upgrade(b);
+    assert!(u["refused"].as_array().unwrap().is_empty(), "{u}");
+    assert_eq!(count(b), before, "the counter's count carried over: {u}");
+    let d = b.json(&["module", "deployments"]);
+    assert_eq!(d["deployed"][0]["name"], "null", "{d}");
+    let left = d["deployed"][0]["expires_in_ms"].as_u64().unwrap_or(0);
+    assert!(
+        left > 590_000 && left <= 600_000,
+        "the lifetime it had left: {d}"
+    );
+    let list = b.json(&["module", "list"]);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"counter") && names.contains(&"null"),
+        "{list}"
+    );
+    // And the counter goes on counting in the new process.
+    let (good, _, _) = run_cli(&["send", &b.addr, "--port", "9", "x", "--socket", &sock], T);
+    assert!(good);
+    assert!(wait_until(T, || count(b) == before + 1));
 }

@@ -31,6 +31,8 @@ use anode_wire::NodeAddr;
 use serde::Serialize;
 
 use crate::runtime::{Code, Instance, ModRuntime, verdict};
+
+mod handover;
 use crate::{Category, ConfigValues, Kind, ModuleError, Package, Trust};
 
 /// Where a module is in its lifecycle.
@@ -1019,6 +1021,20 @@ impl PacketHooks for ModuleHost {
                 HookVerdict::Drop
             }
         }
+    }
+
+    fn hand_over(&mut self, now: std::time::Instant) -> serde_json::Value {
+        let _ = now;
+        self.export_states()
+    }
+
+    fn take_over(
+        &mut self,
+        now: std::time::Instant,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        let _ = now;
+        self.import_states(state)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

@@ -179,3 +179,58 @@ fn a_handover_of_another_node_or_format_is_refused() {
     let e = other.take_over(now, &h).expect_err("another format");
     assert!(e.to_string().contains("format"), "{e}");
 }
+
+/// What PLAN programs left at a node (resident data, the key and flow counters) is in its
+/// handover, and a node that took it over hands the same over again.
+#[test]
+fn plan_resident_data_survives_a_handover() {
+    use anode_plan::ee::{PacketSpec, PlanEe, build_packet};
+    let opts = NetOptions {
+        delay: Duration::from_millis(1),
+        settle: Duration::from_secs(3),
+        ..NetOptions::default()
+    };
+    let mut net = Net::line(2, opts, |_, node| {
+        register_with(node, &ee_options()).expect("EEs");
+    });
+    let text = "fun leave(k : key) = put(\"count\", k, 41, 60)\n\
+         fun start(h : host) = let val k = generateKey() in\n\
+           OnRemote(|leave|(k), h, 4, defaultRoute) end";
+    let ee = PlanEe::with_defaults();
+    let entry = format!("start({})", addr(1));
+    let pkt = build_packet(
+        ee.interp(),
+        text,
+        &entry,
+        &PacketSpec::new(addr(0), addr(0), 20),
+    )
+    .expect("a PLAN packet");
+    net.inject(0, pkt).expect("sent");
+    net.run_for(Duration::from_secs(1));
+
+    let plan_state = |h: &NodeHandover| {
+        h.ees
+            .iter()
+            .find(|e| e.name.starts_with("plan"))
+            .map(|e| e.handover.state["inner"].clone())
+            .expect("the PLAN EE's part")
+    };
+    let now = net.now;
+    let h = net.nodes[1].hand_over(now);
+    let before = plan_state(&h);
+    assert_eq!(
+        before["resident"].as_array().map(Vec::len),
+        Some(1),
+        "{before}"
+    );
+    let mut fresh = Node::new(NodeConfig::new(addr(1)), now).expect("node");
+    fresh.add_link(LinkConfig::new(addr(0)), now);
+    register_with(&mut fresh, &ee_options()).expect("EEs");
+    let back: NodeHandover = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+    let rep = fresh.take_over(now, &back).expect("takes over");
+    assert!(rep.refused.is_empty(), "{rep:?}");
+    let after = plan_state(&fresh.hand_over(now));
+    assert_eq!(after["resident"], before["resident"]);
+    assert_eq!(after["key_seed"], before["key_seed"]);
+    assert_eq!(after["next_key"], before["next_key"]);
+}

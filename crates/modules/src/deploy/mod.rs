@@ -38,6 +38,7 @@
 //! forwarded, a few copies each (`fetch.rs`).
 
 pub mod fetch;
+mod handover;
 pub mod policy;
 pub mod repo;
 mod request;
@@ -692,6 +693,18 @@ impl ExecutionEnvironment for DeployEe {
                 }
             }
         }
+    }
+
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        out.state = self.export(now);
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        self.import(ctx, state)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

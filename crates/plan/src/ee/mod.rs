@@ -40,6 +40,7 @@
 //! `abort(c)` ends an evaluation like an uncaught exception (`Abort`, counted as `aborted`)
 //! and sends `c` back to the source, where it is evaluated as a handler would be.
 
+mod handover;
 pub mod packages;
 pub mod reliable;
 mod report;
@@ -675,6 +676,18 @@ impl ExecutionEnvironment for PlanEe {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.state.reliable.next_deadline()
+    }
+
+    fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        out.state = self.export(now);
+    }
+
+    fn take_over(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        self.import(ctx, state)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {

@@ -100,6 +100,18 @@ impl ResidentStore {
         Ok(())
     }
 
+    /// Every live value: (name, key, value, time left), for a handover.
+    pub(crate) fn export(&self, now: Instant) -> Vec<(Vec<u8>, Vec<u8>, Value, Duration)> {
+        let mut v: Vec<_> = self
+            .map
+            .iter()
+            .filter(|(_, (_, _, exp))| *exp > now)
+            .map(|((n, k), (v, _, exp))| (n.clone(), k.clone(), v.clone(), *exp - now))
+            .collect();
+        v.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        v
+    }
+
     /// The live value under (`name`, `key`).
     pub fn get(&self, name: &[u8], key: &[u8], now: Instant) -> Option<&Value> {
         self.map
@@ -210,7 +222,7 @@ fn rip_routes(env: &mut ServiceEnv<'_, '_>, _a: &[Value]) -> Result<Value, Servi
     Value::list(out).map_err(|e| full(e.to_string()))
 }
 
-const ARP: &str = "arp";
+pub(crate) const ARP: &str = "arp";
 /// How long a binding learned by the PLAN resolution program stays.
 pub const ARP_TTL: Duration = Duration::from_secs(60);
 

@@ -55,7 +55,7 @@ pub(crate) struct Pending {
 #[derive(Debug, Default)]
 pub struct Reliable {
     pub(crate) pending: BTreeMap<i64, Pending>,
-    next_id: u64,
+    pub(crate) next_id: u64,
 }
 
 impl Reliable {

@@ -118,6 +118,27 @@ impl FlowTable {
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
+
+    /// Every live entry: (flow, next hop, time left), for a handover.
+    pub(crate) fn export(&self, now: Instant) -> Vec<(u64, NextHop, Duration)> {
+        let mut v: Vec<_> = self
+            .map
+            .iter()
+            .filter(|(_, (_, exp))| *exp > now)
+            .map(|(f, (h, exp))| (*f, *h, *exp - now))
+            .collect();
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
+    /// Puts back an entry with the time it had left; false if the table is full.
+    pub(crate) fn import(&mut self, flow: u64, hop: NextHop, left: Duration, now: Instant) -> bool {
+        if self.map.len() >= self.cap {
+            return false;
+        }
+        self.map.insert(flow, (hop, now + left.min(self.ttl)));
+        true
+    }
 }
 
 /// The registered routing functions by name, and the PLAN service ids that call them.

@@ -19,7 +19,7 @@ use super::services::{NodeState, ServiceEnv};
 use crate::Value;
 use crate::services::{RegistryError, ServiceError};
 
-const MARKS: &str = "scout.mark";
+pub(crate) const MARKS: &str = "scout.mark";
 
 fn bad(name: &str) -> ServiceError {
     ServiceError::new("ServiceError", format!("{name}: bad arguments"))

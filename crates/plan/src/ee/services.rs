@@ -430,7 +430,7 @@ impl Services for NodeServices<'_, '_, '_> {
 }
 
 /// Soft-state namespace of the (sender, id) pairs `retransDeliver` has evaluated.
-const RETRANS_SEEN: &str = "reliable.seen";
+pub(crate) const RETRANS_SEEN: &str = "reliable.seen";
 
 impl NodeServices<'_, '_, '_> {
     /// Sends `|retransAck|(id)` to `sender`.

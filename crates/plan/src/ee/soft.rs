@@ -52,6 +52,34 @@ impl SoftState {
         true
     }
 
+    /// Every live entry: (namespace, marshalled key, value, time left), for a handover.
+    pub(crate) fn export(&self, now: Instant) -> Vec<(&'static str, Vec<u8>, Value, Duration)> {
+        let mut v: Vec<_> = self
+            .map
+            .iter()
+            .filter(|(_, (_, exp))| *exp > now)
+            .map(|((ns, k), (v, exp))| (*ns, k.clone(), v.clone(), *exp - now))
+            .collect();
+        v.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        v
+    }
+
+    /// Puts back an entry [`SoftState::export`] gave; false if the store is full.
+    pub(crate) fn import(
+        &mut self,
+        ns: &'static str,
+        key: Vec<u8>,
+        value: Value,
+        ttl: Duration,
+        now: Instant,
+    ) -> bool {
+        if self.map.len() >= self.cap {
+            return false;
+        }
+        self.map.insert((ns, key), (value, now + ttl));
+        true
+    }
+
     /// Number of entries (live or not yet purged).
     pub fn len(&self) -> usize {
         self.map.len()
