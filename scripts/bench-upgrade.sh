@@ -5,7 +5,10 @@
 # capsules from a to c at RATE a second (the flood code runs at every hop); in each round:
 #   none     the flood alone (the baseline of the same run),
 #   upgrade  b replaced by `anode upgrade` UPGRADES times during the flood,
-#   restart  b stopped (`anode stop`) and started again once during the flood.
+#   restart  b stopped (`anode stop`) and started again once during the flood: the new b
+#            knows no neighbor, a drops its routes through b, and the flood stops with
+#            `no_route` (anode flood ends at the first capsule its node refuses); a polls its
+#            route to c every 10 ms meanwhile, which gives how long c was unreachable.
 # Prints one JSON line per round and flood (sent, delivered, loss, and for upgrades the
 # pause and total time the node reported), and a summary in bench-out/upgrade.json.
 #
@@ -76,23 +79,46 @@ for r in $(seq "$ROUNDS"); do
     wait "$fp"
     echo "{\"round\": $r, \"case\": \"upgrade\", \"flood\": $(cat "$dir/flood.json"), \"upgrades\": [$(IFS=,; echo "${ups[*]}")]}" |
         tee -a "$dir/rows" | cut -c1-200
-    flood > "$dir/flood.json" &
+    ( flood > "$dir/flood.json" 2> "$dir/flood.err" || true ) &
     fp=$!
     sleep "$(python3 -c "print($secs / 2)")"
+    python3 - "$B" "$a" "$c" > "$dir/outage" <<'PY' &
+import json, subprocess, sys, time
+b, sock, c = sys.argv[1:4]
+t0, down, up_again, end = time.time(), None, None, time.time() + 30
+while time.time() < end:
+    out = subprocess.run([b, "routes", "--socket", sock, "--json"], capture_output=True, text=True).stdout
+    ok = any(r.get("dest") == c and r.get("reachable") for r in json.loads(out or "[]"))
+    now = time.time()
+    if not ok and down is None:
+        down = now
+    if ok and down is not None:
+        up_again = now
+        break
+    time.sleep(0.01)
+print(json.dumps({"unreachable_ms": round((up_again - down) * 1e3, 1) if down and up_again else 0.0}))
+PY
+    op=$!
     "$B" stop --socket "$bs" >/dev/null
     for _ in $(seq 100); do [ -S "$bs" ] || break; sleep 0.02; done
     start b
     wait "$fp"
-    echo "{\"round\": $r, \"case\": \"restart\", \"flood\": $(cat "$dir/flood.json")}" | tee -a "$dir/rows" | cut -c1-200
+    wait "$op"
+    if [ -s "$dir/flood.json" ]; then fl=$(cat "$dir/flood.json"); else
+        fl=$(python3 -c 'import json,sys; print(json.dumps({"aborted": sys.argv[1].strip()}))' "$(tail -1 "$dir/flood.err")"); fi
+    echo "{\"round\": $r, \"case\": \"restart\", \"flood\": $fl, \"outage\": $(cat "$dir/outage")}" | tee -a "$dir/rows" | cut -c1-200
 done
 python3 - "$dir/rows" "$COUNT" "$RATE" <<'PY' | tee bench-out/upgrade.json
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 out = {"count": int(sys.argv[2]), "rate": int(sys.argv[3])}
-for case in ("none", "upgrade", "restart"):
+for case in ("none", "upgrade"):
     rs = [r for r in rows if r["case"] == case]
     lost = [r["flood"]["sent"] - r["flood"]["delivered"] for r in rs]
     out[case] = {"rounds": len(rs), "lost": lost, "lost_max": max(lost)}
+rs = [r for r in rows if r["case"] == "restart"]
+out["restart"] = {"rounds": len(rs), "aborted": sum("aborted" in r["flood"] for r in rs),
+    "unreachable_ms": [r["outage"]["unreachable_ms"] for r in rs]}
 ups = [u for r in rows if r["case"] == "upgrade" for u in r["upgrades"]]
 if ups:
     p = sorted(u["paused_ms"] for u in ups)
