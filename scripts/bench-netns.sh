@@ -37,6 +37,12 @@
 #           DEPLOY_RATE (default 20000) deploy requests a second from a third link peer, each
 #           signed "by" that key with a wrong signature (scripts/deploy-flood-attacker.py;
 #           opt-in; the rate sent is in the JSON)
+#   anode-node-stormed, anode-node-socket-stormed  anode-node and anode-node-socket while a
+#           second blaster in s sends r STORM_RATE (default 20000) capsules a second of a
+#           hostile code object (scripts/storm.wat: spins until its fuel is gone; r holds the
+#           code, so every capsule runs until the NodeOS terminates the protocol's domain and
+#           refuses the rest); compare with the rows without a storm at the same fixed rates
+#           (opt-in; the storm's sent count is in the JSON)
 #   anode-node-socket-plain, anode-capsule-plain  anode-node-socket and anode-capsule with
 #           `[dataplane] udp_offload = false`: one datagram per send, as before UDP
 #           segmentation offload (opt-in, to compare)
@@ -156,7 +162,7 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-capsule-cut | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-capsule-cut | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked | anode-node-stormed | anode-node-socket-stormed)
       dst=$R:$PORT
       [[ $fwd == anode-capsule* ]] && kind=(--capsule)
       [[ $fwd == anode-capsule-cut ]] && kind=(--capsule --cut-through)
@@ -181,6 +187,10 @@ point() {
       if ((${#dp[@]})); then
         printf '[dataplane]\n' >>"$tmp/r.toml"
         printf '%s\n' "${dp[@]}" >>"$tmp/r.toml"
+      fi
+      if [[ $fwd == *-stormed ]]; then
+        # The storm comes from a third link peer in s, so r runs its capsules.
+        printf '[capsule]\ncache_dir = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n' "$tmp/code" "$S:$((PORT + 2))" >>"$tmp/r.toml"
       fi
       if [[ $fwd == anode-capsule* ]]; then
         # 10 Gbit/s for the capsule protocol: the node's speed, not the default 2 MB/s cap.
@@ -219,9 +229,20 @@ point() {
   if [[ $fwd == anode-capsule* ]]; then
     ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$([[ $fwd == anode-capsule-cut ]] && echo flood || echo forward)" --socket "$tmp/r.sock" >/dev/null
   fi
+  local spid2="" stormsent=null
+  if [[ $fwd == *-stormed ]]; then
+    ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$repo/scripts/storm.wat" --socket "$tmp/r.sock" >/dev/null
+    nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$R:$PORT" --bind $S:$((PORT + 2)) --to $D:$PORT \
+      --capsule --code "$repo/scripts/storm.wat" --size 136 --secs "$secs" --rate "${STORM_RATE:-20000}" --json >"$tmp/storm.out" 2>&1 &
+    spid2=$!; pids+=("$spid2")
+  fi
   nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$dst" --bind $S:$PORT --to $D:$PORT \
     --size "$size" --secs "$secs" --rate "$rate" --batch "$batch" "${kind[@]}" "${blastx[@]}" >"$tmp/blast.out" 2>&1 || true
   wait "$spid" || true
+  if [[ -n $spid2 ]]; then
+    wait "$spid2" || true
+    stormsent=$(tail -n1 "$tmp/storm.out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sent"])' 2>/dev/null || echo null)
+  fi
   local forged=null reconnects=null
   if [[ -n $apid2 ]]; then
     kill "$apid2" 2>/dev/null || true
@@ -270,8 +291,8 @@ point() {
     echo "   latency $fwd size=$size rate=$rate: p50=${p50}us p99=${p99}us loss=$loss%" >&2
     return
   fi
-  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s,"forged_requests_per_s":%s,"attacker_connects_per_s":%s,"cut_packets":%s}\n' \
-    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" "$forged" "$reconnects" "$cutp" >>"$tmp/points"
+  printf '{"forwarder":"%s","size":%s,"rate":%s,"sent":%s,"offered_pps":%s,"rcvd":%s,"delivered_pps":%s,"loss_pct":%s,"forwarder_cpu_s":%s,"forwarder_report":%s,"forged_requests_per_s":%s,"attacker_connects_per_s":%s,"cut_packets":%s,"storm_sent":%s}\n' \
+    "$fwd" "$size" "$rate" "$sent" "$offered" "$rcvd" "$pps" "$loss" "$cpu" "$fwdinfo" "$forged" "$reconnects" "$cutp" "$stormsent" >>"$tmp/points"
   printf '| %s | %s | %s | %s | %s | %s | %s%% |\n' "$fwd" "$size" \
     "$([[ $rate == 0 ]] && echo full || echo "$rate")" "$offered" "$rcvd" "$pps" "$loss" >>"$tmp/rows"
   if [[ $fwd == anode-fwd-capsule ]]; then
@@ -291,6 +312,7 @@ point() {
   [[ $forged != null ]] && attacked=" forged_requests_per_s=$forged attacker_connects_per_s=$reconnects"
   local cut=""
   [[ $cutp != null ]] && cut=" cut_packets=$cutp"
+  [[ $stormsent != null ]] && cut="$cut storm_sent=$stormsent"
   echo "   $fwd size=$size rate=$rate: offered=$offered rcvd=$rcvd delivered_pps=$pps loss=$loss% cpu_s=$cpu$scrapes$attacked$cut" >&2
 }
 

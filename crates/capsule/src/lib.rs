@@ -55,6 +55,24 @@ pub use anode_wire::capsule::CodeHash;
 pub fn principal_of_code(code: &CodeHash) -> String {
     format!("capsule/{}", hex::encode(code))
 }
+/// A code object's module bytes from a file: WebAssembly as it is, or WebAssembly text
+/// (`.wat`, or any file not starting with the wasm magic), assembled. For tools: `anode code
+/// put`, `anode capsule send --code`, the benchmark's blaster.
+pub fn read_code_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.starts_with(b"\0asm") {
+        return Ok(bytes);
+    }
+    wat::parse_bytes(&bytes)
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|e| {
+            format!(
+                "{} is neither WebAssembly nor WebAssembly text: {e}",
+                path.display()
+            )
+        })
+}
+
 pub use cache::{DiskCache, DiskStats};
 pub use ee::{
     BuiltCode, CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo, CodeInstaller, CodeListing,

@@ -106,7 +106,9 @@ pub fn cut_capsule_of_size(
     code_capsule_of_size(size, (src, dst, flow), protocols::FLOOD, &head)
 }
 
-fn code_capsule_of_size(
+/// A capsule of exactly `size` bytes running `code` (its SHA-256 in the header), payload
+/// `head` then filler.
+pub fn code_capsule_of_size(
     size: usize,
     (src, dst, flow): (NodeAddr, NodeAddr, u64),
     code: &[u8],

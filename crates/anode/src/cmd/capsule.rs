@@ -84,7 +84,7 @@ fn send(a: SendArgs) -> super::CmdResult {
     };
     let wasm;
     let code = if Path::new(&a.code).is_file() {
-        wasm = std::fs::read(&a.code).map_err(|e| format!("cannot read {}: {e}", a.code))?;
+        wasm = anode_capsule::read_code_file(Path::new(&a.code))?;
         SessionCode::Wasm(&wasm)
     } else {
         let hash = anode_ctl::app::parse_code_name(&a.code).map_err(|_| {

@@ -27,7 +27,8 @@ pub enum CodeCommand {
     /// Install a WebAssembly module (a .wasm file, or a built-in protocol's name).
     #[command(after_help = "Example: anode code put --node-port 4001 ping")]
     Put {
-        /// A .wasm file, or one of: ping, traceroute, flood, multicast, counter, forward.
+        /// A .wasm file (or WebAssembly text, .wat), or one of: ping, traceroute, flood,
+        /// multicast, counter, forward.
         module: PathBuf,
         #[command(flatten)]
         conn: Conn,
@@ -163,10 +164,9 @@ pub fn run(cmd: CodeCommand) -> super::CmdResult {
             let name = module.to_string_lossy();
             let wasm = match anode_capsule::protocols::ALL.iter().find(|(n, _)| *n == name) {
                 Some((_, w)) => w.to_vec(),
-                None => std::fs::read(&module).map_err(|err| {
+                None => anode_capsule::read_code_file(&module).map_err(|err| {
                     format!(
-                        "cannot read {} ({err}); give a .wasm file or a built-in protocol name (ping, traceroute, flood, multicast, counter, forward)",
-                        module.display()
+                        "{err}; give a .wasm or .wat file or a built-in protocol name (ping, traceroute, flood, multicast, counter, forward)"
                     )
                 })?,
             };

@@ -36,6 +36,15 @@ struct Args {
     /// code source) instead of datagrams: the forwarder must hold that code.
     #[arg(long)]
     capsule: bool,
+    /// With --capsule: capsules of this code object (a .wasm or .wat file; its SHA-256 goes
+    /// in the capsule) instead of `protocols::FORWARD`, e.g. a hostile one for a storm.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "capsule",
+        conflicts_with = "cut_through"
+    )]
+    code: Option<std::path::PathBuf>,
     /// With --capsule: flood data capsules (`protocols::FLOOD`, at least 160 bytes) with the
     /// protocol's cut-through flag, so the forwarder cuts each flow through after its first
     /// capsule (the forwarder must hold the flood code).
@@ -86,11 +95,19 @@ fn run(a: &Args) -> Result<(), BenchError> {
     let local = sock.local_addr().map_err(BenchError::io("local address"))?;
     let src = a.from.unwrap_or(NodeAddr::from(local));
     let dst = a.to.unwrap_or(NodeAddr::from(a.dst));
+    let code = match &a.code {
+        Some(f) => Some(anode_capsule::read_code_file(f).map_err(|e| {
+            BenchError::io("--code")(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+        })?),
+        None => None,
+    };
     let packets = (0..a.batch as u64)
         .map(|i| {
             let flow = i % a.flows.max(1);
             if a.cut_through {
                 packet::cut_capsule_of_size(a.size, src, dst, flow)
+            } else if let Some(c) = &code {
+                packet::code_capsule_of_size(a.size, (src, dst, flow), c, &[])
             } else if a.capsule {
                 packet::capsule_of_size(a.size, src, dst, flow)
             } else {
