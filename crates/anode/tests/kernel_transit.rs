@@ -7,7 +7,9 @@
 //! must say which packets it forwarded (the two valid ones) and why it passed on each other.
 //!
 //! Then, with the kernel path on, a link taken down and up again: nothing crosses while it is
-//! down, and the kernel forwards again within a second of it coming up.
+//! down, and the kernel forwards again within a second of it coming up; and a route changed
+//! at run time (`add_route` over the control socket) to another next hop: within a second
+//! the kernel forwards to the new one.
 //!
 //! s and d are Python scripts (`kernel_transit/peer.py`); r's links to them are static. The
 //! namespaces come from `anode_testkit::netns::line` (kernel forwarding off in r: only the
@@ -120,18 +122,31 @@ fn run(
 /// received, as hex lines.
 fn send_through(
     dir: &TestDir,
-    (s, _, d): (&str, &str, &str),
+    hosts: (&str, &str, &str),
     f: &Family,
     name: &str,
     what: &str,
 ) -> Vec<String> {
-    let out = dir.path(&format!("{name}-{what}.recv"));
+    send_through_to(dir, hosts, f, name, what, PORT)
+}
+
+/// [`send_through`] with d receiving on `port`.
+fn send_through_to(
+    dir: &TestDir,
+    (s, _, d): (&str, &str, &str),
+    f: &Family,
+    name: &str,
+    what: &str,
+    port: u16,
+) -> Vec<String> {
+    let out = dir.path(&format!("{name}-{what}-{port}.recv"));
     let py = peer_py();
     let mut recv = Command::new("ip");
     recv.args(["netns", "exec", d, "python3"])
         .arg(&py)
         .args(["recv", f.d, "2.5"])
-        .arg(&out);
+        .arg(&out)
+        .arg(port.to_string());
     let recv = Proc::spawn(&mut recv);
     std::thread::sleep(Duration::from_millis(400));
     let sent = Command::new("timeout")
@@ -183,6 +198,39 @@ fn link_down_and_up(anode: &Anode, dir: &TestDir, hosts: (&str, &str, &str), f: 
         forwarded(),
         2,
         "the kernel forwards again a second after the link is up"
+    );
+}
+
+/// With the kernel path on: the route to the far node changed at run time from next hop d
+/// to d's second port (a link of its own) steers what the kernel forwards within a second.
+fn route_change_resteers(anode: &Anode, dir: &TestDir, hosts: (&str, &str, &str), f: &Family) {
+    let name = "r-resteer";
+    let socket = dir.path(&format!("{name}.sock"));
+    let d2 = format!("{}:{}", f.d, PORT + 1);
+    let mut cfg = config(f, "tc", &socket);
+    cfg.push_str(&format!(
+        "\n[[link]]\nname = \"to-d2\"\npeer = \"{d2}\"\nstatic = true\n"
+    ));
+    let node = anode.start_node_in(Some(hosts.1), dir, name, &sock(f.r), &cfg);
+    let forwarded = || {
+        std::thread::sleep(Duration::from_millis(400));
+        counter(&driver_stats(&node), "kernel_forwarded")
+    };
+    assert_eq!(send_through_to(dir, hosts, f, name, "far", PORT).len(), 1);
+    assert_eq!(forwarded(), 1, "the kernel forwards toward d");
+    let mut c = anode_ctl::Client::connect(&node.socket, "kernel-transit").unwrap();
+    let changed = std::time::Instant::now();
+    c.add_route(sock(f.far).parse().unwrap(), d2.parse().unwrap(), 1)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let got = send_through_to(dir, hosts, f, name, "far-again", PORT + 1);
+    assert_eq!(got.len(), 1, "the packet goes the new way");
+    assert!(changed.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        forwarded(),
+        2,
+        "in the kernel, within a second of the route change: {}",
+        node.log_text()
     );
 }
 
@@ -267,4 +315,5 @@ fn kernel_forwards_exactly_what_the_node_would() {
         check_family(&anode, &dir, (&s, &r, &d), f);
     }
     link_down_and_up(&anode, &dir, (&s, &r, &d), &V4);
+    route_change_resteers(&anode, &dir, (&s, &r, &d), &V4);
 }

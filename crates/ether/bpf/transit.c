@@ -8,8 +8,9 @@
 // `Core::forward`, mirrored by crates/ether/src/transit/mod.rs): a packet is forwarded only
 // when every one of these holds; every other packet goes on to the stack (TC_ACT_OK)
 // byte for byte unchanged, where the node's UDP socket gets it and the node decides:
-//   - untagged Ethernet II, IPv4 without options and not a fragment, or IPv6 whose next
-//     header is UDP; to the node's own address and UDP port (config.me);
+//   - untagged Ethernet II to this host's MAC (not PACKET_OTHERHOST: the stack drops those),
+//     IPv4 without options, not a fragment and with a right header checksum, or IPv6 whose
+//     next header is UDP; to the node's own address and UDP port (config.me);
 //   - the UDP source (address, port) is a peer of one of the node's links, and that link is
 //     enabled (peers map, flag PEER_UP);
 //   - ANEP version 1 with no options (header length 2 words; a packet with options may
@@ -31,13 +32,16 @@
 // node's address, the packet leaves from the node's address and port to the next hop's
 // (IP and UDP headers rewritten, the IPv4 header and UDP checksums updated incrementally,
 // so a CHECKSUM_PARTIAL skb from a local socket stays valid) with the neighbor's MAC, and is
-// redirected to the interface the kernel's route names.
+// redirected to the interface the kernel's route names. The UDP checksum is not verified
+// (a CHECKSUM_PARTIAL skb carries only the pseudo-header's): a wrong one leaves wrong by
+// the same amount, and the next hop's stack drops the packet where this one's would have.
 //
 // Every packet is counted once in stats (forwarded, or the reason it was passed on).
 // Nothing is read outside the packet; the headers are pulled into the linear part first.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -112,8 +116,10 @@ struct route_val {
 enum stat {
 	ST_FWD,
 	ST_FWD_BYTES,
-	ST_NOT_NODE,    // not UDP to the node's address and port (or VLAN, IPv4 options/fragment)
-	ST_MALFORMED,   // ANEP or transit header the node would refuse, or too short
+	ST_NOT_NODE,    // not UDP to the node's address and port (or VLAN, IPv4 options/fragment,
+	                // another host's MAC)
+	ST_MALFORMED,   // ANEP or transit header the node would refuse, or too short, or a bad
+	                // IPv4 header checksum
 	ST_OPTIONS,     // ANEP options present
 	ST_TYPE,        // control, an unknown Type ID, or an EE Type ID while punt_ee
 	ST_PEER,        // source is no enabled link's peer
@@ -210,7 +216,7 @@ INLINE int ip_layer(struct __sk_buff *skb, const struct tconfig *cfg, struct at 
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > end || skb->vlan_present)
+	if ((void *)(eth + 1) > end || skb->vlan_present || skb->pkt_type == PACKET_OTHERHOST)
 		return ST_NOT_NODE;
 	at->l3 = sizeof(*eth);
 	struct udphdr *udp;
@@ -225,6 +231,17 @@ INLINE int ip_layer(struct __sk_buff *skb, const struct tconfig *cfg, struct at 
 		const __u8 *d = (const __u8 *)&ip->daddr;
 		if (d[0] != me4[0] || d[1] != me4[1] || d[2] != me4[2] || d[3] != me4[3])
 			return ST_NOT_NODE;
+		// The stack drops a header whose checksum is wrong; the incremental update
+		// below would carry the error on to the next hop.
+		const __u16 *w = (const __u16 *)ip;
+		__u32 sum = 0;
+#pragma unroll
+		for (int i = 0; i < 10; i++)
+			sum += w[i];
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		if (sum != 0xffff)
+			return ST_MALFORMED;
 		__u32 tot = __builtin_bswap16(ip->tot_len);
 		if (tot < sizeof(*ip) + sizeof(*udp) || at->l3 + tot > skb->len)
 			return ST_MALFORMED;
@@ -396,7 +413,9 @@ INLINE int rewrite(struct __sk_buff *skb, const struct tconfig *cfg, const struc
 	__builtin_memcpy(a + ANEP_LEN + T_RB, n.rb, 2);
 	__builtin_memcpy(a + ANEP_LEN + T_PREV, n.prev, ADDR_LEN);
 	// The checksums, by difference (a CHECKSUM_PARTIAL skb gets only the pseudo-header's).
-	__u64 mangled0 = at->v6 ? 0 : BPF_F_MARK_MANGLED_0;
+	// A UDP checksum that comes out 0 is sent as 0xffff (0 means none); over IPv4 a packet
+	// without one keeps none, over IPv6 (where 0 is never valid) it is updated regardless.
+	__u64 mangled0 = BPF_F_MARK_MANGLED_0 | (at->v6 ? BPF_F_MARK_ENFORCE : 0);
 	if (!at->v6 && bpf_l3_csum_replace(skb, 14 + 10, 0, d_ip, 0) < 0)
 		return ST_ERROR;
 	if (bpf_l4_csum_replace(skb, at->check, 0, d_ip, BPF_F_PSEUDO_HDR | mangled0) < 0 ||

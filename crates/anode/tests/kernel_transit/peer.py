@@ -4,7 +4,8 @@ node from the source host; `recv` collects what reaches the destination host.
 
     peer.py send SRC_IP ROUTER_IP DST_IP FAR_IP      (ports: 3322; FAR is routed via DST)
     peer.py one SRC_IP ROUTER_IP DST_IP FAR_IP       (only the corpus's first, valid packet)
-    peer.py recv BIND_IP SECONDS OUT_FILE             (one line per datagram: hex)
+    peer.py far SRC_IP ROUTER_IP DST_IP FAR_IP       (only the valid packet routed via DST)
+    peer.py recv BIND_IP SECONDS OUT_FILE [PORT]      (one line per datagram: hex)
 
 Addresses are IPv4 or IPv6. Only the standard library is used.
 """
@@ -76,10 +77,12 @@ def corpus(s, r, d, far):
     ]
 
 
-def send(s, r, d, far, only_first=False):
+def send(s, r, d, far, only=None):
     socks = {}
     packets = corpus(s, r, d, far)
-    for name, port, pkt in packets[:1] if only_first else packets:
+    for name, port, pkt in packets:
+        if only is not None and name != only:
+            continue
         if port not in socks:
             k = socket.socket(family(s), socket.SOCK_DGRAM)
             k.bind((s, port))
@@ -88,9 +91,9 @@ def send(s, r, d, far, only_first=False):
         time.sleep(0.02)
 
 
-def recv(bind, seconds, out):
+def recv(bind, seconds, out, port=PORT):
     k = socket.socket(family(bind), socket.SOCK_DGRAM)
-    k.bind((bind, PORT))
+    k.bind((bind, int(port)))
     k.settimeout(0.1)
     end = time.time() + seconds
     got = []
@@ -111,6 +114,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "send":
         send(*sys.argv[2:6])
     elif sys.argv[1] == "one":
-        send(*sys.argv[2:6], only_first=True)
+        send(*sys.argv[2:6], only="valid")
+    elif sys.argv[1] in ("far", "far-again"):
+        send(*sys.argv[2:6], only="valid-far")
     else:
-        recv(sys.argv[2], float(sys.argv[3]), sys.argv[4])
+        recv(sys.argv[2], float(sys.argv[3]), *sys.argv[4:6])

@@ -38,6 +38,7 @@ use std::fmt;
 
 use aya::Ebpf;
 use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use aya::programs::{SchedClassifier, TestRun, TestRunOptions};
 
 use crate::fastpath::{
     Attached, FastPathError, Hook, attach, detach, load_object, map_err, remove_ok, sum_per_cpu,
@@ -187,6 +188,46 @@ impl TransitPath {
         Ok(TransitStats::from_counters(&sum_per_cpu(
             per_cpu.iter().map(|s| &s.c),
         )))
+    }
+
+    /// Runs the loaded program once on `frame`, a whole Ethernet frame, as if it had arrived
+    /// on `ingress_ifindex` (`BPF_PROG_TEST_RUN` through aya's [`TestRun`]; 0 or 1: the
+    /// calling thread's loopback device, else an interface of its network namespace; the
+    /// program does not look at it). Nothing is sent: a redirect shows only in the return
+    /// value (`TC_ACT_REDIRECT`, its target is not checked). Returns the program's return
+    /// value and the frame as it left it. The maps and counters are the ones
+    /// [`TransitPath::sync`] and [`TransitPath::stats`] use. For tests (load with no
+    /// interfaces to run it detached).
+    #[doc(hidden)]
+    pub fn test_run(
+        &self,
+        frame: &[u8],
+        ingress_ifindex: u32,
+    ) -> Result<(u32, Vec<u8>), FastPathError> {
+        let fail = |reason: String| FastPathError::TestRun { reason };
+        let prog: &SchedClassifier = self
+            .ebpf
+            .as_ref()
+            .and_then(|e| e.program(PROGRAM))
+            .ok_or_else(|| fail("program released".into()))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| fail(e.to_string()))?;
+        // struct __sk_buff up to ifindex (offset 40); the kernel zeroes the rest.
+        let mut ctx = [0u8; 44];
+        if let Some(b) = ctx.get_mut(40..44) {
+            b.copy_from_slice(&ingress_ifindex.to_ne_bytes());
+        }
+        let mut out = vec![0u8; frame.len() + 256];
+        let r = prog
+            .test_run(TestRunOptions {
+                data_in: Some(frame),
+                data_out: Some(&mut out),
+                ctx_in: Some(&ctx),
+                ..TestRunOptions::new()
+            })
+            .map_err(|e| fail(e.to_string()))?;
+        out.truncate(r.data_size_out as usize);
+        Ok((r.return_value, out))
     }
 }
 
