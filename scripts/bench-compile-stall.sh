@@ -22,18 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-1500}
 SIZE=${SIZE:-20000000}
-cargo build --release --locked -q -p anode --bin anode
-B=$PWD/target/release/anode
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    if [ -n "${KEEP:-}" ]; then echo "kept $dir" >&2; else rm -rf "$dir"; fi
-}
-trap cleanup EXIT
-
-port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/loopback-bench.sh
 names=(a b c)
 addrs=()
 for _ in "${names[@]}"; do addrs+=("127.0.0.1:$(port)"); done

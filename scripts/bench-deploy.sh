@@ -16,18 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-10}
 SIZE=${SIZE:-200000}
-cargo build --release --locked -q -p anode --bin anode
-B=$PWD/target/release/anode
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/loopback-bench.sh
 "$B" keygen --out "$dir/ops" >/dev/null
 "$B" keygen --out "$dir/pub" >/dev/null
 ops=$(cat "$dir/ops.pub")

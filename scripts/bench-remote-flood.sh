@@ -15,18 +15,7 @@ SECS=${SECS:-3}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-4}
 SIZE=${SIZE:-256}
-cargo build --release --locked -q -p anode --bin anode
-B=$PWD/target/release/anode
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/loopback-bench.sh
 d=127.0.0.1:$(port); hub=127.0.0.1:$(port); e=127.0.0.1:$(port); remote=127.0.0.1:$(port)
 "$B" keygen --out "$dir/ops" >/dev/null
 # Lift the default 2 MB/s per capsule protocol (it would be what is measured, not the node).

@@ -19,18 +19,7 @@ ROUNDS=${ROUNDS:-3}
 COUNT=${COUNT:-20000}
 RATE=${RATE:-10000}
 UPGRADES=${UPGRADES:-3}
-cargo build --release --locked -q -p anode --bin anode
-B=$PWD/target/release/anode
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
-port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/loopback-bench.sh
 names=(a b c)
 addrs=()
 for _ in "${names[@]}"; do addrs+=("127.0.0.1:$(port)"); done
