@@ -32,7 +32,9 @@
 // node's address, the packet leaves from the node's address and port to the next hop's
 // (IP and UDP headers rewritten, the IPv4 header and UDP checksums updated incrementally,
 // so a CHECKSUM_PARTIAL skb from a local socket stays valid) with the neighbor's MAC, and is
-// redirected to the interface the kernel's route names. The UDP checksum is not verified
+// redirected to the interface the kernel's route names (over a veth, to its other end's
+// ingress, bpf_redirect_peer: the packet skips this end's transmit path and the backlog
+// queue, and enters the neighbor's namespace as if received there). The UDP checksum is not verified
 // (a CHECKSUM_PARTIAL skb carries only the pseudo-header's): a wrong one leaves wrong by
 // the same amount, and the next hop's stack drops the packet where this one's would have.
 //
@@ -54,6 +56,7 @@ static long (*bpf_l3_csum_replace)(struct __sk_buff *skb, __u32 offset, __u64 fr
 				   __u64 size) = (void *)BPF_FUNC_l3_csum_replace;
 static long (*bpf_l4_csum_replace)(struct __sk_buff *skb, __u32 offset, __u64 from, __u64 to,
 				   __u64 flags) = (void *)BPF_FUNC_l4_csum_replace;
+static long (*bpf_redirect_peer)(__u32 ifindex, __u64 flags) = (void *)BPF_FUNC_redirect_peer;
 
 // ---- wire layout (crates/wire: anep.rs, transit.rs, addr.rs) ----
 
@@ -93,6 +96,8 @@ struct tconfig {
 
 #define PEER_UP 1   // the link is enabled
 #define PEER_PUNT 2 // the link has an impairment or a queueing discipline: the node sends
+#define PEER_VETH 4 // the interface toward the peer is a veth: hand the packet to its other
+                    // end's ingress (bpf_redirect_peer), skipping this end's transmit path
 
 struct peer_val {
 	__u32 mtu; // the link's MTU (ANEP bytes)
@@ -433,7 +438,7 @@ INLINE int is_v4_mapped(const __u8 *a)
 }
 
 // The decision and the rewrite: -1 forwarded (redirect to `*out`), else a pass reason.
-INLINE int decide(struct __sk_buff *skb, __u32 *out, __u32 *bytes)
+INLINE int decide(struct __sk_buff *skb, __u32 *out, __u32 *bytes, __u32 *flags)
 {
 	__u32 zero = 0;
 	const struct tconfig *cfg = bpf_map_lookup_elem(&tconfig, &zero);
@@ -472,19 +477,24 @@ INLINE int decide(struct __sk_buff *skb, __u32 *out, __u32 *bytes)
 		return r;
 	*out = nh->oif;
 	*bytes = at.payload;
+	*flags = nh->flags;
 	return -1;
 }
 
 SEC("classifier")
 int anode_transit_tc(struct __sk_buff *skb)
 {
-	__u32 out = 0, bytes = 0;
-	int r = decide(skb, &out, &bytes);
+	__u32 out = 0, bytes = 0, flags = 0;
+	int r = decide(skb, &out, &bytes, &flags);
 	if (r >= 0) {
 		count(r, 0);
 		return TC_ACT_OK;
 	}
 	count(ST_FWD, bytes);
+	// Over a veth the packet goes straight to the other end's ingress (in the neighbor's
+	// namespace), as if that end had received it: no transmit queue, no backlog on the way.
+	if (flags & PEER_VETH)
+		return bpf_redirect_peer(out, 0);
 	return bpf_redirect(out, 0);
 }
 

@@ -236,6 +236,7 @@ fn l2(oif: u8, mtu: u32) -> Option<L2Path> {
         mtu,
         smac: [2, 0, 0, 0, oif, 1],
         dmac: [2, 0, 0, 0, oif, 2],
+        veth: false,
     })
 }
 

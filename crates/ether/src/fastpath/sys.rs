@@ -173,6 +173,9 @@ pub struct L2Path {
     pub smac: [u8; 6],
     /// The next hop's MAC.
     pub dmac: [u8; 6],
+    /// The interface is a veth: a TC program may hand a packet straight to its peer's
+    /// ingress (`bpf_redirect_peer`) instead of sending it out of this end.
+    pub veth: bool,
 }
 
 /// The kernel's answer to "how does a packet to `dst` leave?" (`ip route get DST`, then
@@ -253,5 +256,24 @@ pub fn l2_path(dst: std::net::IpAddr) -> io::Result<L2Path> {
         mtu,
         smac,
         dmac,
+        veth: is_veth(oif),
+    })
+}
+
+/// Whether interface `ifindex` is a veth (its link kind, `ip -d link show`); false when the
+/// kernel does not say.
+fn is_veth(ifindex: u32) -> bool {
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkInfo, LinkMessage};
+    let mut lm = LinkMessage::default();
+    lm.header.index = ifindex;
+    let Ok(RouteNetlinkMessage::NewLink(l)) = rtnl_request(RouteNetlinkMessage::GetLink(lm)) else {
+        return false;
+    };
+    l.attributes.iter().any(|a| match a {
+        LinkAttribute::LinkInfo(infos) => infos
+            .iter()
+            .any(|i| matches!(i, LinkInfo::Kind(InfoKind::Veth))),
+        _ => false,
     })
 }

@@ -70,6 +70,9 @@ pub struct ConfigC {
 pub const PEER_UP: u32 = 1;
 /// `PEER_PUNT`: the node itself sends to this peer (impairment or queueing discipline).
 pub const PEER_PUNT: u32 = 2;
+/// `PEER_VETH`: the interface toward the peer is a veth: the program hands the packet to its
+/// other end's ingress (`bpf_redirect_peer`), skipping this end's transmit path.
+pub const PEER_VETH: u32 = 4;
 
 /// `struct peer_val`.
 #[repr(C)]
@@ -216,6 +219,9 @@ pub fn desired(t: &TransitTable) -> Desired {
         if p.punt {
             flags |= PEER_PUNT;
         }
+        if p.l2.is_some_and(|l| l.veth) {
+            flags |= PEER_VETH;
+        }
         d.peers.insert(
             AddrKey::new(*a),
             PeerVal {
@@ -278,6 +284,7 @@ mod tests {
                     mtu: 1500,
                     smac: [2, 0, 0, 0, 0, 1],
                     dmac: [2, 0, 0, 0, 0, 2],
+                    veth: true,
                 }),
             },
         );
@@ -300,7 +307,7 @@ mod tests {
             d.peers.get(&AddrKey::new(v4(2, 3322))),
             Some(&PeerVal {
                 mtu: 1500,
-                flags: PEER_UP,
+                flags: PEER_UP | PEER_VETH,
                 oif: 7,
                 oif_mtu: 1500,
                 smac: [2, 0, 0, 0, 0, 1],
