@@ -14,6 +14,7 @@ const PROTOCOLS: &[&str] = &[
     "forward",
     "portmap",
     "routefn",
+    "store",
 ];
 
 fn main() {

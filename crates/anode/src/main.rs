@@ -76,6 +76,9 @@ enum Command {
     /// The portmapper over capsules: hold a service number at a node, send to it.
     #[command(subcommand)]
     Ports(cmd::ports::PortsCommand),
+    /// A key-value store kept in a node's files, over capsules: get, put, delete.
+    #[command(subcommand)]
+    Store(cmd::store::StoreCommand),
     /// Capture a running node's packets: pcap for Wireshark (-w FILE, -w -) or one line each.
     Capture(cmd::capture::Args),
     /// The capsule code cache of a running node: list, show, put, evict.
@@ -206,6 +209,7 @@ fn main() {
         Command::Capture(a) => cmd::capture::run(a),
         Command::Multicast(c) => cmd::multicast::run(c),
         Command::Ports(c) => cmd::ports::run(c),
+        Command::Store(c) => cmd::store::run(c),
         Command::Code(c) => cmd::code::run(c),
         Command::View(a) => cmd::view::run(a),
         Command::Client(c) => cmd::client::run(c),

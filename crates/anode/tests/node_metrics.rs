@@ -56,6 +56,7 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         "anode_domain_memory_bytes",
         "anode_code_load_seconds",
         "anode_capsule_runs",
+        "anode_capsule_file_bytes",
         "anode_routes",
         "anode_link_neighbor_up",
         "anode_control_connections",

@@ -2,14 +2,17 @@
 //! normative description is `ABI.md` at the crate root; this module and `guest/sdk` must agree
 //! with it.
 
-/// ABI version this host implements.
-pub const ABI_VERSION: u32 = 1;
+/// ABI version this host implements (v2: v1 and the `file_*` imports; v1 code runs as before).
+pub const ABI_VERSION: u32 = 2;
 
 /// Import module of every host function.
 pub const IMPORT_MODULE: &str = "anode";
 
 /// Export marking a code object as built for ABI v1 (a function `() -> ()`).
 pub const EXPORT_ABI_MARKER: &str = "anode_abi_v1";
+/// Export marking a code object as built for ABI v2 (it may import the `file_*` functions; a
+/// node speaking only v1 refuses it by this marker instead of failing to link it).
+pub const EXPORT_ABI_MARKER_V2: &str = "anode_abi_v2";
 /// Per-capsule entry point: `accept(payload_len: i32, why: i32) -> i32`.
 pub const EXPORT_ACCEPT: &str = "accept";
 /// Optional, once after instantiation: `init() -> i32` (non-zero fails the load).
@@ -77,5 +80,7 @@ pub const MAX_KEY: usize = 256;
 pub const MAX_VALUE: usize = 16 * 1024;
 /// Longest log message (longer ones are cut).
 pub const MAX_LOG: usize = 256;
+/// Longest file path (`file_*`, ABI v2) by default (`crate::files::FileLimits`).
+pub const MAX_FILE_PATH: usize = 128;
 /// Longest routing-function name `forward_by` accepts.
 pub const MAX_ROUTE_NAME: usize = 64;

@@ -48,6 +48,7 @@ use anode_wire::control::Control;
 
 use crate::abi::{self, verdict};
 use crate::cache::{DiskCache, DiskHit, MemCache};
+use crate::files::FileStore;
 use crate::host::{CallEnv, CurCapsule, Effect, Reach};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
 use crate::report::{RunOutcome, RunReport, outcome_of_error};
@@ -109,6 +110,9 @@ pub struct CapsuleConfig {
     /// Record a [`RunReport`] per `accept`/`init` run, drained with
     /// [`CapsuleEe::drain_runs`] (default off: the per-capsule path then does no extra work).
     pub record_runs: bool,
+    /// Bounds of each code object's files (ABI v2, `files.rs`); with a `cache_dir` they are
+    /// kept in its `files/` directory (the cache's scan passes over subdirectories).
+    pub files: crate::files::FileLimits,
 }
 
 impl Default for CapsuleConfig {
@@ -127,6 +131,7 @@ impl Default for CapsuleConfig {
             cache_dir: None,
             cache_max_bytes: 256 << 20,
             record_runs: false,
+            files: crate::files::FileLimits::default(),
         }
     }
 }
@@ -263,6 +268,9 @@ pub struct CapsuleEe {
     builds: HashMap<CodeHash, build::Pending>,
     /// When to look for the worker's answers next (`None`: nothing pending).
     worker_poll_at: Option<Instant>,
+    /// Since when capsules have waited for builds without a break, and the worker's CPU
+    /// time then (`worker::BOOST_AFTER`).
+    builds_since: Option<(Instant, Option<Duration>)>,
     /// The time of the latest call from the node (`None` before the first).
     last_now: Option<Instant>,
     /// The call environment lent to each guest call (`host/mod.rs`), kept between calls with
@@ -306,6 +314,7 @@ impl CapsuleEe {
             tier_pending: HashSet::new(),
             builds: HashMap::new(),
             worker_poll_at: None,
+            builds_since: None,
             last_now: None,
             call_env: None,
             serve: crate::serve::ServeBudget::new(cfg.serve),
@@ -316,6 +325,10 @@ impl CapsuleEe {
                 soft: SoftState::new(cfg.soft_state_bytes, cfg.soft_state_per_code),
                 ports: PortTable::default(),
                 routes: RouteTable::default(),
+                files: match &cfg.cache_dir {
+                    Some(d) => FileStore::with_dir(cfg.files, d.join("files")),
+                    None => FileStore::new(cfg.files),
+                },
             }),
             epoch: None,
             stats: CapsuleStats::default(),
@@ -1015,6 +1028,7 @@ fn lend_env(
                 soft: SoftState::new(0, 0),
                 ports: PortTable::default(),
                 routes: RouteTable::default(),
+                files: FileStore::new(crate::files::FileLimits::default()),
             }),
             epoch,
             max_actions,
@@ -1157,6 +1171,28 @@ fn hold(ctx: &mut NodeContext<'_>, mut pkt: EePacket) -> Parked {
     Parked { pkt }
 }
 
+impl CapsuleEe {
+    /// The code objects' files (ABI v2).
+    pub fn files(&self) -> &FileStore {
+        &self.reach.files
+    }
+
+    /// The code objects' files, to change them (tools, tests, the NodeOS on termination).
+    pub fn files_mut(&mut self) -> &mut FileStore {
+        &mut self.reach.files
+    }
+
+    /// Has what the guests changed in their files written to disk (`files.rs`), by the
+    /// store's writer thread: the node thread only wakes it.
+    fn flush_files(&mut self) {
+        if self.reach.files.take_changed()
+            && let Some(p) = self.reach.files.persist()
+        {
+            p.schedule();
+        }
+    }
+}
+
 impl ExecutionEnvironment for CapsuleEe {
     fn type_id(&self) -> u16 {
         TYPE_CAPSULE
@@ -1173,6 +1209,7 @@ impl ExecutionEnvironment for CapsuleEe {
             self.collect_worker(ctx);
         }
         self.dispatch(ctx, pkt);
+        self.flush_files();
     }
 
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
@@ -1199,6 +1236,7 @@ impl ExecutionEnvironment for CapsuleEe {
             }
             _ => {}
         }
+        self.flush_files();
     }
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
@@ -1209,6 +1247,7 @@ impl ExecutionEnvironment for CapsuleEe {
         for step in self.loader.handle_timeout(ctx.now()) {
             self.apply(ctx, step);
         }
+        self.flush_files();
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -1219,6 +1258,11 @@ impl ExecutionEnvironment for CapsuleEe {
     }
 
     fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
+        // The successor reads the same disk: what waits to be written is written now, in
+        // the pause, so no write of this process can land after one of the successor's.
+        if let Some(p) = self.reach.files.persist() {
+            p.flush();
+        }
         self.export(now, out);
     }
 
@@ -1237,6 +1281,10 @@ impl ExecutionEnvironment for CapsuleEe {
 
 impl Drop for CapsuleEe {
     fn drop(&mut self) {
+        // The node is ending: the files' last changes are written before it goes.
+        if let Some(p) = self.reach.files.persist() {
+            p.flush();
+        }
         let all: Vec<CodeHash> = self.mem.map.keys().copied().collect();
         for h in all {
             if let Some(c) = self.mem.remove(&h) {

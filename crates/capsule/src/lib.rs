@@ -36,6 +36,7 @@ pub mod abi;
 mod cache;
 mod ee;
 mod error;
+pub mod files;
 mod host;
 mod loader;
 mod packet;

@@ -22,6 +22,10 @@ pub static PORTMAP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/port
 /// `port u16 | name_len u8 | name | data`.
 pub static ROUTEFN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/routefn.wasm"));
 
+/// A key-value store in the destination's files (ABI v2): get, put, delete, with a reply
+/// back to the requester (`anode store`).
+pub static STORE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest/store.wasm"));
+
 /// Every protocol by name.
 pub static ALL: &[(&str, &[u8])] = &[
     ("ping", PING),
@@ -32,4 +36,5 @@ pub static ALL: &[(&str, &[u8])] = &[
     ("forward", FORWARD),
     ("portmap", PORTMAP),
     ("routefn", ROUTEFN),
+    ("store", STORE),
 ];

@@ -489,9 +489,13 @@ fn check_abi(module: &Module) -> Result<(bool, bool, Vec<CodeHash>), CapsuleErro
         }
     };
     let is_i32 = |v: &[ValType]| v.iter().all(|t| matches!(t, ValType::I32));
-    match func_sig(abi::EXPORT_ABI_MARKER) {
-        Some((p, r)) if p.is_empty() && r.is_empty() => {}
-        _ => return bad(format!("no `{}` marker function", abi::EXPORT_ABI_MARKER)),
+    let marker = |name| matches!(func_sig(name), Some((p, r)) if p.is_empty() && r.is_empty());
+    if !marker(abi::EXPORT_ABI_MARKER) && !marker(abi::EXPORT_ABI_MARKER_V2) {
+        return bad(format!(
+            "no `{}` or `{}` marker function",
+            abi::EXPORT_ABI_MARKER,
+            abi::EXPORT_ABI_MARKER_V2
+        ));
     }
     match func_sig(abi::EXPORT_ACCEPT) {
         Some((p, r)) if p.len() == 2 && r.len() == 1 && is_i32(&p) && is_i32(&r) => {}

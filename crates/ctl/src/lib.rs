@@ -81,6 +81,7 @@ pub mod ports;
 mod proto;
 pub mod remote;
 pub mod send;
+pub mod store;
 pub mod tools;
 
 pub use app::{CodeEntry, StateEntry};

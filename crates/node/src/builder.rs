@@ -96,6 +96,7 @@ impl NodeBuilder {
                 cache_dir: Some(file.code_cache.clone()),
                 cache_max_bytes: file.code_cache_max_bytes,
                 max_code_bytes: file.code_max_bytes,
+                files: file.capsule_files,
                 runtime: None,
                 nodeos: file.nodeos.clone(),
                 plan: file.plan.clone(),

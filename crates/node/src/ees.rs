@@ -62,6 +62,8 @@ pub struct EeOptions {
     pub cache_max_bytes: u64,
     /// The largest code object the capsule EE loads or installs, bytes.
     pub max_code_bytes: u32,
+    /// Bounds of each code object's files (ABI v2; `[capsule] file_quota_bytes` ...).
+    pub files: anode_capsule::files::FileLimits,
     /// A wasmtime runtime to share with other nodes (the emulator's); `None`: the EE makes
     /// its own (tiered: Winch first, Cranelift in the background).
     pub runtime: Option<Arc<Runtime>>,
@@ -80,6 +82,7 @@ impl Default for EeOptions {
             cache_dir: None,
             cache_max_bytes: crate::config::DEFAULT_CACHE_MAX_BYTES,
             max_code_bytes: anode_capsule::LoaderConfig::default().max_code_bytes,
+            files: anode_capsule::files::FileLimits::default(),
             runtime: None,
             nodeos: NodeOsFile::default(),
             plan: PlanFile::default(),
@@ -132,6 +135,7 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
             max_code_bytes: opts.max_code_bytes,
             ..anode_capsule::LoaderConfig::default()
         },
+        files: opts.files,
         ..CapsuleConfig::default()
     };
     let fuel = cfg.fuel;

@@ -58,6 +58,8 @@ pub struct Snapshot {
     pub domains: Vec<DomainReport>,
     /// The capsule EE's statistics and its code-load latencies histogram.
     pub capsule: Option<CapsuleStats>,
+    /// The capsule EE's files (ABI v2): refusals by reason, bytes held, disk write failures.
+    pub capsule_files: Option<CapsuleFiles>,
     /// Reachable routes.
     pub routes: u64,
     /// Route changes since start.
@@ -70,6 +72,17 @@ pub struct Snapshot {
     pub code_names: std::collections::HashMap<String, String>,
     /// The deployment service's counters and how many modules are deployed here.
     pub deploy: Option<(anode_modules::deploy::DeployStats, usize)>,
+}
+
+/// What a snapshot keeps of the capsule EE's files.
+#[derive(Debug, Clone, Default)]
+pub struct CapsuleFiles {
+    /// Refusals in `FileRefusal::ALL` order.
+    pub refused: [u64; 5],
+    /// Bytes held.
+    pub bytes: u64,
+    /// Disk writes that failed.
+    pub write_failures: u64,
 }
 
 impl Snapshot {
@@ -106,6 +119,14 @@ impl Snapshot {
             counters: n.counters().clone(),
             domains: n.domain_reports(),
             capsule: crate::ees::capsule_ee(n).map(|c| c.stats().clone()),
+            capsule_files: crate::ees::capsule_ee(n).map(|c| {
+                let f = c.files();
+                CapsuleFiles {
+                    refused: f.refused(),
+                    bytes: f.bytes() as u64,
+                    write_failures: f.persist().map_or(0, |p| p.failures()),
+                }
+            }),
             routes: routes as u64,
             route_changes: n.route_changes(),
             links,
@@ -225,6 +246,7 @@ impl prometheus_client::collector::Collector for Snapshot {
         self.encode_packets(&mut f)?;
         self.encode_domains(&mut f)?;
         self.encode_capsule(&mut f)?;
+        self.encode_files(&mut f)?;
         self.encode_deploy(&mut f)?;
         self.encode_routing(&mut f)
     }
@@ -438,6 +460,35 @@ impl Snapshot {
             &t,
         )?;
         Ok(())
+    }
+
+    fn encode_files(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {
+        let Some(c) = &self.capsule_files else {
+            return Ok(());
+        };
+        let rows: Vec<(Labels<'_>, u64)> = anode_capsule::files::FileRefusal::ALL
+            .iter()
+            .zip(c.refused)
+            .map(|(r, n)| (vec![("reason", r.name())], n))
+            .collect();
+        f.counter(
+            "anode_capsule_files_refused",
+            "File operations of capsule code refused (ABI v2 files), by reason.",
+            None,
+            &rows,
+        )?;
+        f.gauge(
+            "anode_capsule_file_bytes",
+            "Bytes held in capsule code objects' files.",
+            None,
+            &[(Vec::new(), g(c.bytes))],
+        )?;
+        f.counter(
+            "anode_capsule_file_write_failures",
+            "Writes of capsule files to disk that failed (the files in memory are unaffected).",
+            None,
+            &[(Vec::new(), c.write_failures)],
+        )
     }
 
     fn encode_capsule(&self, f: &mut Fam<'_, '_>) -> Result<(), FmtError> {

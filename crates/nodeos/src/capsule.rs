@@ -21,8 +21,10 @@
 //!   (`CapsuleEe::code_mem_bytes`; code only on disk holds no memory), looked up when a
 //!   protocol is first seen, when the EE's code set may have changed (compile, load, tier-up
 //!   counters) and every [`CODE_REFRESH`] packets (for evictions).
-//! - **Termination**: the code object is evicted and its soft state cleared; the guard then
-//!   refuses the protocol's capsules.
+//! - **Files** (ABI v2): measured like soft state, around each call, charged as `file`.
+//! - **Termination**: the code object is evicted and its soft state and files cleared (files
+//!   stay when the operator stops the EE, `EeStopped`); the
+//!   guard then refuses the protocol's capsules.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -34,6 +36,7 @@ use anode_routing::LinkId;
 use anode_wire::control::Control;
 use rustc_hash::FxHashMap;
 
+use crate::TerminationReason;
 use crate::guard::{MeteredEe, UsageReport};
 
 /// Packets between code-size refreshes.
@@ -129,16 +132,28 @@ impl MeteredCapsule {
     /// Runs one packet of protocol `code` (`None`: not a capsule) and records what it used.
     fn run(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, code: Option<&CodeHash>) {
         self.packets += 1;
+        // A protocol's first run under its domain: the files it already has (read back from
+        // the disk, or kept while the EE was stopped) are charged to the new domain.
+        let kept_files = match code {
+            Some(c) if !self.code_bytes.contains_key(c) => self.ee.files().bytes_of(c),
+            _ => 0,
+        };
         let soft = self.ee.soft_state().bytes();
+        let files = self.ee.files().bytes();
         self.ee.handle_packet(ctx, pkt);
         let soft_after = self.ee.soft_state().bytes();
+        let files_after = self.ee.files().bytes();
         self.refresh_code(code);
         self.collect_runs(code);
-        if soft_after != soft {
+        let delta = |a: usize, b: usize| {
+            i64::try_from(a).unwrap_or(i64::MAX) - i64::try_from(b).unwrap_or(i64::MAX)
+        };
+        if soft_after != soft || files_after != files || kept_files != 0 {
             self.reports.push(UsageReport {
                 principal: code.copied(),
-                soft_state_delta: i64::try_from(soft_after).unwrap_or(i64::MAX)
-                    - i64::try_from(soft).unwrap_or(i64::MAX),
+                soft_state_delta: delta(soft_after, soft),
+                file_delta: delta(files_after, files)
+                    .saturating_add(i64::try_from(kept_files).unwrap_or(i64::MAX)),
                 ..UsageReport::default()
             });
         }
@@ -265,10 +280,15 @@ impl MeteredEe for MeteredCapsule {
         }
     }
 
-    fn on_terminated(&mut self, code: &CodeHash) {
+    fn on_terminated(&mut self, code: &CodeHash, reason: TerminationReason) {
         if self.code_bytes.remove(code).is_some() {
             self.ee.evict(code);
             self.ee.soft_state().clear(code);
+            // Files outlive the operator stopping the EE (they are charged again when the
+            // protocol's next domain is made); a terminated protocol loses them.
+            if reason != TerminationReason::EeStopped {
+                self.ee.files_mut().clear(code);
+            }
         }
     }
 }

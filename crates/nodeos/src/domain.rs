@@ -101,6 +101,8 @@ pub enum MemKind {
     SoftState,
     /// Code (modules, compiled code).
     Code,
+    /// Files (a capsule protocol's files, ABI v2).
+    File,
 }
 
 impl MemKind {
@@ -110,6 +112,7 @@ impl MemKind {
             MemKind::Packet => "packet",
             MemKind::SoftState => "soft_state",
             MemKind::Code => "code",
+            MemKind::File => "file",
         }
     }
 
@@ -118,6 +121,7 @@ impl MemKind {
             MemKind::Packet => 0,
             MemKind::SoftState => 1,
             MemKind::Code => 2,
+            MemKind::File => 3,
         }
     }
 }
@@ -254,7 +258,7 @@ pub(crate) struct Domain {
     pub principal: Principal,
     pub policy: Policy,
     pub pool: PoolId,
-    pub mem: [u64; 3],
+    pub mem: [u64; 4],
     pub counters: DomainCounters,
     pub handler: Option<Box<dyn TerminationHandler>>,
 }
@@ -287,7 +291,7 @@ pub struct DomainInfo {
     /// Memory limit (its policy's).
     pub memory_limit: u64,
     /// Memory held by kind: packet, soft state, code.
-    pub memory_by_kind: [u64; 3],
+    pub memory_by_kind: [u64; 4],
     /// Open channels.
     pub channels: usize,
     /// Counters.

@@ -72,6 +72,8 @@ pub struct UsageReport<K = String> {
     pub soft_state_delta: i64,
     /// Code bytes gained or freed.
     pub code_delta: i64,
+    /// File bytes gained or freed.
+    pub file_delta: i64,
 }
 
 impl<K> Default for UsageReport<K> {
@@ -83,6 +85,7 @@ impl<K> Default for UsageReport<K> {
             fault: None,
             soft_state_delta: 0,
             code_delta: 0,
+            file_delta: 0,
         }
     }
 }
@@ -121,8 +124,10 @@ pub trait MeteredEe: ExecutionEnvironment {
     fn on_memory_pressure(&mut self, principal: &Self::Key) {
         let _ = principal;
     }
-    /// `principal`'s domain ended: discard all of its state (without reporting it).
-    fn on_terminated(&mut self, principal: &Self::Key);
+    /// `principal`'s domain ended: discard its state (without reporting it). With
+    /// [`TerminationReason::EeStopped`] (the operator stopped the EE, no fault) state meant to
+    /// outlive the EE's run, such as a capsule protocol's files, stays.
+    fn on_terminated(&mut self, principal: &Self::Key, reason: TerminationReason);
 }
 
 /// Settings of a guard.
@@ -389,6 +394,7 @@ impl<E: MeteredEe> DomainGuard<E> {
             for (kind, delta) in [
                 (MemKind::SoftState, r.soft_state_delta),
                 (MemKind::Code, r.code_delta),
+                (MemKind::File, r.file_delta),
             ] {
                 if delta > 0 {
                     if let Err(e) = self.os.charge_mem(d, kind, delta.unsigned_abs(), now)
@@ -438,7 +444,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                     self.out.remove(&domain);
                     if let Some(k) = self.keys.remove(&domain) {
                         self.by_principal.remove(&k);
-                        self.inner.on_terminated(&k);
+                        self.inner.on_terminated(&k, reason.clone());
                         // A fault bans the principal; the operator stopping the EE does not.
                         if !stopped && self.banned.len() < self.cfg.max_banned {
                             self.banned.insert(k);

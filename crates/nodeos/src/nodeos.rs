@@ -122,7 +122,7 @@ impl NodeOs {
                 principal: Principal("node".into()),
                 policy: Policy::unlimited(),
                 pool: root_pool,
-                mem: [0; 3],
+                mem: [0; 4],
                 counters: DomainCounters::default(),
                 handler: None,
             },
@@ -212,7 +212,7 @@ impl NodeOs {
                 principal: creds.principal.clone(),
                 policy,
                 pool,
-                mem: [0; 3],
+                mem: [0; 4],
                 counters: DomainCounters::default(),
                 handler: None,
             },
@@ -412,6 +412,8 @@ impl NodeOs {
             MemKind::Packet => u64::MAX,
             MemKind::SoftState => dom.policy.soft_state_bytes,
             MemKind::Code => dom.policy.code_bytes,
+            // Bounded per code object by the EE's file quotas, and by the pool.
+            MemKind::File => u64::MAX,
         };
         let refuse = |why: String| NodeOsError::OverLimit {
             domain: d,

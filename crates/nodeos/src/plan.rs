@@ -155,8 +155,8 @@ impl MeteredEe for MeteredPlan {
         out.append(&mut self.reports);
     }
 
-    fn on_terminated(&mut self, principal: &NodeAddr) {
-        let _ = principal;
+    fn on_terminated(&mut self, principal: &NodeAddr, reason: crate::TerminationReason) {
+        let _ = (principal, reason);
     }
 }
 

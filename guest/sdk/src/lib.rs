@@ -384,6 +384,48 @@ pub mod state {
     }
 }
 
+/// This code object's files at this node (ABI v2: export the marker with
+/// [`export_accept_v2!`]): whole files under plain relative paths (`a-z A-Z 0-9 . _ -`
+/// components separated by `/`), within the node's quotas, kept across restarts where the
+/// node has a disk cache. Unlike soft state, a file stays until it is deleted (or the code
+/// object's NodeOS domain ends).
+pub mod files {
+    use super::{Error, check, sys};
+
+    /// Reads `path` from `offset` into `buf`; returns the file's full length (which may
+    /// exceed what fit in `buf`).
+    pub fn read(path: &str, offset: usize, buf: &mut [u8]) -> Result<usize, Error> {
+        check(unsafe {
+            sys::file_read(
+                path.as_ptr(),
+                path.len() as i32,
+                offset.min(i32::MAX as usize) as i32,
+                buf.as_mut_ptr(),
+                buf.len() as i32,
+            )
+        })
+    }
+
+    /// Writes `data` as the whole of `path` (creating or replacing it). `Denied`: not a
+    /// plain path; `TooBig`: larger than a file may be; `Budget`: over a quota.
+    pub fn write(path: &str, data: &[u8]) -> Result<(), Error> {
+        check(unsafe {
+            sys::file_write(
+                path.as_ptr(),
+                path.len() as i32,
+                data.as_ptr(),
+                data.len() as i32,
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// Deletes `path`.
+    pub fn delete(path: &str) -> Result<(), Error> {
+        check(unsafe { sys::file_delete(path.as_ptr(), path.len() as i32) }).map(|_| ())
+    }
+}
+
 /// Reads a big-endian u16 at `at` of `b` (0 if short).
 pub fn be16(b: &[u8], at: usize) -> u16 {
     match b.get(at..at + 2) {
@@ -441,6 +483,24 @@ macro_rules! export_accept {
 
             #[unsafe(export_name = "anode_abi_v1")]
             extern "C" fn __anode_abi_v1() {}
+        };
+    };
+}
+
+/// [`export_accept!`] for code built for ABI v2 (it uses [`files`]): exports the v2 marker
+/// only, so a node that speaks only v1 refuses the code by name instead of failing to link it.
+#[macro_export]
+macro_rules! export_accept_v2 {
+    ($f:path) => {
+        const _: () = {
+            #[unsafe(export_name = "accept")]
+            extern "C" fn __anode_accept(_len: i32, why: i32) -> i32 {
+                let mut cap = $crate::Capsule::__new();
+                $f(&mut cap, $crate::Why::from_code(why)) as i32
+            }
+
+            #[unsafe(export_name = "anode_abi_v2")]
+            extern "C" fn __anode_abi_v2() {}
         };
     };
 }

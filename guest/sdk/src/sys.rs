@@ -27,6 +27,9 @@ unsafe extern "C" {
     pub fn state_get(key: *const u8, klen: i32, buf: *mut u8, cap: i32) -> i32;
     pub fn state_put(key: *const u8, klen: i32, val: *const u8, vlen: i32, ttl_ms: i32) -> i32;
     pub fn state_del(key: *const u8, klen: i32) -> i32;
+    pub fn file_read(path: *const u8, plen: i32, off: i32, buf: *mut u8, cap: i32) -> i32;
+    pub fn file_write(path: *const u8, plen: i32, data: *const u8, dlen: i32) -> i32;
+    pub fn file_delete(path: *const u8, plen: i32) -> i32;
     pub fn node_addr(out: *mut u8) -> i32;
     pub fn now_ns() -> i64;
     pub fn neighbors(out: *mut u8, max: i32) -> i32;

@@ -19,6 +19,7 @@ pub mod plan_inject;
 pub mod policy;
 pub mod ports;
 pub mod router;
+pub mod store;
 pub mod tools;
 pub mod topo;
 pub mod view;

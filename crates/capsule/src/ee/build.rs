@@ -30,7 +30,7 @@ use super::{CapsuleEe, WORKER_POLL, drop_all, hold};
 use crate::cache::{DiskCache, DiskHit};
 use crate::loader::Parked;
 use crate::runtime::{CodeObject, CodeTier, Runtime, code_hash};
-use crate::worker::Priority;
+use crate::worker::{BOOST_AFTER, Priority};
 use crate::{CapsuleError, CodeHash};
 
 /// What a build started from.
@@ -334,6 +334,42 @@ impl CapsuleEe {
             }
         }
         self.worker_poll_at = self.worker_busy().then(|| ctx.now() + WORKER_POLL);
+        self.boost_if_starved(ctx);
+    }
+
+    /// Capsules have waited for builds for [`BOOST_AFTER`] while the worker had less than a
+    /// quarter of that in CPU time: the CPU is kept busy by others, so the worker leaves its
+    /// idle class (see `Worker::boost`). A worker that is simply compiling a large module
+    /// (it has the CPU) is left as it is.
+    fn boost_if_starved(&mut self, ctx: &mut NodeContext<'_>) {
+        let Some(w) = self.rt.worker.as_ref().filter(|_| !self.builds.is_empty()) else {
+            self.builds_since = None;
+            return;
+        };
+        let now = ctx.now();
+        let (since, cpu0) = *self.builds_since.get_or_insert((now, w.cpu_time()));
+        let waited = now.saturating_duration_since(since);
+        if waited < BOOST_AFTER {
+            return;
+        }
+        let cpu = w.cpu_time();
+        let had = cpu.zip(cpu0).map(|(c, c0)| c.saturating_sub(c0));
+        // Measured again over the next window either way.
+        self.builds_since = Some((now, cpu));
+        if had.is_some_and(|h| h * 4 >= waited) {
+            return;
+        }
+        if let Some(nice) = w.boost() {
+            ctx.log(
+                "capsule",
+                format!(
+                    "{} builds waited {} ms with {} ms of CPU: the code worker is raised to nice {nice}",
+                    self.builds.len(),
+                    waited.as_millis(),
+                    had.unwrap_or_default().as_millis()
+                ),
+            );
+        }
     }
 
     fn finish_build(&mut self, ctx: &mut NodeContext<'_>, done: Done) {

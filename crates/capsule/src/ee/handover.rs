@@ -1,12 +1,14 @@
 //! The capsule EE's part of a node's handover to the process taking its place (`anode
 //! upgrade`, `anode_core::handover`): the capsules waiting for code (copies: this EE keeps
-//! them, in case the successor fails) and every code object's soft state with the time each
-//! entry had left, and the guests' clock. Code objects themselves travel apart, as module bytes the successor
-//! verifies and compiles before the hand-over ([`CapsuleEe::memory_code`]): they can be
-//! megabytes, and the successor needs them before it takes the first packet.
+//! them, in case the successor fails), every code object's soft state with the time each
+//! entry had left, their files (ABI v2), and the guests' clock. Code objects themselves
+//! travel apart, as module bytes the successor verifies and compiles before the hand-over
+//! ([`CapsuleEe::memory_code`]): they can be megabytes, and the successor needs them before
+//! it takes the first packet.
 //!
 //! The state comes from another process: every entry is checked (hash length, key and value
-//! bounds, the soft-state budget) and one that does not fit is skipped, never trusted.
+//! bounds, the soft-state budget, the file quotas) and one that does not fit is skipped,
+//! never trusted.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,10 +38,24 @@ struct SoftCode {
     entries: Vec<SoftRecord>,
 }
 
+/// One file of a code object (ABI v2 files).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct FileRecord {
+    #[serde(with = "hex_bytes")]
+    code: Vec<u8>,
+    path: String,
+    #[serde(with = "hex_bytes")]
+    data: Vec<u8>,
+}
+
 /// The EE's state as handed over.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct State {
     soft: Vec<SoftCode>,
+    /// The code objects' files (a successor with the same disk has them too; those in
+    /// memory are the latest).
+    #[serde(default)]
+    files: Vec<FileRecord>,
     /// What the guests' clock (`now_ns`) read at the hand-over, so it goes on from there
     /// (soft state holds times of that clock).
     #[serde(default)]
@@ -90,7 +106,23 @@ impl CapsuleEe {
         let clock_ns = self.epoch.map(|e| {
             u64::try_from(now.saturating_duration_since(e).as_nanos()).unwrap_or(u64::MAX)
         });
-        out.state = serde_json::to_value(State { soft, clock_ns }).unwrap_or_default();
+        let files = self
+            .reach
+            .files
+            .export()
+            .into_iter()
+            .map(|(code, path, data)| FileRecord {
+                code: code.to_vec(),
+                path,
+                data,
+            })
+            .collect();
+        out.state = serde_json::to_value(State {
+            soft,
+            files,
+            clock_ns,
+        })
+        .unwrap_or_default();
     }
 
     /// Restores soft state handed over by another process; entries that do not fit this
@@ -120,10 +152,19 @@ impl CapsuleEe {
                 }
             }
         }
+        for f in st.files {
+            let ok = CodeHash::try_from(f.code.as_slice()).is_ok_and(|code| {
+                self.reach
+                    .files
+                    .write(code, f.path.as_bytes(), &f.data)
+                    .is_ok()
+            });
+            skipped += usize::from(!ok);
+        }
         match skipped {
             0 => Ok(()),
             n => Err(format!(
-                "{n} soft-state entries skipped (over this node's bounds)"
+                "{n} soft-state entries or files skipped (over this node's bounds)"
             )),
         }
     }

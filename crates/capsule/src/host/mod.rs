@@ -28,6 +28,7 @@
 
 mod capsule;
 mod cut;
+mod files;
 mod node;
 mod send;
 mod state;
@@ -142,6 +143,8 @@ pub(crate) struct Reach {
     pub ports: PortTable,
     /// The routing functions `forward_by` may name.
     pub routes: RouteTable,
+    /// The code objects' files (ABI v2).
+    pub files: crate::files::FileStore,
 }
 
 /// What a guest call may reach: lent to the store by the EE for one call and taken back
@@ -315,5 +318,6 @@ pub(crate) fn define_imports(l: &mut Linker<HostState>) -> wasmtime::Result<()> 
     send::define(l)?;
     cut::define(l)?;
     state::define(l)?;
+    files::define(l)?;
     node::define(l)
 }

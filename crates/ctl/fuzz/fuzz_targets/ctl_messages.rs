@@ -1,6 +1,6 @@
 //! The control protocol from both sides: a request line as the node parses it
 //! (`parse_request`), a server line as the client reads it (`ServerMessage`), and a captured
-//! packet as `anode capture` describes it. None may panic; what parses re-encodes and parses
+//! packet as `anode capture` describes it, and a store reply (`anode store`). None may panic; what parses re-encodes and parses
 //! to the same value.
 #![no_main]
 use anode_ctl::capture::describe;
@@ -25,4 +25,7 @@ fuzz_target!(|data: &[u8]| {
         data: Payload(data.to_vec()),
     };
     let _ = describe(node, &p);
+    // A store reply as `anode store` reads it, and a key as it checks it.
+    let _ = anode_ctl::store::outcome(data, "k", node);
+    let _ = anode_ctl::store::check_key(&text);
 });

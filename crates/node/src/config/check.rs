@@ -133,6 +133,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         }
         Some(b) => *b.get_ref(),
     };
+    let capsule_files = check_capsule_files(&cx, &raw)?;
     let modules =
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
@@ -154,6 +155,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         code_cache,
         code_cache_max_bytes,
         code_max_bytes,
+        capsule_files,
         modules,
         nodeos,
         plan,
@@ -182,6 +184,52 @@ fn check_busy_poll(cx: &Ctx<'_>, raw: &RawFile) -> Result<std::time::Duration, P
         ));
     }
     Ok(d)
+}
+
+/// `[capsule] file_quota_bytes`, `file_quota_count`, `file_max_bytes`: the bounds of each
+/// code object's files (ABI v2). `file_quota_count = 0` leaves code objects no files at all.
+fn check_capsule_files(
+    cx: &Ctx<'_>,
+    raw: &RawFile,
+) -> Result<anode_capsule::files::FileLimits, Problem> {
+    let mut limits = anode_capsule::files::FileLimits::default();
+    let c = &raw.capsule;
+    let bounded = |v: &Option<Spanned<u64>>, max: u64, key: &str, fix: &str| match v {
+        Some(b) if *b.get_ref() > max => Err(cx.at(
+            b,
+            format!("capsule {key} = {} is more than {max}", b.get_ref()),
+            fix,
+        )),
+        Some(b) => Ok(Some(*b.get_ref() as usize)),
+        None => Ok(None),
+    };
+    if let Some(b) = bounded(
+        &c.file_quota_bytes,
+        64 << 20,
+        "file_quota_bytes",
+        "give a quota up to 67108864 (64 MiB); the default is 1048576",
+    )? {
+        limits.max_bytes = b;
+        limits.max_file_bytes = limits.max_file_bytes.min(b);
+    }
+    if let Some(n) = bounded(
+        &c.file_quota_count,
+        4096,
+        "file_quota_count",
+        "give a count up to 4096; the default is 64",
+    )? {
+        limits.max_files = n;
+    }
+    let most = limits.max_bytes.min(16 << 20) as u64;
+    if let Some(b) = bounded(
+        &c.file_max_bytes,
+        most,
+        "file_max_bytes",
+        "one file can hold at most file_quota_bytes (and 16 MiB)",
+    )? {
+        limits.max_file_bytes = b;
+    }
+    Ok(limits)
 }
 
 /// `[dataplane] mode`: where packets that only pass through are forwarded.

@@ -32,6 +32,9 @@
 //! #                            # $XDG_STATE_HOME/anode/code-PORT (or ~/.local/state/...)
 //! # cache_max_bytes = 268435456  # disk cache bound; least recently used code goes first
 //! # max_code_bytes = 1048576   # largest code object loaded or installed (1 KiB - 64 MiB)
+//! # file_quota_bytes = 1048576 # each code object's files (ABI v2), bytes in all (<= 64 MiB)
+//! # file_quota_count = 64      # ... and how many (<= 4096)
+//! # file_max_bytes = 262144    # ... and bytes of one file (<= file_quota_bytes, 16 MiB)
 //!
 //! [modules]                    # service modules: see `modules.rs`
 //! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
@@ -110,6 +113,9 @@ pub struct NodeFile {
     pub code_cache_max_bytes: u64,
     /// The largest code object the capsule EE loads or installs (`[capsule] max_code_bytes`).
     pub code_max_bytes: u32,
+    /// Each code object's files (`[capsule] file_quota_bytes`, `file_quota_count`,
+    /// `file_max_bytes`).
+    pub capsule_files: anode_capsule::files::FileLimits,
     /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
     pub modules: modules::ModulesConfig,
     /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).

@@ -105,4 +105,7 @@ pub(super) struct RawCapsule {
     pub cache_dir: Option<Spanned<String>>,
     pub cache_max_bytes: Option<Spanned<u64>>,
     pub max_code_bytes: Option<Spanned<u32>>,
+    pub file_quota_bytes: Option<Spanned<u64>>,
+    pub file_quota_count: Option<Spanned<u64>>,
+    pub file_max_bytes: Option<Spanned<u64>>,
 }

@@ -526,3 +526,32 @@ fn deploy_policy() {
     let twice = format!("{text}\n[[deploy.key]]\nkey = \"{key}\"\n");
     assert!(err(&twice).1.contains("listed twice"));
 }
+
+#[test]
+fn capsule_file_quotas_default_and_are_checked() {
+    let ok = |t: &str| parse(Path::new("n.toml"), t).unwrap();
+    let f = ok(&with("", ""));
+    assert_eq!(f.capsule_files, anode_capsule::files::FileLimits::default());
+    let f = ok(&with(
+        "",
+        "[capsule]\nfile_quota_bytes = 65536\nfile_quota_count = 0\n",
+    ));
+    assert_eq!(f.capsule_files.max_bytes, 65536);
+    assert_eq!(f.capsule_files.max_files, 0);
+    // One file never holds more than the quota.
+    assert_eq!(f.capsule_files.max_file_bytes, 65536);
+    let f = ok(&with(
+        "",
+        "[capsule]\nfile_quota_bytes = 8388608\nfile_max_bytes = 4194304\n",
+    ));
+    assert_eq!(f.capsule_files.max_file_bytes, 4 << 20);
+    for (bad, want) in [
+        ("file_quota_bytes = 100000000", "more than 67108864"),
+        ("file_quota_count = 5000", "more than 4096"),
+        ("file_max_bytes = 2097152", "more than 1048576"),
+    ] {
+        let (line, msg) = err(&with("", &format!("[capsule]\n{bad}\n")));
+        assert!(msg.contains(want), "{msg}");
+        assert!(line > 0, "{msg}");
+    }
+}

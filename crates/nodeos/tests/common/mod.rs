@@ -15,7 +15,7 @@ use anode_core::wire::routed_packet;
 use anode_core::wire::transit::{FLAG_EVAL_EVERY_HOP, TransitRepr};
 use anode_core::{Dispatch, EePacket, Event, ExecutionEnvironment, NodeContext};
 use anode_nodeos::guard::{MeteredEe, UsageReport};
-use anode_nodeos::{NodeOsConfig, Policy};
+use anode_nodeos::{NodeOsConfig, Policy, TerminationReason};
 
 pub mod udp;
 #[cfg(feature = "capsule")]
@@ -176,7 +176,7 @@ impl MeteredEe for BurnEe {
             });
         }
     }
-    fn on_terminated(&mut self, principal: &String) {
+    fn on_terminated(&mut self, principal: &String, _reason: TerminationReason) {
         self.state.remove(principal);
         self.terminated.push(principal.to_string());
     }
