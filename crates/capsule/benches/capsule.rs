@@ -7,6 +7,9 @@
 //!   The difference is the EE's added cost per capsule.
 //!   `capsule_forward_winch`: the same with the code compiled by Winch (baseline tier), the
 //!   per-capsule price of running new code before its tier-up.
+//! - `files/*`: a capsule at its destination answering its source: `ping_reply` (the
+//!   baseline) against `store_put_64` / `store_get_64`, which write / read a 64-byte value
+//!   in the code object's files (ABI v2) first.
 //! - `code_load/*`: a ~100 KB module: compile from bytes (validate, compile, ABI check,
 //!   pre-link) with Cranelift (`cranelift_compile_100k`) and with Winch
 //!   (`winch_compile_100k`); load from the disk cache (read + verify hashes + deserialize +
@@ -95,6 +98,59 @@ fn bench_transit(cr: &mut Criterion) {
         }
     }
     g.finish();
+}
+
+/// A capsule at its destination that answers its source, in the same run: `ping_reply`
+/// (`guest/protocols/ping`: soft-state-free reply, the baseline), `store_put_64` and
+/// `store_get_64` (`guest/protocols/store`: a 64-byte value written to / read from the code
+/// object's files, then the reply), with the files persisted (a cache directory: each put
+/// wakes the writer thread, which writes off this thread).
+fn bench_files(cr: &mut Criterion) {
+    let rt = Runtime::new(RuntimeConfig::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("anode-files-bench-{}", std::process::id()));
+    let cfg = CapsuleConfig {
+        cache_dir: Some(dir.clone()),
+        ..CapsuleConfig::default()
+    };
+    let mut ee = CapsuleEe::with_runtime(rt, cfg).unwrap();
+    let ping = ee.install(protocols::PING).unwrap();
+    let store = ee.install(protocols::STORE).unwrap();
+    let (mut node, now) = transit_node(ee);
+    let (src, me) = (anode_testkit::fixtures::far(0), node.address());
+    let request = |op: u8, value: &[u8]| {
+        let mut p = vec![op, 0, 0, 9, 1, 0];
+        p.extend_from_slice(&(value.len() as u16).to_be_bytes());
+        p.push(b'k');
+        p.extend_from_slice(value);
+        p
+    };
+    let mut g = cr.benchmark_group("files");
+    g.throughput(Throughput::Elements(1));
+    for (name, code, payload) in [
+        ("ping_reply", ping, vec![0u8; 20]),
+        ("store_put_64", store, request(2, &[0x5a; 64])),
+        ("store_get_64", store, request(1, &[])),
+    ] {
+        let pkt = capsule_packet(code, src, me, 64, 1, &payload).unwrap();
+        node.handle_packet(now, LinkId(1), pkt.clone());
+        let reply = node.poll_transmit().expect("a reply");
+        assert!(reply.buf.len() > 40, "{name}");
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                node.handle_packet(now, LinkId(1), pkt.clone());
+                black_box(node.poll_transmit().unwrap());
+            });
+        });
+        assert_eq!(node.counters().total_drops(), 0, "{name}: nothing dropped");
+    }
+    g.finish();
+    assert_eq!(
+        capsule_ee(&mut node).files().refused(),
+        [0; 5],
+        "no file operation refused"
+    );
+    drop(node);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A valid ABI-v1 module of about `target` bytes: many small arithmetic functions, not
@@ -227,5 +283,5 @@ fn first_capsule_one_hop(rt: &Arc<Runtime>, wasm: &[u8]) -> std::time::Duration 
     el
 }
 
-criterion_group!(benches, bench_transit, bench_code_load);
+criterion_group!(benches, bench_transit, bench_files, bench_code_load);
 criterion_main!(benches);

@@ -474,16 +474,7 @@ macro_rules! protocol_name {
 #[macro_export]
 macro_rules! export_accept {
     ($f:path) => {
-        const _: () = {
-            #[unsafe(export_name = "accept")]
-            extern "C" fn __anode_accept(_len: i32, why: i32) -> i32 {
-                let mut cap = $crate::Capsule::__new();
-                $f(&mut cap, $crate::Why::from_code(why)) as i32
-            }
-
-            #[unsafe(export_name = "anode_abi_v1")]
-            extern "C" fn __anode_abi_v1() {}
-        };
+        $crate::__export_accept_marked!($f, "anode_abi_v1");
     };
 }
 
@@ -492,6 +483,15 @@ macro_rules! export_accept {
 #[macro_export]
 macro_rules! export_accept_v2 {
     ($f:path) => {
+        $crate::__export_accept_marked!($f, "anode_abi_v2");
+    };
+}
+
+/// `accept` and the named ABI marker (the two macros above).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_accept_marked {
+    ($f:path, $marker:literal) => {
         const _: () = {
             #[unsafe(export_name = "accept")]
             extern "C" fn __anode_accept(_len: i32, why: i32) -> i32 {
@@ -499,8 +499,8 @@ macro_rules! export_accept_v2 {
                 $f(&mut cap, $crate::Why::from_code(why)) as i32
             }
 
-            #[unsafe(export_name = "anode_abi_v2")]
-            extern "C" fn __anode_abi_v2() {}
+            #[unsafe(export_name = $marker)]
+            extern "C" fn __anode_abi_marker() {}
         };
     };
 }
