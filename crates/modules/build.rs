@@ -21,6 +21,7 @@ const MODULES: &[&str] = &[
     "knob",
     "liststats",
     "hopcount",
+    "tally",
 ];
 
 fn main() {

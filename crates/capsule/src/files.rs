@@ -17,12 +17,59 @@
 //!   over one is refused and leaves the store as it was. Every refusal is counted by reason.
 //! - Bytes held are charged to the code object's NodeOS domain ([`FileStore::bytes_of`]);
 //!   when the domain ends, its files go with it ([`FileStore::clear`]).
+//!
+//! The store is generic over its owners ([`FileOwner`]): the capsule EE keys it by code hash
+//! (a directory named by the hash in hex), the module host by module name (`anode-modules`,
+//! each module with the quotas its manifest asks for: [`FileStore::set_limits`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use anode_wasm::mem::{copy_upto, slice};
+
 use crate::CodeHash;
+
+/// Who owns a directory of a [`FileStore`]: the key of its files in memory and the name of
+/// its directory on disk.
+pub trait FileOwner: Clone + Eq + Hash + Ord + std::fmt::Debug + Send + 'static {
+    /// Its directory's name (one plain path component).
+    fn dir_name(&self) -> String;
+    /// The owner a directory named `name` belongs to, if it names one.
+    fn from_dir_name(name: &str) -> Option<Self>;
+}
+
+impl FileOwner for CodeHash {
+    fn dir_name(&self) -> String {
+        hex::encode(self)
+    }
+
+    fn from_dir_name(name: &str) -> Option<Self> {
+        let mut code = [0u8; 32];
+        hex::decode_to_slice(name.as_bytes(), &mut code).ok()?;
+        Some(code)
+    }
+}
+
+/// Longest owner name a directory may have ([`FileOwner`] for `String`).
+pub const MAX_OWNER_NAME: usize = 64;
+
+/// Named owners (service modules): names of `A-Z a-z 0-9 . _ -`, not starting with `.`, at
+/// most [`MAX_OWNER_NAME`] bytes; other names own no directory on disk.
+impl FileOwner for String {
+    fn dir_name(&self) -> String {
+        self.clone()
+    }
+
+    fn from_dir_name(name: &str) -> Option<Self> {
+        let plain = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        (plain && !name.is_empty() && !name.starts_with('.') && name.len() <= MAX_OWNER_NAME)
+            .then(|| name.to_string())
+    }
+}
 
 /// Bounds of one code object's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,31 +147,34 @@ impl FileRefusal {
     }
 }
 
-/// One code object's files.
+/// One owner's files.
 #[derive(Debug, Default)]
 struct Dir {
     files: BTreeMap<String, Vec<u8>>,
     bytes: usize,
+    /// Its own quotas ([`FileStore::set_limits`]), else the store's.
+    limits: Option<FileLimits>,
 }
 
-/// Changes waiting to reach the disk: (code, path) -> the content to write (`None`: delete;
-/// a whole code object's directory is one entry with the path empty).
-type Dirty = HashMap<(CodeHash, String), Option<Vec<u8>>>;
+/// Changes waiting to reach the disk: (owner, path) -> the content to write (`None`: delete;
+/// a whole owner's directory is one entry with the path empty).
+type Dirty<K> = HashMap<(K, String), Option<Vec<u8>>>;
 
-/// The files of every code object of one EE. See the module docs.
+/// The files of every code object of one EE (or of every module of a node). See the module
+/// docs.
 #[derive(Debug)]
-pub struct FileStore {
-    dirs: HashMap<CodeHash, Dir>,
+pub struct FileStore<K: FileOwner = CodeHash> {
+    dirs: HashMap<K, Dir>,
     limits: FileLimits,
     refused: [u64; 5],
-    persist: Option<Persist>,
+    persist: Option<Persist<K>>,
     /// Something was noted for the disk since [`FileStore::take_changed`] last said so.
     changed: bool,
 }
 
-impl FileStore {
+impl<K: FileOwner> FileStore<K> {
     /// An empty store in memory only.
-    pub fn new(limits: FileLimits) -> FileStore {
+    pub fn new(limits: FileLimits) -> FileStore<K> {
         FileStore {
             dirs: HashMap::new(),
             limits,
@@ -137,7 +187,7 @@ impl FileStore {
     /// A store kept in `root` (`root/<code hex>/<path>`): what is there is read now (files
     /// that break a bound are left out and counted), changes go out through the returned
     /// [`Persist`]'s writer.
-    pub fn with_dir(limits: FileLimits, root: PathBuf) -> FileStore {
+    pub fn with_dir(limits: FileLimits, root: PathBuf) -> FileStore<K> {
         let mut s = FileStore::new(limits);
         s.load(&root);
         s.persist = Some(Persist::start(root));
@@ -160,12 +210,42 @@ impl FileStore {
     }
 
     /// Bytes `code` holds.
-    pub fn bytes_of(&self, code: &CodeHash) -> usize {
+    pub fn bytes_of(&self, code: &K) -> usize {
         self.dirs.get(code).map_or(0, |d| d.bytes)
     }
 
+    /// Files `code` holds.
+    pub fn count_of(&self, code: &K) -> usize {
+        self.dirs.get(code).map_or(0, |d| d.files.len())
+    }
+
+    /// Gives `owner` quotas of its own instead of the store's (`None`: the store's again).
+    /// Files it already holds are kept even over new, smaller quotas: its writes are refused
+    /// until it is back under them.
+    pub fn set_limits(&mut self, owner: &K, limits: Option<FileLimits>) {
+        match self.dirs.get_mut(owner) {
+            Some(d) => d.limits = limits,
+            None if limits.is_some() => {
+                let d = Dir {
+                    limits,
+                    ..Dir::default()
+                };
+                self.dirs.insert(owner.clone(), d);
+            }
+            None => {}
+        }
+    }
+
+    /// The quotas `owner`'s writes are held to.
+    pub fn limits_of(&self, owner: &K) -> FileLimits {
+        self.dirs
+            .get(owner)
+            .and_then(|d| d.limits)
+            .unwrap_or(self.limits)
+    }
+
     /// The disk writer, if the store persists.
-    pub fn persist(&self) -> Option<&Persist> {
+    pub fn persist(&self) -> Option<&Persist<K>> {
         self.persist.as_ref()
     }
 
@@ -184,6 +264,11 @@ impl FileStore {
 
     /// The path `raw` names, if it is a plain relative path within the bounds.
     pub fn check_path(&self, raw: &[u8]) -> Option<String> {
+        self.plain_path(raw).map(str::to_string)
+    }
+
+    /// [`FileStore::check_path`] without a copy.
+    fn plain_path<'a>(&self, raw: &'a [u8]) -> Option<&'a str> {
         let s = std::str::from_utf8(raw).ok()?;
         if s.is_empty() || s.len() > self.limits.max_path {
             return None;
@@ -198,38 +283,43 @@ impl FileStore {
                 return None;
             }
         }
-        Some(s.to_string())
+        Some(s)
     }
 
     /// The content of `code`'s file at `path`.
-    pub fn read(&mut self, code: &CodeHash, path: &[u8]) -> Result<&[u8], FileRefusal> {
-        let Some(p) = self.check_path(path) else {
+    pub fn read(&mut self, code: &K, path: &[u8]) -> Result<&[u8], FileRefusal> {
+        let Some(p) = self.plain_path(path) else {
             return self.refuse(FileRefusal::BadPath);
         };
-        if !self
-            .dirs
-            .get(code)
-            .is_some_and(|d| d.files.contains_key(&p))
-        {
+        if !self.dirs.get(code).is_some_and(|d| d.files.contains_key(p)) {
             return self.refuse(FileRefusal::NotFound);
         }
-        match self.dirs.get(code).and_then(|d| d.files.get(&p)) {
+        match self.dirs.get(code).and_then(|d| d.files.get(p)) {
             Some(f) => Ok(f),
             None => Err(FileRefusal::NotFound),
         }
     }
 
     /// Writes `data` as `code`'s file at `path` (replacing it), within the quotas.
-    pub fn write(&mut self, code: CodeHash, path: &[u8], data: &[u8]) -> Result<(), FileRefusal> {
-        let Some(p) = self.check_path(path) else {
+    pub fn write(&mut self, code: K, path: &[u8], data: &[u8]) -> Result<(), FileRefusal> {
+        let Some(p) = self.plain_path(path) else {
             return self.refuse(FileRefusal::BadPath);
         };
-        if data.len() > self.limits.max_file_bytes {
+        let l = self.limits_of(&code);
+        if l.max_files == 0 {
+            // An owner allowed no files (a module that asked for none).
+            return self.refuse(FileRefusal::Count);
+        }
+        if data.len() > l.max_file_bytes {
             return self.refuse(FileRefusal::TooBig);
         }
-        let l = self.limits;
-        let d = self.dirs.entry(code).or_default();
-        let old = d.files.get(&p).map(Vec::len);
+        if !self.dirs.contains_key(&code) {
+            self.dirs.insert(code.clone(), Dir::default());
+        }
+        let Some(d) = self.dirs.get_mut(&code) else {
+            return Err(FileRefusal::NotFound); // (inserted just above)
+        };
+        let old = d.files.get(p).map(Vec::len);
         if old.is_none() && d.files.len() >= l.max_files {
             return self.refuse(FileRefusal::Count);
         }
@@ -238,56 +328,89 @@ impl FileStore {
             return self.refuse(FileRefusal::Quota);
         }
         d.bytes = bytes;
-        d.files.insert(p.clone(), data.to_vec());
+        match d.files.get_mut(p) {
+            // Rewritten in place: no new allocation when it does not grow.
+            Some(f) => {
+                f.clear();
+                f.extend_from_slice(data);
+            }
+            None => {
+                d.files.insert(p.to_string(), data.to_vec());
+            }
+        }
         if let Some(w) = &self.persist {
-            w.note(code, p, Some(data.to_vec()));
+            w.note(code, p.to_string(), Some(data.to_vec()));
             self.changed = true;
         }
         Ok(())
     }
 
     /// Deletes `code`'s file at `path`.
-    pub fn delete(&mut self, code: &CodeHash, path: &[u8]) -> Result<(), FileRefusal> {
-        let Some(p) = self.check_path(path) else {
+    pub fn delete(&mut self, code: &K, path: &[u8]) -> Result<(), FileRefusal> {
+        let Some(p) = self.plain_path(path) else {
             return self.refuse(FileRefusal::BadPath);
         };
         let Some(d) = self.dirs.get_mut(code) else {
             return self.refuse(FileRefusal::NotFound);
         };
-        let Some(f) = d.files.remove(&p) else {
+        let Some(f) = d.files.remove(p) else {
             return self.refuse(FileRefusal::NotFound);
         };
         d.bytes -= f.len();
         if let Some(w) = &self.persist {
-            w.note(*code, p, None);
+            w.note(code.clone(), p.to_string(), None);
             self.changed = true;
         }
         Ok(())
     }
 
     /// Removes every file of `code` (its domain ended).
-    pub fn clear(&mut self, code: &CodeHash) {
+    pub fn clear(&mut self, code: &K) {
         if self.dirs.remove(code).is_some()
             && let Some(w) = &self.persist
         {
-            w.note(*code, String::new(), None);
+            w.note(code.clone(), String::new(), None);
             self.changed = true;
         }
     }
 
     /// Every file, for a handover: (code, path, content).
-    pub fn export(&self) -> Vec<(CodeHash, String, Vec<u8>)> {
-        let mut codes: Vec<&CodeHash> = self.dirs.keys().collect();
+    pub fn export(&self) -> Vec<(K, String, Vec<u8>)> {
+        let mut codes: Vec<&K> = self.dirs.keys().collect();
         codes.sort_unstable();
         codes
             .into_iter()
             .flat_map(|c| {
-                self.dirs
-                    .get(c)
-                    .into_iter()
-                    .flat_map(move |d| d.files.iter().map(move |(p, f)| (*c, p.clone(), f.clone())))
+                self.dirs.get(c).into_iter().flat_map(move |d| {
+                    d.files
+                        .iter()
+                        .map(move |(p, f)| (c.clone(), p.clone(), f.clone()))
+                })
             })
             .collect()
+    }
+
+    /// Makes the store hold exactly `files` (a handover's: the predecessor's store is the
+    /// latest, while this one read the disk earlier), each owner keeping its quotas; returns
+    /// how many of `files` were refused.
+    pub fn import(&mut self, files: Vec<(K, String, Vec<u8>)>) -> usize {
+        let keep: std::collections::HashSet<(&K, &str)> =
+            files.iter().map(|(k, p, _)| (k, p.as_str())).collect();
+        let stale: Vec<(K, String)> = self
+            .dirs
+            .iter()
+            .flat_map(|(k, d)| d.files.keys().map(move |p| (k, p)))
+            .filter(|(k, p)| !keep.contains(&(*k, p.as_str())))
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        drop(keep);
+        for (k, p) in stale {
+            let _ = self.delete(&k, p.as_bytes());
+        }
+        files
+            .into_iter()
+            .filter(|(k, p, d)| self.write(k.clone(), p.as_bytes(), d).is_err())
+            .count()
     }
 
     fn load(&mut self, root: &std::path::Path) {
@@ -295,11 +418,10 @@ impl FileStore {
             return;
         };
         for e in codes.flatten() {
-            let mut code = [0u8; 32];
             let name = e.file_name();
-            if hex::decode_to_slice(name.to_string_lossy().as_bytes(), &mut code).is_err() {
+            let Some(code) = K::from_dir_name(&name.to_string_lossy()) else {
                 continue;
-            }
+            };
             let mut stack = vec![(e.path(), String::new())];
             while let Some((dir, prefix)) = stack.pop() {
                 let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -327,10 +449,86 @@ impl FileStore {
                         };
                         // Through the same checks as a guest's write (without persisting it
                         // again: the store's writer is not set yet).
-                        let _ = self.write(code, rel.as_bytes(), &data);
+                        let _ = self.write(code.clone(), rel.as_bytes(), &data);
                     }
                 }
             }
+        }
+    }
+}
+
+/// Why a guest's file call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestFileError {
+    /// A pointer or length outside the guest's memory.
+    Bounds,
+    /// The store refused it (counted).
+    Refused(FileRefusal),
+}
+
+impl From<FileRefusal> for GuestFileError {
+    fn from(r: FileRefusal) -> Self {
+        GuestFileError::Refused(r)
+    }
+}
+
+/// A guest's (pointer, length) in its linear memory.
+pub type GuestSpan = (i32, i32);
+
+/// The file calls of a guest (`file_read`, `file_write`, `file_delete`) on its linear memory
+/// `mem`, for the capsule EE's and the service modules' host imports, which map the errors
+/// to their ABI's codes. Pointers and lengths are hostile: out of range is
+/// [`GuestFileError::Bounds`], never a panic.
+impl<K: FileOwner> FileStore<K> {
+    /// Copies at most `buf.1` bytes of `owner`'s file at `path`, from `off`, to `buf.0`;
+    /// returns the file's whole length.
+    pub fn guest_read(
+        &mut self,
+        owner: &K,
+        mem: &mut [u8],
+        path: GuestSpan,
+        off: i32,
+        buf: GuestSpan,
+    ) -> Result<i32, GuestFileError> {
+        let raw = slice(mem, path.0, path.1).ok_or(GuestFileError::Bounds)?;
+        let f = self.read(owner, raw)?;
+        copy_upto(f, off, mem, buf.0, buf.1).map_err(|_| GuestFileError::Bounds)?;
+        Ok(i32::try_from(f.len()).unwrap_or(i32::MAX))
+    }
+
+    /// Replaces `owner`'s file at `path` with the guest's bytes at `data`.
+    pub fn guest_write(
+        &mut self,
+        owner: K,
+        mem: &[u8],
+        path: GuestSpan,
+        data: GuestSpan,
+    ) -> Result<(), GuestFileError> {
+        let (Some(raw), Some(bytes)) = (slice(mem, path.0, path.1), slice(mem, data.0, data.1))
+        else {
+            return Err(GuestFileError::Bounds);
+        };
+        Ok(self.write(owner, raw, bytes)?)
+    }
+
+    /// Deletes `owner`'s file at `path`.
+    pub fn guest_delete(
+        &mut self,
+        owner: &K,
+        mem: &[u8],
+        path: GuestSpan,
+    ) -> Result<(), GuestFileError> {
+        let raw = slice(mem, path.0, path.1).ok_or(GuestFileError::Bounds)?;
+        Ok(self.delete(owner, raw)?)
+    }
+}
+
+impl<K: FileOwner> Drop for FileStore<K> {
+    /// The store is ending (its EE or module host, with the node): its last changes are
+    /// written before it goes.
+    fn drop(&mut self) {
+        if let Some(p) = &self.persist {
+            p.flush();
         }
     }
 }
@@ -340,16 +538,16 @@ impl FileStore {
 /// priority: not the code worker, whose idle class a busy node can starve for as long as
 /// it is busy. The thread ends when the store does.
 #[derive(Debug, Clone)]
-pub struct Persist {
-    shared: Arc<Shared>,
+pub struct Persist<K: FileOwner = CodeHash> {
+    shared: Arc<Shared<K>>,
     /// Wakes the writer (a bound of one: a wake already pending takes every change).
     wake: std::sync::mpsc::SyncSender<()>,
 }
 
 #[derive(Debug)]
-struct Shared {
+struct Shared<K: FileOwner> {
     root: PathBuf,
-    dirty: Mutex<Dirty>,
+    dirty: Mutex<Dirty<K>>,
     /// Held while a flush writes: flushes never overlap, so an older content can never land
     /// after a newer one (the writer's, and one at a hand-over or at the end).
     writing: Mutex<()>,
@@ -357,8 +555,8 @@ struct Shared {
     failures: std::sync::atomic::AtomicU64,
 }
 
-impl Persist {
-    fn start(root: PathBuf) -> Persist {
+impl<K: FileOwner> Persist<K> {
+    fn start(root: PathBuf) -> Persist<K> {
         let shared = Arc::new(Shared {
             root,
             dirty: Mutex::new(Dirty::new()),
@@ -384,7 +582,7 @@ impl Persist {
         Persist { shared, wake }
     }
 
-    fn note(&self, code: CodeHash, path: String, data: Option<Vec<u8>>) {
+    fn note(&self, code: K, path: String, data: Option<Vec<u8>>) {
         let mut d = lock(&self.shared.dirty);
         if path.is_empty() {
             d.retain(|(c, _), _| *c != code);
@@ -420,14 +618,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Shared {
+impl<K: FileOwner> Shared<K> {
     /// Writes what changed since the last flush (each file's latest content, written to a
     /// temporary name and renamed, so a crash leaves the old or the new file, never half).
     fn flush(&self) {
         let _writing = lock(&self.writing);
-        let work: Dirty = std::mem::take(&mut *lock(&self.dirty));
+        let mut work: Vec<_> = std::mem::take(&mut *lock(&self.dirty))
+            .into_iter()
+            .collect();
+        // A whole directory's removal (path empty) goes first: a file written after the
+        // owner's files were cleared must not be removed with them.
+        work.sort_by_key(|((_, path), _)| !path.is_empty());
         for ((code, path), data) in work {
-            let dir = self.root.join(hex::encode(code));
+            let name = code.dir_name();
+            if K::from_dir_name(&name).is_none() {
+                // An owner whose name is no plain directory name keeps its files in memory
+                // only (counted: it would not come back after a restart).
+                self.failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                continue;
+            }
+            let dir = self.root.join(name);
             let r = match (path.is_empty(), data) {
                 (true, _) => std::fs::remove_dir_all(&dir),
                 (false, None) => std::fs::remove_file(dir.join(&path)),

@@ -72,6 +72,13 @@ pub struct ModuleEntry {
     /// or upgraded over the control socket); kept across restarts either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// Files it keeps and their bytes; its quotas (bytes, files) if its manifest asks for
+    /// files.
+    #[serde(default)]
+    pub files: (u64, u64),
+    /// See `files`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_quota: Option<(u64, u64)>,
 }
 
 /// A service interface as a module provides it (`module_services`).

@@ -82,6 +82,10 @@ pub struct ModuleInfo {
     pub provides: Vec<String>,
     /// Services it requires.
     pub requires: Vec<String>,
+    /// Files it keeps, and their bytes (`files.rs`).
+    pub files: (u64, u64),
+    /// Its file quotas (bytes, files), if it has files.
+    pub file_quota: Option<(u64, u64)>,
 }
 
 /// One service interface as a provider offers it.
@@ -194,6 +198,8 @@ pub struct ModuleHost {
     pub log: Vec<String>,
     /// Routing functions registered with the PLAN EE: name -> (code SHA-256, fault slot).
     pub(crate) routes_attached: BTreeMap<String, (String, crate::route::FaultSlot)>,
+    /// The modules' files (`files.rs`).
+    files: crate::files::ModFiles,
 }
 
 fn point_index(p: HookPoint) -> usize {
@@ -223,7 +229,28 @@ impl ModuleHost {
             links: Vec::new(),
             log: Vec::new(),
             routes_attached: BTreeMap::new(),
+            files: crate::files::memory_store(),
         }
+    }
+
+    /// Keeps the modules' files in `dir` from now on, reading what is there (call before
+    /// installing modules: files held in memory so far are dropped).
+    pub fn set_file_dir(&mut self, dir: std::path::PathBuf) {
+        self.files = crate::files::disk_store(dir);
+        let limits: Vec<(String, anode_capsule::files::FileLimits)> = self
+            .modules
+            .iter()
+            .map(|(n, e)| (n.clone(), crate::files::limits_of(&e.pkg.manifest)))
+            .collect();
+        let mut f = crate::files::lock(&self.files);
+        for (n, l) in limits {
+            f.set_limits(&n, Some(l));
+        }
+    }
+
+    /// The modules' files (for tools and tests).
+    pub fn files(&self) -> &crate::files::ModFiles {
+        &self.files
     }
 
     /// The runtime.
@@ -268,6 +295,8 @@ impl ModuleHost {
             return Err(ModuleError::AlreadyInstalled(name));
         }
         self.check_type_id(&pkg.manifest)?;
+        crate::files::lock(&self.files)
+            .set_limits(&name, Some(crate::files::limits_of(&pkg.manifest)));
         let order = self.next_order;
         self.next_order += 1;
         self.modules.insert(
@@ -550,7 +579,7 @@ impl ModuleHost {
         }
         let inst = self
             .rt
-            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone(), &self.files)?;
         let e = self.entry_mut(name)?;
         e.inst = Some(Box::new(inst));
         e.state = State::Active;
@@ -599,10 +628,18 @@ impl ModuleHost {
         Ok(())
     }
 
-    /// Removes a module; modules that needed its services go back to `installed`.
+    /// Removes a module and its files; modules that needed its services go back to
+    /// `installed`.
     pub fn remove(&mut self, name: &str) -> Result<(), ModuleError> {
         self.entry(name)?;
         self.modules.remove(name);
+        {
+            let mut f = crate::files::lock(&self.files);
+            f.clear(&name.to_string());
+            if let Some(p) = f.persist() {
+                p.schedule();
+            }
+        }
         self.resolve_all();
         Ok(())
     }
@@ -670,7 +707,9 @@ impl ModuleHost {
         }
         let active_inst = old.state == State::Active && old.inst.is_some();
         let new_inst = if active_inst {
-            let mut ni = self.rt.instantiate(&pkg.manifest, &code, config.clone())?;
+            let mut ni = self
+                .rt
+                .instantiate(&pkg.manifest, &code, config.clone(), &self.files)?;
             let e = self.entry_mut(&name)?;
             let state = match e.inst.as_mut() {
                 Some(i) => i.export_state()?,
@@ -683,6 +722,8 @@ impl ModuleHost {
         };
         // A routing function gets a new instance in the PLAN EE at the next `sync_routes`.
         self.routes_attached.remove(&name);
+        crate::files::lock(&self.files)
+            .set_limits(&name, Some(crate::files::limits_of(&pkg.manifest)));
         let e = self.entry_mut(&name)?;
         e.pkg = pkg;
         e.code = code;
@@ -745,6 +786,15 @@ impl ModuleHost {
                 .iter()
                 .map(|r| format!("{} {}", r.name, r.version))
                 .collect(),
+            files: {
+                let f = crate::files::lock(&self.files);
+                let n = name.to_string();
+                (f.count_of(&n) as u64, f.bytes_of(&n) as u64)
+            },
+            file_quota: m
+                .resources
+                .file_limits()
+                .map(|l| (l.max_bytes as u64, l.max_files as u64)),
         })
     }
 
@@ -778,7 +828,7 @@ impl ModuleHost {
         let limit = e.config.get("limit").copied().unwrap_or(64);
         let inst = self
             .rt
-            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone(), &self.files)?;
         Ok((Box::new(inst), usize::try_from(limit).unwrap_or(64)))
     }
 
@@ -812,7 +862,7 @@ impl ModuleHost {
         }
         let inst = self
             .rt
-            .instantiate(&e.pkg.manifest, &e.code, e.config.clone())?;
+            .instantiate(&e.pkg.manifest, &e.code, e.config.clone(), &self.files)?;
         Ok(Box::new(inst))
     }
 

@@ -11,6 +11,7 @@
 //!   configuration schema);
 //! - `package.rs`: the package file, publisher keys, signing and trust;
 //! - `runtime.rs`: the wasmtime engine and the guest ABI (`anode_mod`);
+//! - `files.rs`: modules' files (the `file_*` imports, quotas from the manifest);
 //! - `host.rs`: [`ModuleHost`], lifecycle, service registry, the node's packet processors;
 //! - `qdisc.rs`: [`WasmQdisc`], queue disciplines run by modules;
 //! - `node.rs`: attaching the host to a node, queue disciplines on links;
@@ -30,6 +31,7 @@ pub mod deploy;
 pub mod emu;
 pub mod emu_deploy;
 mod error;
+pub mod files;
 mod host;
 mod manifest;
 mod node;

@@ -17,6 +17,8 @@
 //! [resources]
 //! memory_bytes = 1048576
 //! fuel_per_call = 100000
+//! file_bytes = 65536         # files it may keep (`file_*` imports): bytes, and
+//! file_count = 16            # how many (default 0: no files)
 //! [[filter]]                  # processors see only packets matching every key of one filter
 //! keys = [{ offset = 16, value = "0000000000000005", mask = "00000000000000ff" }]
 //! [config.limit]              # typed configuration schema
@@ -157,6 +159,25 @@ pub struct Resources {
     /// Fuel for one call (one packet, one dequeue).
     #[serde(default = "default_fuel")]
     pub fuel_per_call: u64,
+    /// Bytes its files may hold in all (0: it keeps no files).
+    #[serde(default)]
+    pub file_bytes: usize,
+    /// Files it may keep.
+    #[serde(default)]
+    pub file_count: usize,
+}
+
+impl Resources {
+    /// The quotas of its files (`anode_capsule::files`), if it asked for any: one file may
+    /// hold the whole byte quota; paths as for capsules.
+    pub fn file_limits(&self) -> Option<anode_capsule::files::FileLimits> {
+        (self.file_bytes > 0 && self.file_count > 0).then(|| anode_capsule::files::FileLimits {
+            max_bytes: self.file_bytes,
+            max_files: self.file_count,
+            max_file_bytes: self.file_bytes,
+            ..anode_capsule::files::FileLimits::default()
+        })
+    }
 }
 
 fn default_memory() -> usize {
@@ -172,12 +193,18 @@ impl Default for Resources {
         Resources {
             memory_bytes: default_memory(),
             fuel_per_call: default_fuel(),
+            file_bytes: 0,
+            file_count: 0,
         }
     }
 }
 
 /// Most memory a module may ask for.
 pub const MAX_MEMORY: usize = 16 << 20;
+/// Most bytes of files a module may ask for.
+pub const MAX_FILE_BYTES: usize = 16 << 20;
+/// Most files a module may ask for.
+pub const MAX_FILE_COUNT: usize = 4096;
 /// Most fuel a module may ask for per call.
 pub const MAX_FUEL: u64 = 10_000_000;
 
@@ -374,6 +401,19 @@ impl Manifest {
         }
         if self.resources.fuel_per_call == 0 || self.resources.fuel_per_call > MAX_FUEL {
             return bad(format!("resources.fuel_per_call must be 1 to {MAX_FUEL}"));
+        }
+        let r = &self.resources;
+        if r.file_bytes > MAX_FILE_BYTES || r.file_count > MAX_FILE_COUNT {
+            return bad(format!(
+                "resources.file_bytes {} / file_count {} exceed the node's limits {MAX_FILE_BYTES} / {MAX_FILE_COUNT}",
+                r.file_bytes, r.file_count
+            ));
+        }
+        if (r.file_bytes == 0) != (r.file_count == 0) {
+            return bad(
+                "resources.file_bytes and file_count go together: give both (a module with files) or neither"
+                    .into(),
+            );
         }
         self.demux_filters()?;
         for (k, f) in &self.config {

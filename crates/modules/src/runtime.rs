@@ -41,7 +41,9 @@
 //! `emit(ptr, len, link) -> i32` sends a new packet; `config(ptr, len) -> i64` reads a
 //! configuration value by name (0 if absent); `q_len(class) -> i32`,
 //! `q_head_len(class) -> i32` (qdiscs); `call(ptr, len, op, arg) -> i64` calls a service
-//! another module provides (its name at `ptr`); `log(ptr, len)`.
+//! another module provides (its name at `ptr`); `log(ptr, len)`; `file_read`, `file_write`,
+//! `file_delete` on the module's own files (`files.rs`, for modules whose manifest asks for
+//! `[resources] file_bytes` and `file_count`).
 //!
 //! Contract: guest code is hostile. Every host import checks its bounds and returns -1 rather
 //! than failing; a trap, an exhausted fuel budget or a refused memory growth ends the call with
@@ -97,6 +99,10 @@ impl fmt::Debug for ModRuntime {
 /// What a module instance's host calls act on.
 pub(crate) struct ModState {
     limits: Limits,
+    /// The module's name (its files' owner).
+    pub name: String,
+    /// The node's module files (`files.rs`).
+    pub files: crate::files::ModFiles,
     /// The packet being processed (the node's buffer, moved in for the call).
     pub pkt: Vec<u8>,
     /// The first byte `pkt_write` may change: 0 for processors, the payload for EEs (the
@@ -157,7 +163,14 @@ impl fmt::Debug for Instance {
 
 type C<'a> = Caller<'a, ModState>;
 
-fn mem_of(c: &mut C<'_>) -> Option<Memory> {
+impl ModState {
+    /// The instance's `memory` export, once instantiated.
+    pub(crate) fn memory(&self) -> Option<Memory> {
+        self.memory
+    }
+}
+
+pub(crate) fn mem_of(c: &mut C<'_>) -> Option<Memory> {
     match c.get_export("memory") {
         Some(Extern::Memory(m)) => Some(m),
         _ => c.data().memory,
@@ -279,7 +292,7 @@ fn define_imports(l: &mut Linker<ModState>) -> wasmtime::Result<()> {
             inst.call_service(op, arg).unwrap_or(-1)
         },
     )?;
-    Ok(())
+    crate::files::define(l)
 }
 
 impl ModRuntime {
@@ -337,12 +350,14 @@ impl ModRuntime {
         Ok(Code { module })
     }
 
-    /// Instantiates code with its configuration and runs `init`.
+    /// Instantiates code with its configuration and runs `init`; its `file_*` calls act on
+    /// its files in `files`.
     pub fn instantiate(
         &self,
         m: &Manifest,
         code: &Code,
         config: ConfigValues,
+        files: &crate::files::ModFiles,
     ) -> Result<Instance, ModuleError> {
         let fault = |reason: String| ModuleError::Fault {
             name: m.name.clone(),
@@ -351,6 +366,8 @@ impl ModRuntime {
         let st = ModState {
             // One instance per store: a module imports only host functions.
             limits: Limits::new(m.resources.memory_bytes, MAX_TABLE_ELEMENTS, 1),
+            name: m.name.clone(),
+            files: Arc::clone(files),
             pkt: Vec::new(),
             write_from: 0,
             in_link: -1,

@@ -43,6 +43,8 @@ pub struct ModuleSnap {
     pub state: String,
     /// Packets it processed.
     pub packets: u64,
+    /// Bytes its files hold.
+    pub file_bytes: u64,
 }
 
 /// What one scrape reports; see the module docs.
@@ -60,6 +62,8 @@ pub struct Snapshot {
     pub capsule: Option<CapsuleStats>,
     /// The capsule EE's files (ABI v2): refusals by reason, bytes held, disk write failures.
     pub capsule_files: Option<CapsuleFiles>,
+    /// Service modules' file operations refused, by reason (`FileRefusal::ALL` order).
+    pub module_files_refused: Option<[u64; 5]>,
     /// Reachable routes.
     pub routes: u64,
     /// Route changes since start.
@@ -101,10 +105,13 @@ impl Snapshot {
                         name: m.name,
                         state: format!("{:?}", m.state).to_lowercase(),
                         packets: m.packets,
+                        file_bytes: m.files.1,
                     })
                     .collect()
             })
             .unwrap_or_default();
+        let module_files_refused =
+            anode_modules::host_mut(n).map(|h| anode_modules::files::lock(h.files()).refused());
         let code_names = crate::ees::code_names(n);
         let deploy = n
             .ee_mut(anode_wire::anep::TYPE_DEPLOY)
@@ -119,6 +126,7 @@ impl Snapshot {
             counters: n.counters().clone(),
             domains: n.domain_reports(),
             capsule: crate::ees::capsule_ee(n).map(|c| c.stats().clone()),
+            module_files_refused,
             capsule_files: crate::ees::capsule_ee(n).map(|c| {
                 let f = c.files();
                 CapsuleFiles {
@@ -674,6 +682,31 @@ impl Snapshot {
             "Packets a service module processed.",
             None,
             &mp,
+        )?;
+        let Some(refused) = self.module_files_refused else {
+            return Ok(());
+        };
+        let fb: Vec<_> = self
+            .modules
+            .iter()
+            .map(|m| (vec![("module", m.name.as_str())], g(m.file_bytes)))
+            .collect();
+        f.gauge(
+            "anode_module_file_bytes",
+            "Bytes a service module's files hold.",
+            None,
+            &fb,
+        )?;
+        let rows: Vec<(Labels<'_>, u64)> = anode_capsule::files::FileRefusal::ALL
+            .iter()
+            .zip(refused)
+            .map(|(r, n)| (vec![("reason", r.name())], n))
+            .collect();
+        f.counter(
+            "anode_module_files_refused",
+            "File operations of service modules refused, by reason.",
+            None,
+            &rows,
         )
     }
 }

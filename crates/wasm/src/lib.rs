@@ -10,6 +10,7 @@
 //! - [`Limits`]: the resource limiter every store carries. A memory or table growth past the
 //!   bound fails the growth with an error (so the guest traps) and records that it did, which
 //!   tells a limit trap from other traps.
+//! - [`fuel`]: the fuel a host import charges for copying guest data.
 //! - [`mem`]: checked ranges of guest linear memory and the copies between it and host
 //!   buffers. Guest pointers and lengths are hostile `i32`s: a negative, overflowing or
 //!   out-of-range one yields `None` / [`OutOfBounds`](mem::OutOfBounds), never a panic and
@@ -18,6 +19,7 @@
 //! No `unsafe` here.
 
 pub mod engine;
+pub mod fuel;
 mod limits;
 pub mod mem;
 

@@ -299,6 +299,12 @@ fn details(m: &ModuleEntry) -> String {
     if !m.requires.is_empty() {
         s.push_str(&format!("    requires    {}\n", m.requires.join(", ")));
     }
+    if let Some((bytes, count)) = m.file_quota {
+        s.push_str(&format!(
+            "    files       {} of {count}, {} of {bytes} bytes\n",
+            m.files.0, m.files.1
+        ));
+    }
     s
 }
 

@@ -1,21 +1,21 @@
 //! Host imports on the code object's files (ABI v2, `files.rs`): `file_read`, `file_write`,
 //! `file_delete`, namespaced by the running code's hash. Refusals come back as error codes
-//! (`DENIED` for a path that is not plain, `NOT_FOUND`, `TOO_BIG`, `BUDGET` for a quota);
-//! the store counts them by reason.
+//! (`DENIED` for a path that is not plain, `NOT_FOUND`, `TOO_BIG`, `BUDGET` for a quota,
+//! `BOUNDS` for a buffer outside the guest's memory); the store counts them by reason.
 
-use anode_wasm::mem::{copy_upto, slice};
 use wasmtime::Linker;
 
 use super::{C, HostState, charge, with_env};
 use crate::abi::{self, err};
-use crate::files::FileRefusal;
+use crate::files::{FileRefusal, GuestFileError};
 
-fn code(r: FileRefusal) -> i32 {
-    match r {
-        FileRefusal::BadPath => err::DENIED,
-        FileRefusal::NotFound => err::NOT_FOUND,
-        FileRefusal::TooBig => err::TOO_BIG,
-        FileRefusal::Quota | FileRefusal::Count => err::BUDGET,
+fn code(e: GuestFileError) -> i32 {
+    match e {
+        GuestFileError::Bounds => err::BOUNDS,
+        GuestFileError::Refused(FileRefusal::BadPath) => err::DENIED,
+        GuestFileError::Refused(FileRefusal::NotFound) => err::NOT_FOUND,
+        GuestFileError::Refused(FileRefusal::TooBig) => err::TOO_BIG,
+        GuestFileError::Refused(FileRefusal::Quota | FileRefusal::Count) => err::BUDGET,
     }
 }
 
@@ -28,17 +28,11 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut c: C<'_>, pp: i32, pl: i32, off: i32, bp: i32, bcap: i32| -> wasmtime::Result<i32> {
             charge(&mut c, bcap)?;
             Ok(with_env(&mut c, |mem, p| {
-                let Some(path) = slice(mem, pp, pl) else {
-                    return err::BOUNDS;
-                };
-                match p.env.reach.files.read(&p.code, path) {
-                    // Copies at most `bcap` bytes from `off`; returns the file's length.
-                    Ok(f) => match copy_upto(f, off, mem, bp, bcap) {
-                        Ok(_) => i32::try_from(f.len()).unwrap_or(i32::MAX),
-                        Err(_) => err::BOUNDS,
-                    },
-                    Err(r) => code(r),
-                }
+                p.env
+                    .reach
+                    .files
+                    .guest_read(&p.code, mem, (pp, pl), off, (bp, bcap))
+                    .unwrap_or_else(code)
             }))
         },
     )?;
@@ -49,26 +43,22 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         |mut c: C<'_>, pp: i32, pl: i32, dp: i32, dl: i32| -> wasmtime::Result<i32> {
             charge(&mut c, dl)?;
             Ok(with_env(&mut c, |mem, p| {
-                let (Some(path), Some(data)) = (slice(mem, pp, pl), slice(mem, dp, dl)) else {
-                    return err::BOUNDS;
-                };
-                match p.env.reach.files.write(p.code, path, data) {
-                    Ok(()) => 0,
-                    Err(r) => code(r),
-                }
+                p.env
+                    .reach
+                    .files
+                    .guest_write(p.code, mem, (pp, pl), (dp, dl))
+                    .map_or_else(code, |()| 0)
             }))
         },
     )?;
 
     l.func_wrap(m, "file_delete", |mut c: C<'_>, pp: i32, pl: i32| -> i32 {
         with_env(&mut c, |mem, p| {
-            let Some(path) = slice(mem, pp, pl) else {
-                return err::BOUNDS;
-            };
-            match p.env.reach.files.delete(&p.code, path) {
-                Ok(()) => 0,
-                Err(r) => code(r),
-            }
+            p.env
+                .reach
+                .files
+                .guest_delete(&p.code, mem, (pp, pl))
+                .map_or_else(code, |()| 0)
         })
     })?;
 

@@ -44,7 +44,7 @@ use anode_wire::anep::AnepPacket;
 use anode_wire::capsule::CapsuleRepr;
 use anode_wire::checksum;
 use anode_wire::transit::Transit;
-use wasmtime::{Caller, Instance, Linker, Memory, Trap, Val};
+use wasmtime::{Caller, Instance, Linker, Memory, Val};
 
 use crate::abi;
 use crate::route::RouteTable;
@@ -266,16 +266,7 @@ fn write_bytes(mem: &mut [u8], ptr: i32, bytes: &[u8]) -> bool {
 
 /// Charges `bytes / 64` fuel for host work proportional to a guest-chosen length.
 fn charge(caller: &mut C<'_>, bytes: i32) -> wasmtime::Result<()> {
-    let cost = (usize::try_from(bytes).unwrap_or(0) / 64) as u64;
-    if cost == 0 {
-        return Ok(());
-    }
-    let f = caller.get_fuel()?;
-    if f < cost {
-        caller.set_fuel(0)?;
-        return Err(Trap::OutOfFuel.into());
-    }
-    caller.set_fuel(f - cost)
+    anode_wasm::fuel::charge_bytes(caller, bytes)
 }
 
 /// Calls export `name` of dependency `dep` (PAN's guardians). While it runs, host calls act for

@@ -5,6 +5,10 @@
 //! reinstalled its deployed ones first); each takes its state back through `state_import`
 //! if it runs the same version. State comes from another process: a module that is not
 //! there, has another version, or refuses its state is skipped and named.
+//!
+//! The modules' files go too (`files.rs`): the successor read them from the disk when it
+//! started, before this process stopped changing them; the handed-over set replaces
+//! them (this process also writes its last changes out before it hands over).
 
 use anode_core::handover::hex_bytes;
 
@@ -19,10 +23,21 @@ struct ModuleState {
     state: Vec<u8>,
 }
 
+/// One file of a module.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct ModuleFile {
+    module: String,
+    path: String,
+    #[serde(with = "hex_bytes")]
+    data: Vec<u8>,
+}
+
 /// What the host hands over.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct HostState {
     modules: Vec<ModuleState>,
+    #[serde(default)]
+    files: Vec<ModuleFile>,
 }
 
 impl ModuleHost {
@@ -52,7 +67,17 @@ impl ModuleHost {
                 Err(err) => self.note(format!("{name}: state not handed over: {err}")),
             }
         }
-        serde_json::to_value(HostState { modules }).unwrap_or_default()
+        let files = {
+            let f = crate::files::lock(&self.files);
+            if let Some(p) = f.persist() {
+                p.flush();
+            }
+            f.export()
+                .into_iter()
+                .map(|(module, path, data)| ModuleFile { module, path, data })
+                .collect()
+        };
+        serde_json::to_value(HostState { modules, files }).unwrap_or_default()
     }
 
     /// Gives each module its handed-over state back (see the module docs).
@@ -60,6 +85,21 @@ impl ModuleHost {
         let h: HostState = serde_json::from_value(v.clone())
             .map_err(|e| format!("the modules' handed-over state does not parse: {e}"))?;
         let mut refused = Vec::new();
+        let files: Vec<(String, String, Vec<u8>)> = h
+            .files
+            .into_iter()
+            .map(|f| (f.module, f.path, f.data))
+            .collect();
+        {
+            let mut f = crate::files::lock(&self.files);
+            let n = f.import(files);
+            if n > 0 {
+                refused.push(format!("{n} module files over this node's quotas"));
+            }
+            if let Some(p) = f.persist() {
+                p.schedule();
+            }
+        }
         for m in h.modules {
             let Some(e) = self.modules.get_mut(&m.name) else {
                 refused.push(format!("{} is not installed here", m.name));

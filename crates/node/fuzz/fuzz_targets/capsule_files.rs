@@ -2,7 +2,7 @@
 //! operations (`op u8 | code u8 | path_len u8 | path | data_len u8 | data`) on a store with
 //! small bounds. None may panic; a refused write or delete changes nothing; the bytes held
 //! always equal the files' sizes and stay within the quota; no accepted path leaves the code
-//! object's directory.
+//! object's directory; a hand-over's import of the store's own export changes nothing.
 #![no_main]
 use anode_capsule::files::{FileLimits, FileStore};
 use libfuzzer_sys::fuzz_target;
@@ -26,7 +26,7 @@ fuzz_target!(|input: &[u8]| {
     let mut data = input;
     while data.len() >= 3 {
         let head = take(&mut data, 3);
-        let (op, code) = (head[0] % 3, [head[1] % 2; 32]);
+        let (op, code) = (head[0] % 4, [head[1] % 2; 32]);
         let path = take(&mut data, usize::from(head[2] % 32)).to_vec();
         let len = take(&mut data, 1).first().copied().unwrap_or(0);
         let body = take(&mut data, usize::from(len)).to_vec();
@@ -45,6 +45,11 @@ fuzz_target!(|input: &[u8]| {
             1 => {
                 let _ = s.read(&code, &path);
                 assert_eq!(s.bytes_of(&code), before);
+            }
+            2 => {
+                let all = s.export();
+                assert_eq!(s.import(all.clone()), 0, "its own files fit");
+                assert_eq!(s.export(), all, "an import of the export changes nothing");
             }
             _ => {
                 if s.delete(&code, &path).is_err() {

@@ -56,6 +56,7 @@ fn entry(e: &EeInfo) -> ModuleEntry {
         provides: vec![format!("ee/0x{:04X}", e.type_id)],
         requires: Vec::new(),
         origin: Some("built-in".into()),
+        ..ModuleEntry::default()
     }
 }
 

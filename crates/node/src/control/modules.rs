@@ -66,6 +66,8 @@ pub(crate) fn entry(i: ModuleInfo) -> ModuleEntry {
         provides: i.provides,
         requires: i.requires,
         origin: None,
+        files: i.files,
+        file_quota: i.file_quota,
     }
 }
 

@@ -40,6 +40,10 @@ pub fn setup_node(node: &mut Node, file: &NodeFile) -> Result<(), String> {
     let rt = ModRuntime::new(MAX_INSTANCES)
         .map_err(|e| format!("cannot start the module runtime: {e}"))?;
     anode_modules::attach(node, Arc::clone(&rt), trust);
+    // The modules' files live beside the journal (read back now, before any module starts).
+    if let Some(h) = anode_modules::host_mut(node) {
+        h.set_file_dir(m.state_dir.join("files"));
+    }
     // The deployment service (`anode module deploy`) comes with the module host; its
     // `[deploy]` keys say who may use it (none: every request is refused as disabled).
     node.register_ee(Box::new(anode_modules::deploy::DeployEe::new(

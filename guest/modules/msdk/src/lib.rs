@@ -110,6 +110,7 @@ pub fn log_line(msg: &str) {
     unsafe { log(msg.as_ptr(), msg.len() as i32) }
 }
 
+pub mod files;
 pub mod plan;
 
 /// The bytes a module whose state is one 64-bit number hands over on upgrade.
