@@ -32,6 +32,7 @@ mod module_files {
     pub const SDK_CARGO: &str = include_str!("../templates/module/msdk-Cargo.toml.txt");
     pub const SDK_LIB: &str = include_str!("../../../guest/modules/msdk/src/lib.rs");
     pub const SDK_PLAN: &str = include_str!("../../../guest/modules/msdk/src/plan.rs");
+    pub const SDK_FILES: &str = include_str!("../../../guest/modules/msdk/src/files.rs");
 }
 
 /// Why a scaffold was not made.
@@ -100,6 +101,7 @@ pub fn module(dir: &Path, name: &str) -> Result<Vec<PathBuf>, ScaffoldError> {
         ("msdk/Cargo.toml", SDK_CARGO.to_string()),
         ("msdk/src/lib.rs", SDK_LIB.to_string()),
         ("msdk/src/plan.rs", SDK_PLAN.to_string()),
+        ("msdk/src/files.rs", SDK_FILES.to_string()),
     ];
     write_all(dir, name, files)
 }
@@ -176,7 +178,7 @@ mod tests {
         let d = std::env::temp_dir().join(format!("anode-scaffold-mod-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         let files = module(&d, "thin").unwrap();
-        assert_eq!(files.len(), 10);
+        assert_eq!(files.len(), 11);
         let manifest = std::fs::read_to_string(d.join("manifest.toml")).unwrap();
         assert!(manifest.contains("name = \"thin\""), "{manifest}");
         let topo = std::fs::read_to_string(d.join("topology.toml")).unwrap();
@@ -186,5 +188,33 @@ mod tests {
             Err(ScaffoldError::NotEmpty(_))
         ));
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Every source file of the SDKs goes into a scaffolded crate (a file added to an SDK
+    /// and not listed here would leave new crates that do not build).
+    #[test]
+    fn scaffolds_carry_every_sdk_source_file() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest");
+        for (sdk, into, make) in [
+            ("sdk/src", "sdk/src", protocol as fn(&Path, &str) -> _),
+            ("modules/msdk/src", "msdk/src", module),
+        ] {
+            let d = std::env::temp_dir().join(format!(
+                "anode-scaffold-sdk-{}-{}",
+                into.replace('/', "-"),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&d);
+            make(&d, "whole").unwrap();
+            for f in std::fs::read_dir(root.join(sdk)).unwrap() {
+                let name = f.unwrap().file_name();
+                assert!(
+                    d.join(into).join(&name).is_file(),
+                    "{sdk}/{} is missing from scaffolded crates",
+                    name.to_string_lossy()
+                );
+            }
+            let _ = std::fs::remove_dir_all(&d);
+        }
     }
 }
