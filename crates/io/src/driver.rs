@@ -203,7 +203,7 @@ impl DataPath {
                 break;
             }
             if self.shared.wake_flag.swap(false, Ordering::AcqRel) {
-                self.run_calls();
+                self.run_calls(false);
             }
             if self.shared.paused.load(Ordering::Acquire) {
                 self.pause();
@@ -259,7 +259,7 @@ impl DataPath {
                 return;
             }
             if self.shared.wake_flag.swap(false, Ordering::AcqRel) {
-                self.run_calls();
+                self.run_calls(true);
                 self.forward_events();
                 self.publish();
             }
@@ -353,8 +353,20 @@ impl DataPath {
         }
     }
 
-    fn run_calls(&mut self) {
-        while let Ok(job) = self.calls.try_recv() {
+    /// Runs the calls waiting. Outside a pause (`in_pause` false) it stops at the first
+    /// call it finds once a pause was asked for and leaves the rest (the wake flag set) for
+    /// the pause loop: a pause's calls, and any the pauser sends once they are answered (a
+    /// node's hand-over), must run after the pause's flush, or packets they see queued
+    /// would also be sent by that flush.
+    fn run_calls(&mut self, in_pause: bool) {
+        loop {
+            if !in_pause && self.shared.paused.load(Ordering::Acquire) {
+                self.shared.wake_flag.store(true, Ordering::Release);
+                break;
+            }
+            let Ok(job) = self.calls.try_recv() else {
+                break;
+            };
             job(&mut self.node, Instant::now());
             self.st.calls += 1;
         }

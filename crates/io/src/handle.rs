@@ -134,9 +134,11 @@ impl NodeHandle {
     /// buffer.
     pub fn pause(&self) -> Result<(), DriverGone> {
         self.shared.paused.store(true, Ordering::Release);
-        // The call runs just before the data path looks at the flag: no read comes after it.
+        // The data path runs no call once it sees the flag until it has paused (flushed what
+        // was queued, stopped reading): this call returns from inside the pause, and so do
+        // the caller's next ones (`driver.rs`, `run_calls`).
         self.call(|_, _| ())?;
-        // And one that runs inside the pause, after the flush.
+        // A second one, as before: still inside the pause.
         self.call(|_, _| ())
     }
 

@@ -234,3 +234,59 @@ fn plan_resident_data_survives_a_handover() {
     assert_eq!(after["key_seed"], before["key_seed"]);
     assert_eq!(after["next_key"], before["next_key"]);
 }
+
+/// Packets still queued to leave at the hand-over leave once, from the new node: the
+/// handover carries them and the new node sends exactly those.
+#[test]
+fn packets_queued_at_the_handover_leave_once() {
+    let opts = NetOptions {
+        delay: Duration::from_millis(1),
+        settle: Duration::from_secs(3),
+        ..NetOptions::default()
+    };
+    let mut net = Net::line(3, opts, |_, node| {
+        register_with(node, &ee_options()).expect("EEs");
+    });
+    let ee0 = capsule_ee(&mut net.nodes[0]).expect("capsule EE");
+    let count_code = ee0.install(protocols::COUNTER).expect("installs");
+    capsule_ee(&mut net.nodes[2])
+        .expect("capsule EE")
+        .register_port(PORT);
+    // Node 1 learns the code.
+    net.inject(0, counter(count_code)).expect("sent");
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.deliveries(2).len(), 1);
+    // Four capsules reach node 1, which forwards them; nothing is polled yet.
+    let now = net.now;
+    for _ in 0..4 {
+        net.nodes[1].handle_packet(now, anode_core::LinkId(0), counter(count_code));
+    }
+    let pending = net.nodes[1].pending_transmits();
+    assert!(pending >= 4, "{pending}");
+    let h = net.nodes[1].hand_over(now);
+    assert_eq!(h.queued.len(), pending);
+    let code: Vec<Arc<[u8]>> = capsule_ee(&mut net.nodes[1])
+        .expect("capsule EE")
+        .memory_code()
+        .into_iter()
+        .map(|(_, w)| w)
+        .collect();
+    let back: NodeHandover =
+        serde_json::from_str(&serde_json::to_string(&h).expect("serializes")).expect("parses");
+    let mut fresh = fresh_node_1(&net);
+    for w in &code {
+        capsule_ee(&mut fresh)
+            .expect("capsule EE")
+            .install(w)
+            .expect("code builds");
+    }
+    let rep = fresh.take_over(now, &back).expect("takes over");
+    assert_eq!(rep.queued, pending, "{rep:?}");
+    net.nodes[1] = fresh;
+    net.run_for(Duration::from_secs(2));
+    assert_eq!(
+        counter_at(&mut net, 2, &count_code),
+        Some(5),
+        "node 2 counted each capsule once"
+    );
+}
