@@ -58,6 +58,42 @@ fn fresh_node_1(net: &Net) -> Node {
     n
 }
 
+/// A line of three nodes with the EEs, settled.
+fn line() -> Net {
+    let opts = NetOptions {
+        delay: Duration::from_millis(1),
+        settle: Duration::from_secs(3),
+        ..NetOptions::default()
+    };
+    Net::line(3, opts, |_, node| {
+        register_with(node, &ee_options()).expect("EEs");
+    })
+}
+
+/// Replaces node 1 by a fresh node built from handover `h` (as JSON, the way it travels
+/// between processes), with the code node 1's memory cache held.
+fn replace_node_1(net: &mut Net, h: &NodeHandover) -> anode_core::handover::TakeoverReport {
+    let now = net.now;
+    let code: Vec<Arc<[u8]>> = capsule_ee(&mut net.nodes[1])
+        .expect("capsule EE")
+        .memory_code()
+        .into_iter()
+        .map(|(_, w)| w)
+        .collect();
+    let text = serde_json::to_string(h).expect("serializes");
+    let back: NodeHandover = serde_json::from_str(&text).expect("parses");
+    let mut fresh = fresh_node_1(net);
+    for w in &code {
+        capsule_ee(&mut fresh)
+            .expect("capsule EE")
+            .install(w)
+            .expect("code builds");
+    }
+    let rep = fresh.take_over(now, &back).expect("takes over");
+    net.nodes[1] = fresh;
+    rep
+}
+
 fn counter_at(net: &mut Net, node: usize, code: &CodeHash) -> Option<u64> {
     let now = net.now;
     let ee = capsule_ee(&mut net.nodes[node])?;
@@ -69,14 +105,7 @@ fn counter_at(net: &mut Net, node: usize, code: &CodeHash) -> Option<u64> {
 
 #[test]
 fn a_node_replaced_by_its_handover_loses_nothing_and_forgets_nothing() {
-    let opts = NetOptions {
-        delay: Duration::from_millis(1),
-        settle: Duration::from_secs(3),
-        ..NetOptions::default()
-    };
-    let mut net = Net::line(3, opts, |_, node| {
-        register_with(node, &ee_options()).expect("EEs");
-    });
+    let mut net = line();
     let ee0 = capsule_ee(&mut net.nodes[0]).expect("capsule EE");
     let count_code = ee0.install(protocols::COUNTER).expect("installs");
     let fwd_code = ee0.install(protocols::FORWARD).expect("installs");
@@ -105,30 +134,13 @@ fn a_node_replaced_by_its_handover_loses_nothing_and_forgets_nothing() {
 
     // Node 1 is replaced by a fresh process's node built from its handover (as JSON, the
     // way it travels between processes), with the code its memory cache held.
-    let now = net.now;
-    let h = net.nodes[1].hand_over(now);
+    let h = net.nodes[1].hand_over(net.now);
     assert_eq!(held(&net), 5, "handing over leaves the old node as it was");
-    let code: Vec<Arc<[u8]>> = capsule_ee(&mut net.nodes[1])
-        .expect("capsule EE")
-        .memory_code()
-        .into_iter()
-        .map(|(_, w)| w)
-        .collect();
-    let text = serde_json::to_string(&h).expect("serializes");
-    let back: NodeHandover = serde_json::from_str(&text).expect("parses");
-    let mut fresh = fresh_node_1(&net);
-    for w in &code {
-        capsule_ee(&mut fresh)
-            .expect("capsule EE")
-            .install(w)
-            .expect("code builds");
-    }
-    let rep = fresh.take_over(now, &back).expect("takes over");
+    let rep = replace_node_1(&mut net, &h);
     assert_eq!(rep.routing.neighbors, 2);
     assert_eq!(rep.held, 5, "{rep:?}");
     assert!(rep.refused.is_empty(), "{rep:?}");
-    assert_eq!(fresh.lookup(&addr(2)).map(|h| h.addr), Some(addr(2)));
-    net.nodes[1] = fresh;
+    assert_eq!(net.nodes[1].lookup(&addr(2)).map(|h| h.addr), Some(addr(2)));
 
     // A datagram right away: the routes are there before any hello or update.
     net.nodes[0]
@@ -239,14 +251,7 @@ fn plan_resident_data_survives_a_handover() {
 /// handover carries them and the new node sends exactly those.
 #[test]
 fn packets_queued_at_the_handover_leave_once() {
-    let opts = NetOptions {
-        delay: Duration::from_millis(1),
-        settle: Duration::from_secs(3),
-        ..NetOptions::default()
-    };
-    let mut net = Net::line(3, opts, |_, node| {
-        register_with(node, &ee_options()).expect("EEs");
-    });
+    let mut net = line();
     let ee0 = capsule_ee(&mut net.nodes[0]).expect("capsule EE");
     let count_code = ee0.install(protocols::COUNTER).expect("installs");
     capsule_ee(&mut net.nodes[2])
@@ -265,24 +270,8 @@ fn packets_queued_at_the_handover_leave_once() {
     assert!(pending >= 4, "{pending}");
     let h = net.nodes[1].hand_over(now);
     assert_eq!(h.queued.len(), pending);
-    let code: Vec<Arc<[u8]>> = capsule_ee(&mut net.nodes[1])
-        .expect("capsule EE")
-        .memory_code()
-        .into_iter()
-        .map(|(_, w)| w)
-        .collect();
-    let back: NodeHandover =
-        serde_json::from_str(&serde_json::to_string(&h).expect("serializes")).expect("parses");
-    let mut fresh = fresh_node_1(&net);
-    for w in &code {
-        capsule_ee(&mut fresh)
-            .expect("capsule EE")
-            .install(w)
-            .expect("code builds");
-    }
-    let rep = fresh.take_over(now, &back).expect("takes over");
+    let rep = replace_node_1(&mut net, &h);
     assert_eq!(rep.queued, pending, "{rep:?}");
-    net.nodes[1] = fresh;
     net.run_for(Duration::from_secs(2));
     assert_eq!(
         counter_at(&mut net, 2, &count_code),
