@@ -219,20 +219,19 @@ impl<K: FileOwner> FileStore<K> {
         self.dirs.get(code).map_or(0, |d| d.files.len())
     }
 
-    /// Gives `owner` quotas of its own instead of the store's (`None`: the store's again).
-    /// Files it already holds are kept even over new, smaller quotas: its writes are refused
-    /// until it is back under them.
-    pub fn set_limits(&mut self, owner: &K, limits: Option<FileLimits>) {
+    /// Gives `owner` quotas of its own instead of the store's. Files it already holds are
+    /// kept even over new, smaller quotas: its writes are refused until it is back under
+    /// them.
+    pub fn set_limits(&mut self, owner: &K, limits: FileLimits) {
         match self.dirs.get_mut(owner) {
-            Some(d) => d.limits = limits,
-            None if limits.is_some() => {
+            Some(d) => d.limits = Some(limits),
+            None => {
                 let d = Dir {
-                    limits,
+                    limits: Some(limits),
                     ..Dir::default()
                 };
                 self.dirs.insert(owner.clone(), d);
             }
-            None => {}
         }
     }
 
@@ -313,12 +312,9 @@ impl<K: FileOwner> FileStore<K> {
         if data.len() > l.max_file_bytes {
             return self.refuse(FileRefusal::TooBig);
         }
-        if !self.dirs.contains_key(&code) {
-            self.dirs.insert(code.clone(), Dir::default());
-        }
-        let Some(d) = self.dirs.get_mut(&code) else {
-            return Err(FileRefusal::NotFound); // (inserted just above)
-        };
+        // The owner, for the disk's note (only a persistent store needs a copy).
+        let owner = self.persist.is_some().then(|| code.clone());
+        let d = self.dirs.entry(code).or_default();
         let old = d.files.get(p).map(Vec::len);
         if old.is_none() && d.files.len() >= l.max_files {
             return self.refuse(FileRefusal::Count);
@@ -338,8 +334,8 @@ impl<K: FileOwner> FileStore<K> {
                 d.files.insert(p.to_string(), data.to_vec());
             }
         }
-        if let Some(w) = &self.persist {
-            w.note(code, p.to_string(), Some(data.to_vec()));
+        if let (Some(w), Some(owner)) = (&self.persist, owner) {
+            w.note(owner, p.to_string(), Some(data.to_vec()));
             self.changed = true;
         }
         Ok(())

@@ -244,7 +244,7 @@ impl ModuleHost {
             .collect();
         let mut f = crate::files::lock(&self.files);
         for (n, l) in limits {
-            f.set_limits(&n, Some(l));
+            f.set_limits(&n, l);
         }
     }
 
@@ -295,8 +295,7 @@ impl ModuleHost {
             return Err(ModuleError::AlreadyInstalled(name));
         }
         self.check_type_id(&pkg.manifest)?;
-        crate::files::lock(&self.files)
-            .set_limits(&name, Some(crate::files::limits_of(&pkg.manifest)));
+        crate::files::lock(&self.files).set_limits(&name, crate::files::limits_of(&pkg.manifest));
         let order = self.next_order;
         self.next_order += 1;
         self.modules.insert(
@@ -722,8 +721,7 @@ impl ModuleHost {
         };
         // A routing function gets a new instance in the PLAN EE at the next `sync_routes`.
         self.routes_attached.remove(&name);
-        crate::files::lock(&self.files)
-            .set_limits(&name, Some(crate::files::limits_of(&pkg.manifest)));
+        crate::files::lock(&self.files).set_limits(&name, crate::files::limits_of(&pkg.manifest));
         let e = self.entry_mut(&name)?;
         e.pkg = pkg;
         e.code = code;

@@ -97,9 +97,10 @@ impl Snapshot {
             .iter()
             .filter(|r| r.reachable)
             .count();
-        let modules = anode_modules::host_mut(n)
-            .map(|h| {
-                h.list()
+        let (modules, module_files_refused) = match anode_modules::host_mut(n) {
+            Some(h) => {
+                let list = h
+                    .list()
                     .into_iter()
                     .map(|m| ModuleSnap {
                         name: m.name,
@@ -107,11 +108,11 @@ impl Snapshot {
                         packets: m.packets,
                         file_bytes: m.files.1,
                     })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let module_files_refused =
-            anode_modules::host_mut(n).map(|h| anode_modules::files::lock(h.files()).refused());
+                    .collect();
+                (list, Some(anode_modules::files::lock(h.files()).refused()))
+            }
+            None => (Vec::new(), None),
+        };
         let code_names = crate::ees::code_names(n);
         let deploy = n
             .ee_mut(anode_wire::anep::TYPE_DEPLOY)
