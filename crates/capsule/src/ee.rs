@@ -42,24 +42,26 @@ use std::time::{Duration, Instant};
 
 use anode_core::{DropReason, EeHeader, EePacket, ExecutionEnvironment, LinkId, NodeContext};
 use anode_wire::NodeAddr;
-use anode_wire::anep::{AnepPacket, TYPE_CAPSULE};
-use anode_wire::capsule::CapsuleRepr;
+use anode_wire::anep::TYPE_CAPSULE;
 use anode_wire::control::Control;
 
-use crate::abi::{self, verdict};
 use crate::cache::{DiskCache, DiskHit, MemCache};
 use crate::files::FileStore;
-use crate::host::{CallEnv, CurCapsule, Effect, Reach};
+use crate::host::{CallEnv, Reach};
 use crate::loader::{Loader, LoaderConfig, Park, Parked, Step};
-use crate::report::{RunOutcome, RunReport, outcome_of_error};
+use crate::report::RunReport;
 use crate::route::{CapsuleRouteFn, RouteTable};
 use crate::runtime::{CodeObject, CodeTier, Runtime, RuntimeConfig, code_hash};
 use crate::softstate::SoftState;
 use crate::{CapsuleError, CodeHash, PortTable};
 
+mod batch;
 mod build;
 mod handover;
+mod helpers;
+mod run;
 
+pub use batch::MAX_BATCH;
 pub use build::{BuiltCode, CodeInstaller};
 
 /// How often the EE looks for the code worker's answers while it owes one.
@@ -113,6 +115,10 @@ pub struct CapsuleConfig {
     /// Bounds of each code object's files (ABI v2, `files.rs`); with a `cache_dir` they are
     /// kept in its `files/` directory (the cache's scan passes over subdirectories).
     pub files: crate::files::FileLimits,
+    /// Threads that run capsules, the node thread included (`ee/batch.rs`). 1 (the
+    /// default): each capsule runs when it comes, on the node thread; more: capsules are run
+    /// in batches, a code object's on one thread at a time, different ones in parallel.
+    pub workers: usize,
 }
 
 impl Default for CapsuleConfig {
@@ -132,6 +138,7 @@ impl Default for CapsuleConfig {
             cache_max_bytes: 256 << 20,
             record_runs: false,
             files: crate::files::FileLimits::default(),
+            workers: 1,
         }
     }
 }
@@ -223,6 +230,10 @@ pub struct CapsuleStats {
     pub cuts_opened: u64,
     /// `cut_through` requests the node's cut-through table refused (limits, none installed).
     pub cuts_refused: u64,
+    /// Batches of capsules run with workers (`CapsuleConfig::workers` > 1).
+    pub batches: u64,
+    /// Groups of a batch (one per code object) run on the worker threads in parallel.
+    pub worker_groups: u64,
 }
 
 /// A code object as [`CapsuleEe::code_list`] reports it.
@@ -281,6 +292,8 @@ pub struct CapsuleEe {
     serve: crate::serve::ServeBudget,
     /// Guest log lines per code object.
     logs: crate::serve::LogLimit,
+    /// The worker threads and the capsules held for them (`None`: one thread).
+    workers: Option<batch::Workers>,
 }
 
 impl fmt::Debug for CapsuleEe {
@@ -308,7 +321,11 @@ impl CapsuleEe {
             .map(|d| DiskCache::open(d, cfg.cache_max_bytes))
             .transpose()?;
         let (worker_tx, worker_rx) = mpsc::channel();
+        let workers = (cfg.workers > 1)
+            .then(|| batch::Workers::new(cfg.workers))
+            .transpose()?;
         Ok(CapsuleEe {
+            workers,
             worker_tx,
             worker_rx,
             tier_pending: HashSet::new(),
@@ -373,6 +390,30 @@ impl CapsuleEe {
     /// The soft state (for inspection).
     pub fn soft_state(&mut self) -> &mut SoftState {
         &mut self.reach.soft
+    }
+
+    /// The code objects of the capsules held for the workers' next batch (each once, in
+    /// arrival order; none without workers).
+    pub fn held_codes(&self) -> Vec<CodeHash> {
+        self.workers
+            .as_ref()
+            .map_or_else(Vec::new, batch::Workers::codes)
+    }
+
+    /// Capsules held for the workers' next batch.
+    pub fn held(&self) -> usize {
+        self.workers.as_ref().map_or(0, batch::Workers::len)
+    }
+
+    /// Runs the capsules held for the workers now (the node runs them at the EE's timeout,
+    /// after its batch; this is for a caller that must not let the next packet run them).
+    pub fn run_held(&mut self, ctx: &mut NodeContext<'_>) {
+        self.run_batch(ctx);
+    }
+
+    /// Threads that run capsules, the node thread included.
+    pub fn workers(&self) -> usize {
+        self.workers.as_ref().map_or(1, batch::Workers::threads)
     }
 
     /// Capsules waiting for code (being fetched, or being built by the worker).
@@ -764,8 +805,18 @@ impl CapsuleEe {
         }
     }
 
-    /// Runs the capsule's code (its header parsed by the node), or parks it for missing code.
+    /// Runs the capsule's code (its header parsed by the node), holds it for the workers, or
+    /// parks it for missing code.
     fn dispatch(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        self.dispatch_with(ctx, pkt, self.workers.is_some());
+    }
+
+    /// [`CapsuleEe::dispatch`] on this thread, now.
+    fn dispatch_now(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket) {
+        self.dispatch_with(ctx, pkt, false);
+    }
+
+    fn dispatch_with(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, defer: bool) {
         let (hdr, hl) = match pkt.header {
             EeHeader::Capsule(h, len) => (h, len),
             _ => return ctx.count_drop("capsule", DropReason::BadHeader),
@@ -782,6 +833,9 @@ impl CapsuleEe {
                 true
             }
         };
+        if defer {
+            return self.defer(ctx, pkt, (hdr, payload_at));
+        }
         self.run(ctx, hdr, pkt, payload_at, needs_instance);
     }
 
@@ -845,243 +899,6 @@ impl CapsuleEe {
                     None => return false,
                 },
                 Err(_) => return false,
-            }
-        }
-    }
-
-    /// Runs the capsule's code (`hdr.code`) on it.
-    fn run(
-        &mut self,
-        ctx: &mut NodeContext<'_>,
-        hdr: CapsuleRepr,
-        pkt: EePacket,
-        payload_at: usize,
-        needs_instance: bool,
-    ) {
-        let hash = hdr.code;
-        let fuel = self.cfg.fuel;
-        let epoch = *self.epoch.get_or_insert(ctx.now());
-        let ctx_now = ctx.now();
-        let deps = if needs_instance {
-            match self.resolve(&hash) {
-                Ok(d) => d,
-                Err(Missing::Code(want)) => return self.park(ctx, want, hdr.code_source, pkt),
-                Err(Missing::TooDeep) => return ctx.count_drop("capsule", DropReason::DepsTooDeep),
-            }
-        } else {
-            Vec::new()
-        };
-        if needs_instance && !self.instantiate(&hash, &deps) {
-            return ctx.count_drop("capsule", DropReason::InstantiateFailed);
-        }
-        let Some(c) = self.mem.get_mut(&hash) else {
-            return ctx.count_drop("capsule", DropReason::CodeInvalid);
-        };
-        let Some(live) = c.live.as_mut() else {
-            return ctx.count_drop("capsule", DropReason::InstantiateFailed);
-        };
-        let mut buf = pkt.buf;
-        let plen = AnepPacket::new_checked(&buf[..]).map_or(0, |p| p.packet_len());
-        if plen < payload_at || plen > buf.len() {
-            return ctx.count_drop("capsule", DropReason::BadHeader);
-        }
-        buf.truncate(plen);
-        let why = match pkt.why {
-            anode_core::Dispatch::Destination => abi::why::DESTINATION,
-            anode_core::Dispatch::EveryHop => abi::why::EVERY_HOP,
-            anode_core::Dispatch::Route => abi::why::ROUTE,
-            anode_core::Dispatch::Local => abi::why::LOCAL,
-        };
-        {
-            let st = live.store.data_mut();
-            st.cap = Some(CurCapsule {
-                buf,
-                anep_len: pkt.anep_len,
-                payload_at,
-                why: pkt.why,
-                transit_len: pkt.transit_len,
-                header: hdr,
-                dirty: false,
-            });
-            st.actions = 0;
-            st.limits.clear_hit();
-        }
-        if live.store.set_fuel(fuel).is_err() {
-            live.store.data_mut().cap = None;
-            return ctx.count_drop("capsule", DropReason::Trap);
-        }
-        self.stats.runs += 1;
-        // The call's environment moves into the store and back (host/mod.rs); what the guest
-        // did to the node is applied after it returns, in order.
-        let mut env = lend_env(&mut self.call_env, ctx, epoch, self.cfg.max_actions);
-        std::mem::swap(&mut self.reach, &mut env.reach);
-        live.store.data_mut().env = Some(env);
-        let r = live
-            .accept
-            .call(&mut live.store, ((plen - payload_at) as i32, why));
-        if let Some(mut env) = live.store.data_mut().env.take() {
-            std::mem::swap(&mut self.reach, &mut env.reach);
-            self.stats.unknown_route_fn += std::mem::take(&mut env.route_misses);
-            let (serve, logs, stats) = (&mut self.serve, &mut self.logs, &mut self.stats);
-            let mut cuts = (0u64, 0u64);
-            apply_effects(
-                ctx,
-                (&mut env.effects, &hash),
-                |link| serve.sent(ctx_now, link, hash),
-                |m| match logs.allow(ctx_now, &hash) {
-                    Ok(()) => {
-                        stats.log_lines += 1;
-                        Some(m)
-                    }
-                    Err(notice) => {
-                        stats.log_dropped += 1;
-                        notice.map(|n| {
-                            format!(
-                                "{}: {n} log lines dropped (rate limit: {} lines/s per code object)",
-                                hex::encode(hash.get(..4).unwrap_or(&[])),
-                                crate::serve::LogLimit::RATE
-                            )
-                        })
-                    }
-                },
-                |opened| {
-                    if opened {
-                        cuts.0 += 1;
-                    } else {
-                        cuts.1 += 1;
-                    }
-                },
-            );
-            self.stats.cuts_opened += cuts.0;
-            self.stats.cuts_refused += cuts.1;
-            self.call_env = Some(env);
-        }
-        let cap = live.store.data_mut().cap.take();
-        if self.cfg.record_runs {
-            let outcome = match &r {
-                Ok(verdict::FORWARD | verdict::DONE | verdict::DROP) => RunOutcome::Completed,
-                Ok(_) => RunOutcome::BadVerdict,
-                Err(e) => outcome_of_error(e, live.store.data().limits.hit()),
-            };
-            self.runs.push(RunReport {
-                code: hash,
-                fuel_used: fuel.saturating_sub(live.store.get_fuel().unwrap_or(0)),
-                outcome,
-            });
-        }
-        match r {
-            Ok(v) => match (v, cap) {
-                (_, None) => {}
-                (verdict::FORWARD, Some(mut k)) => {
-                    k.fix_up();
-                    if let Ok(link) = ctx.forward(k.buf, k.anep_len) {
-                        self.serve.sent(ctx_now, link, hash);
-                    }
-                }
-                (verdict::DONE, Some(_)) => self.stats.consumed += 1,
-                (verdict::DROP, Some(_)) => ctx.count_drop("capsule", DropReason::GuestDrop),
-                (_, Some(_)) => ctx.count_drop("capsule", DropReason::BadVerdict),
-            },
-            Err(e) => {
-                let reason = outcome_of_error(&e, live.store.data().limits.hit())
-                    .drop_reason()
-                    .unwrap_or(DropReason::Trap);
-                self.stats.traps += 1;
-                // The instance's state is unknown after a trap: start afresh next time.
-                c.live = None;
-                if cap.is_some() {
-                    ctx.count_drop("capsule", reason);
-                } else {
-                    ctx.log("capsule", format!("{reason} after the capsule was sent on"));
-                }
-            }
-        }
-    }
-}
-
-/// The call environment for the next guest call (holding an empty [`Reach`] to swap with
-/// the EE's), its view current: the kept one refreshed if the node's view generation is
-/// unchanged, else taken anew.
-fn lend_env(
-    kept: &mut Option<Box<CallEnv>>,
-    ctx: &mut NodeContext<'_>,
-    epoch: Instant,
-    max_actions: u32,
-) -> Box<CallEnv> {
-    let generation = ctx.view_generation();
-    match kept.take() {
-        Some(mut env) => {
-            if env.view_gen == generation {
-                env.view.set_now(ctx.now());
-            } else {
-                env.view = ctx.view();
-                env.view_gen = generation;
-            }
-            env.epoch = epoch;
-            env.max_actions = max_actions;
-            env
-        }
-        None => Box::new(CallEnv {
-            view: ctx.view(),
-            view_gen: generation,
-            reach: Box::new(Reach {
-                soft: SoftState::new(0, 0),
-                ports: PortTable::default(),
-                routes: RouteTable::default(),
-                files: FileStore::new(crate::files::FileLimits::default()),
-            }),
-            epoch,
-            max_actions,
-            route_misses: 0,
-            effects: Vec::new(),
-        }),
-    }
-}
-
-/// Applies what a guest call did to the node, in order (`host/mod.rs`); leaves `effects`
-/// empty with its capacity, for the next call.
-/// `sent(link)` learns each link a capsule of the running code goes out on; `log(line)`
-/// says which line (if any) to log for a guest's log line.
-fn apply_effects(
-    ctx: &mut NodeContext<'_>,
-    (effects, code): (&mut Vec<Effect>, &CodeHash),
-    mut sent: impl FnMut(LinkId),
-    mut log: impl FnMut(String) -> Option<String>,
-    mut cut: impl FnMut(bool),
-) {
-    for e in effects.drain(..) {
-        match e {
-            Effect::Send {
-                buf,
-                anep_len,
-                via,
-                new,
-            } => {
-                let send = |ctx: &mut NodeContext<'_>| match via {
-                    None => ctx.forward(buf, anep_len),
-                    Some(hop) => ctx.forward_via(hop, buf, anep_len),
-                };
-                // A packet the guest made is not the capsule's outcome (the ledger).
-                let r = if new { ctx.originate(send) } else { send(ctx) };
-                if let Ok(link) = r {
-                    sent(link);
-                }
-            }
-            Effect::Deliver(d) => ctx.deliver(d),
-            Effect::Log(m) => {
-                if let Some(line) = log(m) {
-                    ctx.log("capsule", line);
-                }
-            }
-            Effect::OpenCut { keys, lifetime } => {
-                let spec = anode_core::CutSpec {
-                    via: None,
-                    rate_bytes_per_sec: None,
-                    burst_bytes: 0,
-                    expires: Some(ctx.now() + lifetime),
-                    owner: crate::principal_of_code(code),
-                };
-                cut(ctx.open_cut_through(TYPE_CAPSULE, keys, spec).is_ok());
             }
         }
     }
@@ -1241,6 +1058,7 @@ impl ExecutionEnvironment for CapsuleEe {
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
         self.last_now = Some(ctx.now());
+        self.run_batch(ctx);
         if self.worker_busy() {
             self.collect_worker(ctx);
         }
@@ -1251,10 +1069,11 @@ impl ExecutionEnvironment for CapsuleEe {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.loader.poll_timeout(), self.worker_poll_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let batch = self.workers.as_ref().and_then(batch::Workers::deadline);
+        [self.loader.poll_timeout(), self.worker_poll_at, batch]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {

@@ -77,6 +77,7 @@ pub fn read_code_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
 pub use cache::{DiskCache, DiskStats};
 pub use ee::{
     BuiltCode, CapsuleConfig, CapsuleEe, CapsuleStats, CodeInfo, CodeInstaller, CodeListing,
+    MAX_BATCH,
 };
 pub use error::CapsuleError;
 pub use loader::LoaderConfig;

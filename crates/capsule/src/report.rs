@@ -63,6 +63,9 @@ pub struct RunReport {
     pub fuel_used: u64,
     /// How it ended.
     pub outcome: RunOutcome,
+    /// Bytes the node queued to send for what the run did (its capsule and what it made;
+    /// 0 for `init` runs).
+    pub tx_bytes: u64,
 }
 
 /// Classifies a failed call: out of fuel, a refused growth (`limit_hit`), or another trap.

@@ -455,6 +455,7 @@ fn run_init(
             code,
             fuel_used: fuel.saturating_sub(store.get_fuel().unwrap_or(0)),
             outcome,
+            tx_bytes: 0,
         });
     }
     match r {

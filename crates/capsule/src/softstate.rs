@@ -109,6 +109,11 @@ impl SoftState {
         self.bytes
     }
 
+    /// Bytes held for `code`.
+    pub fn bytes_of(&self, code: &CodeHash) -> usize {
+        self.spaces.get(code).map_or(0, |s| s.bytes)
+    }
+
     /// Entries evicted (expired or LRU) to make room so far.
     pub fn evictions(&self) -> u64 {
         self.evictions

@@ -89,7 +89,8 @@ fn an_infinite_loop_reports_fuel_exhausted_with_the_whole_budget() {
         vec![RunReport {
             code: spin,
             fuel_used: FUEL,
-            outcome: RunOutcome::FuelExhausted
+            outcome: RunOutcome::FuelExhausted,
+            tx_bytes: 0,
         }]
     );
     // The budget changes at run time, for the next run.

@@ -97,6 +97,7 @@ impl NodeBuilder {
                 cache_max_bytes: file.code_cache_max_bytes,
                 max_code_bytes: file.code_max_bytes,
                 files: file.capsule_files,
+                workers: file.capsule_workers,
                 runtime: None,
                 nodeos: file.nodeos.clone(),
                 plan: file.plan.clone(),

@@ -64,6 +64,8 @@ pub struct EeOptions {
     pub max_code_bytes: u32,
     /// Bounds of each code object's files (ABI v2; `[capsule] file_quota_bytes` ...).
     pub files: anode_capsule::files::FileLimits,
+    /// Threads that run capsules, the node thread included (`[capsule] workers`).
+    pub workers: usize,
     /// A wasmtime runtime to share with other nodes (the emulator's); `None`: the EE makes
     /// its own (tiered: Winch first, Cranelift in the background).
     pub runtime: Option<Arc<Runtime>>,
@@ -83,6 +85,7 @@ impl Default for EeOptions {
             cache_max_bytes: crate::config::DEFAULT_CACHE_MAX_BYTES,
             max_code_bytes: anode_capsule::LoaderConfig::default().max_code_bytes,
             files: anode_capsule::files::FileLimits::default(),
+            workers: 1,
             runtime: None,
             nodeos: NodeOsFile::default(),
             plan: PlanFile::default(),
@@ -136,6 +139,7 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
             ..anode_capsule::LoaderConfig::default()
         },
         files: opts.files,
+        workers: opts.workers,
         ..CapsuleConfig::default()
     };
     let fuel = cfg.fuel;

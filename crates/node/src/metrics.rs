@@ -577,6 +577,18 @@ impl Snapshot {
             None,
             &one(c.log_dropped),
         )?;
+        f.counter(
+            "anode_capsule_batches",
+            "Batches of capsules run with worker threads ([capsule] workers > 1).",
+            None,
+            &one(c.batches),
+        )?;
+        f.counter(
+            "anode_capsule_worker_groups",
+            "Groups of a batch (one per code object) run on the worker threads in parallel.",
+            None,
+            &one(c.worker_groups),
+        )?;
         let (sum, count, buckets) = c.load_histogram();
         let mut m = f.enc.encode_descriptor(
             "anode_code_load",

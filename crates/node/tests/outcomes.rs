@@ -4,7 +4,8 @@
 //! dropped + held), by equality. Random mixes of datagrams, capsules (code installed at node
 //! 0 and demand-loaded elsewhere, so capsules wait as held packets), capsules naming code no
 //! one has, cut-through floods, PLAN programs, garbage on links, an EE stopped and started,
-//! and time passing. Once the network is quiet nothing is held any more and every held
+//! and time passing, with capsules run on the node thread or in batches by two worker threads
+//! (`[capsule] workers`, held until the batch runs). Once the network is quiet nothing is held any more and every held
 //! packet got exactly one outcome.
 
 use std::sync::{Arc, OnceLock};
@@ -93,7 +94,8 @@ struct World {
 }
 
 impl World {
-    fn new() -> World {
+    /// Every node's capsule EE runs capsules on `workers` threads (`[capsule] workers`).
+    fn new(workers: usize) -> World {
         let rt = runtime();
         let opts = NetOptions {
             delay: Duration::from_millis(1),
@@ -103,6 +105,7 @@ impl World {
         let mut net = Net::line(NODES, opts, |_, node| {
             let o = EeOptions {
                 runtime: Some(rt.clone()),
+                workers,
                 ..EeOptions::default()
             };
             register_with(node, &o).expect("EEs");
@@ -235,8 +238,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_packet_has_exactly_one_outcome(ops in proptest::collection::vec(op(), 1..40)) {
-        let mut w = World::new();
+    fn every_packet_has_exactly_one_outcome(
+        ops in proptest::collection::vec(op(), 1..40),
+        workers in 1usize..=2,
+    ) {
+        let mut w = World::new(workers);
         for (k, op) in ops.iter().enumerate() {
             w.apply(op);
             // Packets in flight arrive; the check holds after every delivery round too.
@@ -264,7 +270,7 @@ proptest! {
 /// one dropped while held, and the sums by kind.
 #[test]
 fn held_capsules_settle_once_when_their_code_arrives_or_fails() {
-    let mut w = World::new();
+    let mut w = World::new(1);
     // Node 1 has no code: three capsules wait there while it fetches from node 0.
     for flow in 0..3 {
         w.apply(&Op::Capsule {

@@ -22,6 +22,12 @@
 //!   protocol is first seen, when the EE's code set may have changed (compile, load, tier-up
 //!   counters) and every [`CODE_REFRESH`] packets (for evictions).
 //! - **Files** (ABI v2): measured like soft state, around each call, charged as `file`.
+//! - **Output bytes**: each run reports what it sent (`RunReport::tx_bytes`), charged to its
+//!   protocol's output bucket ([`MeteredEe::reports_tx`]); what a call sent besides runs
+//!   (code transfer) goes to the call's protocol, outside a call to the EE.
+//! - **Worker batches** (`CapsuleConfig::workers` > 1): capsules held for a batch run at the
+//!   EE's timeout (or before the packet that would fill the batch); the soft state and files
+//!   of the held protocols are measured per protocol around it.
 //! - **Termination**: the code object is evicted and its soft state and files cleared (files
 //!   stay when the operator stops the EE, `EeStopped`); the
 //!   guard then refuses the protocol's capsules.
@@ -66,6 +72,11 @@ fn code_of(pkt: &EePacket) -> Option<CodeHash> {
     pkt.header.capsule().map(|h| h.code)
 }
 
+/// `after - before`, signed.
+fn delta(after: usize, before: usize) -> i64 {
+    i64::try_from(after).unwrap_or(i64::MAX) - i64::try_from(before).unwrap_or(i64::MAX)
+}
+
 fn code_epoch(ee: &CapsuleEe) -> u64 {
     let s = ee.stats();
     s.compiled + s.disk_loads + s.loads_completed + s.tier_ups
@@ -106,8 +117,10 @@ impl MeteredCapsule {
         anode_capsule::principal_of_code(code)
     }
 
-    /// Reports the runs since the last call; runs of unseen code go to `caller`.
-    fn collect_runs(&mut self, caller: Option<&CodeHash>) {
+    /// Reports the runs since the last call, with what each sent; runs of unseen code go to
+    /// `caller`. Returns the bytes sent it reported.
+    fn collect_runs(&mut self, caller: Option<&CodeHash>) -> u64 {
+        let mut sent = 0u64;
         for r in self.ee.drain_runs() {
             let code = if self.code_bytes.contains_key(&r.code) {
                 Some(&r.code)
@@ -124,8 +137,53 @@ impl MeteredCapsule {
                 units: r.fuel_used,
                 exhausted,
                 fault,
+                tx_bytes: r.tx_bytes,
                 ..UsageReport::default()
             });
+            sent = sent.saturating_add(r.tx_bytes);
+        }
+        sent
+    }
+
+    /// Runs `f` on the EE outside a packet's call (a timeout, a control message), the
+    /// capsules held for the workers' batch perhaps among what it runs; reports per protocol
+    /// what the runs used and sent and what the held protocols' soft state and files gained
+    /// or freed. What was sent besides runs (code transfer) is the EE's own.
+    fn run_measured(
+        &mut self,
+        ctx: &mut NodeContext<'_>,
+        f: impl FnOnce(&mut CapsuleEe, &mut NodeContext<'_>),
+    ) {
+        let held: Vec<(CodeHash, usize, usize)> = self
+            .ee
+            .held_codes()
+            .into_iter()
+            .map(|c| {
+                let soft = self.ee.soft_state().bytes_of(&c);
+                (c, soft, self.ee.files().bytes_of(&c))
+            })
+            .collect();
+        let tx0 = ctx.tx_totals().1;
+        f(&mut self.ee, ctx);
+        let sent = ctx.tx_totals().1.saturating_sub(tx0);
+        let by_runs = self.collect_runs(None);
+        if sent > by_runs {
+            self.reports.push(UsageReport {
+                tx_bytes: sent - by_runs,
+                ..UsageReport::default()
+            });
+        }
+        for (code, soft, files) in held {
+            let soft_after = self.ee.soft_state().bytes_of(&code);
+            let files_after = self.ee.files().bytes_of(&code);
+            if soft_after != soft || files_after != files {
+                self.reports.push(UsageReport {
+                    principal: Some(code),
+                    soft_state_delta: delta(soft_after, soft),
+                    file_delta: delta(files_after, files),
+                    ..UsageReport::default()
+                });
+            }
         }
     }
 
@@ -138,22 +196,27 @@ impl MeteredCapsule {
             Some(c) if !self.code_bytes.contains_key(c) => self.ee.files().bytes_of(c),
             _ => 0,
         };
+        if self.ee.held() + 1 >= anode_capsule::MAX_BATCH {
+            // This packet would fill the workers' batch and run it inside its call: run the
+            // batch first, measured per protocol, so its use is not charged to this one.
+            self.run_measured(ctx, CapsuleEe::run_held);
+        }
         let soft = self.ee.soft_state().bytes();
         let files = self.ee.files().bytes();
+        let tx0 = ctx.tx_totals().1;
         self.ee.handle_packet(ctx, pkt);
+        let sent = ctx.tx_totals().1.saturating_sub(tx0);
         let soft_after = self.ee.soft_state().bytes();
         let files_after = self.ee.files().bytes();
         self.refresh_code(code);
-        self.collect_runs(code);
-        let delta = |a: usize, b: usize| {
-            i64::try_from(a).unwrap_or(i64::MAX) - i64::try_from(b).unwrap_or(i64::MAX)
-        };
-        if soft_after != soft || files_after != files || kept_files != 0 {
+        let by_runs = self.collect_runs(code);
+        if soft_after != soft || files_after != files || kept_files != 0 || sent > by_runs {
             self.reports.push(UsageReport {
                 principal: code.copied(),
                 soft_state_delta: delta(soft_after, soft),
                 file_delta: delta(files_after, files)
                     .saturating_add(i64::try_from(kept_files).unwrap_or(i64::MAX)),
+                tx_bytes: sent.saturating_sub(by_runs),
                 ..UsageReport::default()
             });
         }
@@ -201,14 +264,12 @@ impl ExecutionEnvironment for MeteredCapsule {
     }
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
         // A code arrival may release parked capsules: their runs are reported here.
-        self.ee.handle_control(ctx, link, msg);
+        self.run_measured(ctx, |ee, ctx| ee.handle_control(ctx, link, msg));
         self.refresh_code(None);
-        self.collect_runs(None);
     }
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
-        self.ee.handle_timeout(ctx);
-        self.collect_runs(None);
+        self.run_measured(ctx, |ee, ctx| ee.handle_timeout(ctx));
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -254,6 +315,10 @@ impl MeteredEe for MeteredCapsule {
 
     fn handle_keyed(&mut self, ctx: &mut NodeContext<'_>, pkt: EePacket, key: Option<&CodeHash>) {
         self.run(ctx, pkt, key);
+    }
+
+    fn reports_tx(&self) -> bool {
+        true
     }
 
     fn set_budget(&mut self, units: u64) {

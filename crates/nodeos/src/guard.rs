@@ -74,6 +74,10 @@ pub struct UsageReport<K = String> {
     pub code_delta: i64,
     /// File bytes gained or freed.
     pub file_delta: i64,
+    /// Bytes sent for the principal's packets by work the guard did not wrap itself (a
+    /// batch run at a timeout, capsules released when their code came): charged to the
+    /// domain's output bucket. Work inside a packet's call is measured by the guard.
+    pub tx_bytes: u64,
 }
 
 impl<K> Default for UsageReport<K> {
@@ -86,6 +90,7 @@ impl<K> Default for UsageReport<K> {
             soft_state_delta: 0,
             code_delta: 0,
             file_delta: 0,
+            tx_bytes: 0,
         }
     }
 }
@@ -114,6 +119,12 @@ pub trait MeteredEe: ExecutionEnvironment {
     fn principal_key(name: &str) -> Option<Self::Key> {
         let _ = name;
         None
+    }
+    /// Whether the EE reports every byte it sends for a principal in
+    /// [`UsageReport::tx_bytes`] (the guard then does not measure its calls' sends itself).
+    /// The default: no, the guard charges what a packet's call sent to its domain.
+    fn reports_tx(&self) -> bool {
+        false
     }
     /// The run-time limit of the next call, in the EE's units.
     fn set_budget(&mut self, units: u64);
@@ -362,6 +373,11 @@ impl<E: MeteredEe> DomainGuard<E> {
                 Some(p) => self.by_principal.get(p).copied(),
             };
             let d = known.unwrap_or(self.ee_domain);
+            if r.tx_bytes > 0
+                && let Some(b) = self.out.get_mut(&d)
+            {
+                b.charge(now, r.tx_bytes);
+            }
             let ns = self.cfg.meter.to_ns(r.units);
             charged = charged.saturating_add(ns);
             self.os.charge_cpu(d, ns);
@@ -517,6 +533,7 @@ impl<E: MeteredEe> DomainGuard<E> {
             ctx.finish(resumed);
             let sent = ctx.tx_totals().1.saturating_sub(tx0);
             if sent > 0
+                && !self.inner.reports_tx()
                 && let Some(b) = self.out.get_mut(&d)
             {
                 b.charge(now, sent);

@@ -81,7 +81,8 @@ impl CapsuleEe {
         let waiting = self
             .loader
             .parked_packets()
-            .chain(self.builds.values().flat_map(|p| p.packets()));
+            .chain(self.builds.values().flat_map(|p| p.packets()))
+            .chain(self.workers.iter().flat_map(|w| w.held()));
         out.held.extend(waiting.map(|p| HeldPacket {
             link: p.link.map(|l| l.0),
             buf: p.buf.clone(),

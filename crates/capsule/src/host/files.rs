@@ -30,6 +30,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
             Ok(with_env(&mut c, |mem, p| {
                 p.env
                     .reach
+                    .get()
                     .files
                     .guest_read(&p.code, mem, (pp, pl), off, (bp, bcap))
                     .unwrap_or_else(code)
@@ -45,6 +46,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
             Ok(with_env(&mut c, |mem, p| {
                 p.env
                     .reach
+                    .get()
                     .files
                     .guest_write(p.code, mem, (pp, pl), (dp, dl))
                     .map_or_else(code, |()| 0)
@@ -56,6 +58,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
         with_env(&mut c, |mem, p| {
             p.env
                 .reach
+                .get()
                 .files
                 .guest_delete(&p.code, mem, (pp, pl))
                 .map_or_else(code, |()| 0)

@@ -147,6 +147,65 @@ pub(crate) struct Reach {
     pub files: crate::files::FileStore,
 }
 
+impl Reach {
+    /// A reach holding nothing (what the EE swaps with its own).
+    pub fn empty() -> Reach {
+        Reach {
+            soft: SoftState::new(0, 0),
+            ports: PortTable::default(),
+            routes: RouteTable::default(),
+            files: crate::files::FileStore::new(crate::files::FileLimits::default()),
+        }
+    }
+}
+
+/// Where a call environment's [`Reach`] is: owned for the call (the node thread runs
+/// one guest call at a time and lends the EE's own), or shared by the calls of a batch
+/// running on worker threads at once (`ee/batch.rs`), each host call locking it briefly.
+#[derive(Debug)]
+pub(crate) enum ReachSlot {
+    Own(Box<Reach>),
+    Shared(std::sync::Arc<std::sync::Mutex<Box<Reach>>>),
+}
+
+/// A [`Reach`] borrowed for one host call.
+pub(crate) enum ReachRef<'a> {
+    Own(&'a mut Reach),
+    Locked(std::sync::MutexGuard<'a, Box<Reach>>),
+}
+
+impl ReachSlot {
+    /// The reach, locked if shared. A lock poisoned by a panicking worker is still taken:
+    /// its data was only ever changed through the bounded operations of `Reach`'s parts.
+    pub fn get(&mut self) -> ReachRef<'_> {
+        match self {
+            ReachSlot::Own(r) => ReachRef::Own(r),
+            ReachSlot::Shared(m) => {
+                ReachRef::Locked(m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for ReachRef<'_> {
+    type Target = Reach;
+    fn deref(&self) -> &Reach {
+        match self {
+            ReachRef::Own(r) => r,
+            ReachRef::Locked(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for ReachRef<'_> {
+    fn deref_mut(&mut self) -> &mut Reach {
+        match self {
+            ReachRef::Own(r) => r,
+            ReachRef::Locked(g) => g,
+        }
+    }
+}
+
 /// What a guest call may reach: lent to the store by the EE for one call and taken back
 /// (boxed, so that lending it moves a pointer; the box is kept for the next call).
 #[derive(Debug)]
@@ -156,7 +215,7 @@ pub(crate) struct CallEnv {
     /// The node's view generation `view` was taken at (`NodeContext::view_generation`).
     pub view_gen: (u64, u64),
     /// The EE's soft state, ports and routing functions.
-    pub reach: Box<Reach>,
+    pub reach: ReachSlot,
     /// The time `now_ns` counts from.
     pub epoch: Instant,
     pub max_actions: u32,

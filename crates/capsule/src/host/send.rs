@@ -65,7 +65,9 @@ fn forward_by(mem: &[u8], p: Parts<'_>, (np, nl): (i32, i32), flow: i64) -> i32 
         return err::NO_CAPSULE;
     };
     let env = p.env;
-    let Some(f) = env.reach.routes.get_mut(name) else {
+    let mut reach = env.reach.get();
+    let Some(f) = reach.routes.get_mut(name) else {
+        drop(reach);
         env.route_misses += 1;
         return err::NOT_FOUND;
     };
@@ -73,6 +75,7 @@ fn forward_by(mem: &[u8], p: Parts<'_>, (np, nl): (i32, i32), flow: i64) -> i32 
     let hop = f
         .next_hop(&env.view, dst, flow as u64)
         .filter(|h| env.view.neighbor(&h.addr).is_some_and(|n| n.link == h.link));
+    drop(reach);
     match hop {
         Some(h) => send_on(p.cap, env, Some(h)),
         None => err::NO_ROUTE,
@@ -117,7 +120,7 @@ fn deliver(p: Parts<'_>, port: i32) -> i32 {
     let Ok(port) = u16::try_from(port) else {
         return err::DENIED;
     };
-    if !p.env.reach.ports.contains(&port) {
+    if !p.env.reach.get().ports.contains(&port) {
         return err::DENIED;
     }
     let Some(mut k) = p.cap.take() else {

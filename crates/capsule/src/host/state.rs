@@ -21,7 +21,8 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
                     return err::BOUNDS;
                 };
                 let now = p.env.view.now();
-                let Some(v) = p.env.reach.soft.get(&p.code, key, now) else {
+                let mut reach = p.env.reach.get();
+                let Some(v) = reach.soft.get(&p.code, key, now) else {
                     return err::NOT_FOUND;
                 };
                 // Copies at most `vcap` bytes; returns the value's whole length.
@@ -44,7 +45,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
                 };
                 let ttl = std::time::Duration::from_millis(u64::try_from(ttl).unwrap_or(0));
                 let now = p.env.view.now();
-                match p.env.reach.soft.put(p.code, key, val, now, ttl) {
+                match p.env.reach.get().soft.put(p.code, key, val, now, ttl) {
                     Ok(()) => 0,
                     Err(PutError::TooBig) => err::TOO_BIG,
                     Err(PutError::Budget) => err::BUDGET,
@@ -58,7 +59,7 @@ pub(super) fn define(l: &mut Linker<HostState>) -> wasmtime::Result<()> {
             let Some(key) = slice(mem, kp, kl) else {
                 return err::BOUNDS;
             };
-            if p.env.reach.soft.delete(&p.code, key) {
+            if p.env.reach.get().soft.delete(&p.code, key) {
                 0
             } else {
                 err::NOT_FOUND

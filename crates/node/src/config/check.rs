@@ -16,6 +16,8 @@ use super::{NodeFile, StaticRoute};
 /// Bounds of `[capsule] max_code_bytes`.
 const MIN_CODE_BYTES: u32 = 1 << 10;
 const MAX_CODE_BYTES: u32 = 64 << 20;
+/// Most threads `[capsule] workers` may ask for.
+const MAX_CAPSULE_WORKERS: u64 = 64;
 
 /// Largest UDP payload over IPv4.
 const MAX_MTU: usize = 65507;
@@ -134,6 +136,20 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         Some(b) => *b.get_ref(),
     };
     let capsule_files = check_capsule_files(&cx, &raw)?;
+    let capsule_workers = match &raw.capsule.workers {
+        None => 1,
+        Some(w) if !(1..=MAX_CAPSULE_WORKERS).contains(w.get_ref()) => {
+            return Err(cx.at(
+                w,
+                format!(
+                    "capsule workers = {} is outside 1 - {MAX_CAPSULE_WORKERS}",
+                    w.get_ref()
+                ),
+                "give the threads that run capsules, the node thread included, e.g. 2 on a 2-core machine (1: every capsule on the node thread)",
+            ));
+        }
+        Some(w) => usize::try_from(*w.get_ref()).unwrap_or(1),
+    };
     let modules =
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
@@ -156,6 +172,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
         code_cache_max_bytes,
         code_max_bytes,
         capsule_files,
+        capsule_workers,
         modules,
         nodeos,
         plan,

@@ -35,6 +35,8 @@
 //! # file_quota_bytes = 1048576 # each code object's files (ABI v2), bytes in all (<= 64 MiB)
 //! # file_quota_count = 64      # ... and how many (<= 4096)
 //! # file_max_bytes = 262144    # ... and bytes of one file (<= file_quota_bytes, 16 MiB)
+//! # workers = 1                # threads running capsules, the node thread included (1 - 64);
+//! #                            # more than 1: capsules of different code run in parallel
 //!
 //! [modules]                    # service modules: see `modules.rs`
 //! # trusted_keys = ["HEX"]     # publisher keys; none: the node hosts no modules
@@ -116,6 +118,8 @@ pub struct NodeFile {
     /// Each code object's files (`[capsule] file_quota_bytes`, `file_quota_count`,
     /// `file_max_bytes`).
     pub capsule_files: anode_capsule::files::FileLimits,
+    /// Threads that run capsules, the node thread included (`[capsule] workers`).
+    pub capsule_workers: usize,
     /// Trusted publisher keys and startup service modules (`[modules]`, `[[module]]`).
     pub modules: modules::ModulesConfig,
     /// The EEs under the NodeOS: domains, policies, memory bound (`[nodeos]`).

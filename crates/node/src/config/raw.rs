@@ -108,4 +108,5 @@ pub(super) struct RawCapsule {
     pub file_quota_bytes: Option<Spanned<u64>>,
     pub file_quota_count: Option<Spanned<u64>>,
     pub file_max_bytes: Option<Spanned<u64>>,
+    pub workers: Option<Spanned<u64>>,
 }

@@ -555,3 +555,15 @@ fn capsule_file_quotas_default_and_are_checked() {
         assert!(line > 0, "{msg}");
     }
 }
+
+#[test]
+fn capsule_workers_default_to_one_and_are_checked() {
+    let ok = |t: &str| parse(Path::new("n.toml"), t).unwrap();
+    assert_eq!(ok(&with("", "")).capsule_workers, 1);
+    assert_eq!(ok(&with("", "[capsule]\nworkers = 2\n")).capsule_workers, 2);
+    for bad in ["workers = 0", "workers = 65"] {
+        let (line, msg) = err(&with("", &format!("[capsule]\n{bad}\n")));
+        assert!(msg.contains("outside 1 - 64"), "{msg}");
+        assert!(line > 0, "{msg}");
+    }
+}
