@@ -4,9 +4,9 @@
 //! code objects (four flows of four protocols), run at this node on every capsule, with 1 and
 //! with 2 threads, in the same run. Throughput is capsules per second.
 //!
-//! - `compute_*`: code doing about 2,000 loop iterations of integer work per capsule (a few
-//!   microseconds: payload inspection, a sketch update, a checksum);
-//! - `forward_*`: `guest/protocols/forward`, which only says "forward" (the EE's cost floor:
+//! - `compute/*`: code doing 2,000 loop iterations of integer work per capsule (a few
+//!   microseconds: payload inspection, a sketch update, a checksum); `compute_8k/*` 8,000;
+//! - `forward/*`: `guest/protocols/forward`, which only says "forward" (the EE's cost floor:
 //!   the node thread's share — header parse, forward, checksum — dominates, so a second
 //!   thread gains little).
 
@@ -115,6 +115,7 @@ fn bench_workers(cr: &mut Criterion) {
     g.throughput(Throughput::Elements(BATCH as u64));
     for (name, wasm) in [
         ("compute", compute(2_000)),
+        ("compute_8k", compute(8_000)),
         ("forward", protocols::FORWARD.to_vec()),
     ] {
         for workers in [1usize, 2] {

@@ -78,6 +78,8 @@ pub(crate) struct Cached {
     pub obj: Arc<CodeObject>,
     pub live: Option<Live>,
     pub used: u64,
+    /// Fuel per `accept`, a moving average (0: not run yet; kept only with workers).
+    pub fuel: u64,
 }
 
 /// Compiled code objects in memory, bounded by bytes, least recently used out first.
@@ -135,6 +137,7 @@ impl MemCache {
                 obj,
                 live: None,
                 used: self.tick,
+                fuel: 0,
             },
         );
         out

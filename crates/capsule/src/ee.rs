@@ -405,6 +405,14 @@ impl CapsuleEe {
         self.workers.as_ref().map_or(0, batch::Workers::len)
     }
 
+    /// Drops the held capsules of `code` (its NodeOS domain ended) for `reason` when the
+    /// batch runs, instead of running them.
+    pub fn cancel_held(&mut self, code: &CodeHash, reason: DropReason) {
+        if let Some(w) = self.workers.as_mut() {
+            w.cancel(*code, reason);
+        }
+    }
+
     /// Runs the capsules held for the workers now (the node runs them at the EE's timeout,
     /// after its batch; this is for a caller that must not let the next packet run them).
     pub fn run_held(&mut self, ctx: &mut NodeContext<'_>) {
@@ -822,18 +830,21 @@ impl CapsuleEe {
             _ => return ctx.count_drop("capsule", DropReason::BadHeader),
         };
         let payload_at = pkt.anep_len + pkt.transit_len + hl;
-        // One lookup on the hot path: whether the code is in memory and has a live instance.
-        let needs_instance = match self.mem.map.get(&hdr.code) {
-            Some(c) => c.live.is_none(),
+        // One lookup on the hot path: whether the code is in memory and has a live instance
+        // (and whether its runs are heavy enough to go to a worker).
+        let (needs_instance, heavy) = match self.mem.map.get(&hdr.code) {
+            Some(c) => (c.live.is_none(), c.fuel >= batch::DEFER_MIN_FUEL),
             None => {
                 // While a fetch is in flight the disk was already asked: no lookup per capsule.
                 if self.loader.is_fetching(&hdr.code) || !self.load_here(&hdr.code) {
                     return self.park(ctx, hdr.code, hdr.code_source, pkt);
                 }
-                true
+                (true, false)
             }
         };
-        if defer {
+        // Light code runs at once, unless capsules are held already (then it waits its turn:
+        // the batch keeps arrival order).
+        if defer && (heavy || self.held() > 0) {
             return self.defer(ctx, pkt, (hdr, payload_at));
         }
         self.run(ctx, hdr, pkt, payload_at, needs_instance);

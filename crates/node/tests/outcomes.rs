@@ -40,7 +40,8 @@ fn runtime() -> Arc<Runtime> {
 enum Op {
     /// A datagram from node `from` to node `to`.
     Datagram { from: usize, to: usize, len: usize },
-    /// A capsule of shipped protocol `code` from node 0 to `to` (its code is at node 0 only).
+    /// A capsule of shipped protocol `code` (or, 4, of [`heavy`] code) from node 0 to `to`
+    /// (its code is at node 0 only).
     Capsule { code: usize, to: usize, flow: u64 },
     /// A capsule naming code no node has, sent by node 0 (dropped there: no code source)
     /// or, with `arrive`, arriving at node 1 from node 0 (held there while node 1 asks node
@@ -68,7 +69,7 @@ fn op() -> impl Strategy<Value = Op> {
             to,
             len
         }),
-        (0usize..4, 1..NODES, 0u64..4).prop_map(|(code, to, flow)| Op::Capsule { code, to, flow }),
+        (0usize..5, 1..NODES, 0u64..4).prop_map(|(code, to, flow)| Op::Capsule { code, to, flow }),
         (1..NODES, any::<u8>(), any::<bool>()).prop_map(|(to, seed, arrive)| Op::NoCode {
             to,
             seed,
@@ -86,6 +87,23 @@ fn op() -> impl Strategy<Value = Op> {
         (1..NODES, any::<bool>()).prop_map(|(node, running)| Op::CapsuleEe { node, running }),
         (0u64..400).prop_map(|ms| Op::Wait { ms }),
     ]
+}
+
+/// Code that works a while per capsule (so that with workers its capsules are held for a
+/// batch), then forwards; at its destination it ends the capsule.
+fn heavy() -> Vec<u8> {
+    wat::parse_str(
+        r#"(module
+            (memory (export "memory") 1)
+            (func (export "anode_abi_v1"))
+            (func (export "accept") (param $len i32) (param $why i32) (result i32)
+                (local $i i32)
+                (loop $l
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br_if $l (i32.lt_u (local.get $i) (i32.const 5000))))
+                (select (i32.const 0) (i32.const 1) (i32.eqz (local.get $why)))))"#,
+    )
+    .expect("heavy code")
 }
 
 struct World {
@@ -120,6 +138,7 @@ impl World {
         ] {
             codes.push(ee.install(w).expect("shipped code installs"));
         }
+        codes.push(ee.install(&heavy()).expect("heavy code installs"));
         World { net, codes }
     }
 

@@ -347,6 +347,13 @@ impl MeteredEe for MeteredCapsule {
 
     fn on_terminated(&mut self, code: &CodeHash, reason: TerminationReason) {
         if self.code_bytes.remove(code).is_some() {
+            // Its capsules held for the workers end with it, as its queued packets do.
+            let why = if reason == TerminationReason::EeStopped {
+                anode_core::DropReason::EeStopped
+            } else {
+                anode_core::DropReason::DomainRefused
+            };
+            self.ee.cancel_held(code, why);
             self.ee.evict(code);
             self.ee.soft_state().clear(code);
             // Files outlive the operator stopping the EE (they are charged again when the

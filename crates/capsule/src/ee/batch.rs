@@ -1,8 +1,10 @@
 //! Capsules run by a pool of worker threads ([`CapsuleConfig::workers`](super::CapsuleConfig)
 //! above 1): the active path uses more than one core.
 //!
-//! With workers, a capsule whose code is in memory is not run at once: the EE holds it
-//! (`NodeContext::hold`) and asks for a timeout now. The node runs that timeout after the
+//! With workers, a capsule whose code is in memory and heavy (its runs take at least
+//! [`DEFER_MIN_FUEL`] on average), or any capsule while others are held, is not run at once:
+//! the EE holds it (`NodeContext::hold`) and asks for a timeout now. Light code runs at once
+//! as with one thread (handing it to another core costs more than it saves). The node runs that timeout after the
 //! batch it is handling (`anode-io` after each receive batch; the emulator at the same
 //! virtual time); an EE holding [`MAX_BATCH`] capsules runs them at once. Then:
 //! 1. on the node thread, the capsules are grouped by code object in arrival order, and each
@@ -42,6 +44,11 @@ use crate::{CapsuleError, CodeHash};
 /// Most capsules held for one batch; the next one runs the batch at once.
 pub const MAX_BATCH: usize = 256;
 
+/// Fuel per run (a code object's moving average) from which its capsules are held for the
+/// workers: lighter code runs at once on the node thread, as with one thread (holding a
+/// capsule costs about 65 ns; `benches/workers.rs`), unless capsules are held already.
+pub const DEFER_MIN_FUEL: u64 = 4_000;
+
 /// Guest work (fuel, about one unit per WebAssembly instruction) a batch is expected to take
 /// before its groups go to the helpers: below it the node thread runs them itself, since
 /// handing light capsules to another core (waking it, moving their stores' and buffers'
@@ -57,10 +64,10 @@ pub(crate) struct Workers {
     /// When the oldest held capsule came (its deadline).
     since: Option<Instant>,
     /// The EE's reach while a batch runs; an empty one to swap with between batches.
-    shared: Arc<Mutex<Box<Reach>>>,
-    /// Fuel per capsule, a moving average over batches (what the next batch is expected to
-    /// take).
-    fuel_per_capsule: u64,
+    shared: SharedReach,
+    /// Code objects whose domain ended while capsules of theirs were held: those are dropped
+    /// for the reason when the batch runs.
+    cancelled: Vec<(CodeHash, DropReason)>,
 }
 
 impl std::fmt::Debug for Workers {
@@ -84,13 +91,20 @@ impl Workers {
             deferred: Vec::with_capacity(MAX_BATCH),
             since: None,
             shared: Arc::new(Mutex::new(Box::new(Reach::empty()))),
-            fuel_per_capsule: 0,
+            cancelled: Vec::new(),
         })
     }
 
     /// Workers in all, the node thread included.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// `code`'s held capsules are dropped for `reason` when the batch runs.
+    pub fn cancel(&mut self, code: CodeHash, reason: DropReason) {
+        if self.deferred.iter().any(|d| d.hdr.code == code) {
+            self.cancelled.push((code, reason));
+        }
     }
 
     /// Capsules held.
@@ -119,6 +133,9 @@ impl Workers {
         self.deferred.iter().map(|d| &d.pkt)
     }
 }
+
+/// The EE's reach, shared with the workers while a batch runs.
+type SharedReach = Arc<Mutex<Box<Reach>>>;
 
 /// A capsule held until the end of the batch.
 struct Deferred {
@@ -217,8 +234,9 @@ impl CapsuleEe {
             return;
         }
         let mut batch = std::mem::take(&mut w.deferred);
+        let cancelled = std::mem::take(&mut w.cancelled);
         let shared = w.shared.clone();
-        let (mut groups, plans) = self.group(ctx, &mut batch, &shared);
+        let (mut groups, plans) = self.group(ctx, &mut batch, (&shared, &cancelled));
         if !groups.is_empty() {
             self.run_groups(&mut groups, &shared);
         }
@@ -231,7 +249,6 @@ impl CapsuleEe {
             }
         }
         self.stats.batches += 1;
-        self.learn_fuel(&groups);
         let mut outs: Vec<std::vec::IntoIter<Ran>> = groups
             .iter_mut()
             .map(|g| std::mem::take(&mut g.done).into_iter())
@@ -251,32 +268,12 @@ impl CapsuleEe {
         }
     }
 
-    /// Updates the expected fuel per capsule from a batch's runs (weight 1/4 to the batch).
-    fn learn_fuel(&mut self, groups: &[Group]) {
-        let (mut fuel, mut runs) = (0u64, 0u64);
-        for r in groups.iter().flat_map(|g| &g.done) {
-            if let Ran::Called(c, ..) = r {
-                fuel = fuel.saturating_add(c.fuel_used);
-                runs += 1;
-            }
-        }
-        if let Some(w) = self.workers.as_mut()
-            && runs > 0
-        {
-            let batch = fuel / runs;
-            w.fuel_per_capsule = match w.fuel_per_capsule {
-                0 => batch,
-                avg => (avg.saturating_mul(3) / 4).saturating_add(batch / 4),
-            };
-        }
-    }
-
     /// Step 1: the groups, their instances ready, and what becomes of each capsule.
     fn group(
         &mut self,
         ctx: &mut NodeContext<'_>,
         batch: &mut [Deferred],
-        shared: &Arc<Mutex<Box<Reach>>>,
+        (shared, cancelled): (&SharedReach, &[(CodeHash, DropReason)]),
     ) -> (Vec<Group>, Vec<Plan>) {
         let epoch = *self.epoch.get_or_insert(ctx.now());
         let view = ctx.view();
@@ -287,6 +284,10 @@ impl CapsuleEe {
         let mut plans = Vec::with_capacity(batch.len());
         for d in batch.iter_mut() {
             let hash = d.hdr.code;
+            if let Some((_, reason)) = cancelled.iter().find(|(c, _)| *c == hash) {
+                plans.push(Plan::Drop(*reason));
+                continue;
+            }
             let g = match index.get(&hash) {
                 Some(g) => *g,
                 None => {
@@ -337,18 +338,21 @@ impl CapsuleEe {
     }
 
     /// Step 2: the groups on the workers, the EE's reach shared with them meanwhile.
-    fn run_groups(&mut self, groups: &mut Vec<Group>, shared: &Arc<Mutex<Box<Reach>>>) {
+    fn run_groups(&mut self, groups: &mut Vec<Group>, shared: &SharedReach) {
         let fuel = self.cfg.fuel;
         {
             let mut r = shared.lock().unwrap_or_else(PoisonError::into_inner);
             std::mem::swap(&mut self.reach, &mut *r);
         }
-        let calls: u64 = groups.iter().map(|g| g.calls.len() as u64).sum();
+        let expected: u64 = groups
+            .iter()
+            .map(|g| {
+                let fuel = self.mem.map.get(&g.hash).map_or(0, |c| c.fuel);
+                fuel.saturating_mul(g.calls.len() as u64)
+            })
+            .fold(0, u64::saturating_add);
         match self.workers.as_ref() {
-            Some(w)
-                if groups.len() > 1
-                    && w.fuel_per_capsule.saturating_mul(calls) >= PARALLEL_MIN_FUEL =>
-            {
+            Some(w) if groups.len() > 1 && expected >= PARALLEL_MIN_FUEL => {
                 self.stats.worker_groups += groups.len() as u64;
                 let work = BatchWork::new(std::mem::take(groups), fuel);
                 *groups = w.helpers.run(work);

@@ -194,6 +194,15 @@ impl CapsuleEe {
             Err(e) => outcome_of_error(e, called.limit_hit),
         };
         let fuel_used = called.fuel_used;
+        if self.workers.is_some()
+            && let Some(c) = self.mem.map.get_mut(&hash)
+        {
+            // What the code's runs take: whether its capsules go to the workers.
+            c.fuel = match c.fuel {
+                0 => fuel_used,
+                avg => (avg.saturating_mul(3) / 4).saturating_add(fuel_used / 4),
+            };
+        }
         self.act_on(ctx, hash, called);
         if self.cfg.record_runs {
             self.runs.push(RunReport {
