@@ -17,6 +17,11 @@
 #           cut-through channel for the flow, and forwards the rest on the fast path without
 #           the EE (`anode flood --cut-through`'s packets; at least 160 bytes; opt-in); the
 #           packets r counted on its channels are in the JSON (cut_packets)
+#   anode-capsule-compute, anode-capsule-compute2  anode-capsule with two compute-heavy
+#           protocols (scripts/compute-a.wat from the main blaster, compute-b.wat from a second
+#           one on a third link peer in s, both put into r's cache; 2,000 xorshift rounds per
+#           capsule): r with one thread, and with `[capsule] workers = 2` (opt-in; the second
+#           blaster's count is storm_sent, delivered_pps counts both)
 #   anode-fwd-capsule  the same through the harness, `anode-fwd-node --capsule` (opt-in); the
 #           EE's counters (ran, drops by reason) are in the report
 #   anode-module  the same anode-fwd-node with `--module null`: the null service module (a
@@ -162,10 +167,11 @@ point() {
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode-fwd-node" --addr $R:$PORT --peer $S:$PORT --peer $D:$PORT \
         --secs $((SECS + 4)) --batch "$BATCH" --module null >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid") ;;
-    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-capsule-cut | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked | anode-node-stormed | anode-node-socket-stormed)
+    anode-node | anode-node-socket | anode-node-socket-plain | anode-node-scraped | anode-capsule | anode-capsule-plain | anode-capsule-cut | anode-capsule-compute | anode-capsule-compute2 | anode-node-attacked | anode-node-socket-attacked | anode-node-deploy-attacked | anode-node-socket-deploy-attacked | anode-node-stormed | anode-node-socket-stormed)
       dst=$R:$PORT
       [[ $fwd == anode-capsule* ]] && kind=(--capsule)
       [[ $fwd == anode-capsule-cut ]] && kind=(--capsule --cut-through)
+      [[ $fwd == anode-capsule-compute* ]] && kind=(--capsule --code "$repo/scripts/compute-a.wat")
       printf '[node]\naddress = "%s"\n[[link]]\npeer = "%s"\nstatic = true\n[[link]]\npeer = "%s"\nstatic = true\n[control]\nsocket = "%s"\n' \
         "$R:$PORT" "$S:$PORT" "$D:$PORT" "$tmp/r.sock" >"$tmp/r.toml"
       if [[ $fwd == anode-node-scraped ]]; then
@@ -197,6 +203,11 @@ point() {
         printf '["capsule/*"]\nchannel_bandwidth = 1250000000\nmemory_bytes = 16777216\ncode_bytes = 4194304\n' >"$tmp/policy.toml"
         printf '[nodeos]\npolicy = "%s"\n[capsule]\ncache_dir = "%s"\n' "$tmp/policy.toml" "$tmp/code" >>"$tmp/r.toml"
       fi
+      if [[ $fwd == anode-capsule-compute* ]]; then
+        # Two compute protocols, the second from a third link peer in s; compute2: two workers.
+        [[ $fwd == anode-capsule-compute2 ]] && printf 'workers = 2\n' >>"$tmp/r.toml"
+        printf '[[link]]\npeer = "%s"\nstatic = true\n' "$S:$((PORT + 2))" >>"$tmp/r.toml"
+      fi
       ip netns exec "${P}r" nice -n "$NICE" timeout $((SECS + 8)) "$bin/anode" node --config "$tmp/r.toml" >"$tmp/fwd.out" 2>&1 &
       fpid=$!; pids+=("$fpid")
       if [[ $fwd == anode-node-scraped ]]; then
@@ -226,11 +237,20 @@ point() {
     apid2=$!; pids+=("$apid2")
     sleep 0.5
   fi
-  if [[ $fwd == anode-capsule* ]]; then
+  if [[ $fwd == anode-capsule-compute* ]]; then
+    for c in a b; do
+      ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$repo/scripts/compute-$c.wat" --socket "$tmp/r.sock" >/dev/null
+    done
+  elif [[ $fwd == anode-capsule* ]]; then
     ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$([[ $fwd == anode-capsule-cut ]] && echo flood || echo forward)" --socket "$tmp/r.sock" >/dev/null
   fi
   local spid2="" stormsent=null
-  if [[ $fwd == *-stormed ]]; then
+  if [[ $fwd == anode-capsule-compute* ]]; then
+    # The second protocol's capsules, as many again (counted as storm_sent).
+    nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$R:$PORT" --bind $S:$((PORT + 2)) --to $D:$PORT \
+      --capsule --code "$repo/scripts/compute-b.wat" --size "$size" --secs "$secs" --rate "$rate" --batch "$batch" --json >"$tmp/storm.out" 2>&1 &
+    spid2=$!; pids+=("$spid2")
+  elif [[ $fwd == *-stormed ]]; then
     ip netns exec "${P}r" timeout 10 "$bin/anode" code put "$repo/scripts/storm.wat" --socket "$tmp/r.sock" >/dev/null
     nsx s timeout $((secs + 5)) "$bin/anode-blast" --dst "$R:$PORT" --bind $S:$((PORT + 2)) --to $D:$PORT \
       --capsule --code "$repo/scripts/storm.wat" --size 136 --secs "$secs" --rate "${STORM_RATE:-20000}" --json >"$tmp/storm.out" 2>&1 &

@@ -156,14 +156,18 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
         MeteredPlan::new(plan),
         nodeos,
         (PLAN_EE, PLAN_DEFAULT),
-        CpuMeter::new(PLAN_PS_PER_STEP),
+        (CpuMeter::new(PLAN_PS_PER_STEP), 1),
         steps,
     )?);
     node.register_ee(guarded(
         MeteredCapsule::new(cfg, rt)?,
         nodeos,
         (CAPSULE_EE, CAPSULE_DEFAULT),
-        CpuMeter::new(CAPSULE_PS_PER_FUEL),
+        // With workers the EE runs on that many cores: its CPU share is per core.
+        (
+            CpuMeter::new(CAPSULE_PS_PER_FUEL),
+            u64::try_from(opts.workers.max(1)).unwrap_or(1),
+        ),
         fuel,
     )?);
     // The NodeOS cutChan: EEs move flows onto the fast path (`anode channels` lists them).
@@ -176,12 +180,13 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
 }
 
 /// `inner` under a guard with its own NodeOS: the EE's domain gets its policy share of the
-/// node's memory; `budget` units (fuel, steps) are its run-time limit per call.
+/// node's memory and `[nodeos] cpu_percent` of each of the `cores` it runs on; `budget`
+/// units (fuel, steps) are its run-time limit per call.
 fn guarded<E: MeteredEe + 'static>(
     inner: E,
     s: &NodeOsFile,
     (ee, protocols): (&'static str, &str),
-    meter: CpuMeter,
+    (meter, cores): (CpuMeter, u64),
     budget: u64,
 ) -> Result<Box<dyn ExecutionEnvironment>, EeSetupError> {
     let os = NodeOs::new(NodeOsConfig {
@@ -193,7 +198,7 @@ fn guarded<E: MeteredEe + 'static>(
     let gc = GuardConfig {
         ee_principal: ee.into(),
         protocol_policy: s.policy(protocols),
-        cpu_ns_per_sec: s.cpu_ns_per_sec,
+        cpu_ns_per_sec: s.cpu_ns_per_sec.saturating_mul(cores),
         max_burst_ns: slice.saturating_mul(2).max(5_000_000),
         max_slice_ns: slice,
         meter,

@@ -24,7 +24,9 @@ struct Outcome {
     drops: std::collections::BTreeMap<String, u64>,
 }
 
-fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
+/// The benign flow alone or beside `hostile`, the router's EE running capsules on `workers`
+/// threads.
+fn run(hostile: Option<(u8, Vec<u8>)>, workers: usize) -> Outcome {
     let good = benign();
     let mut code = vec![good.clone()];
     if let Some((_, h)) = &hostile {
@@ -32,7 +34,7 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
     }
     let mut line = Line::new(3);
     line.nodes[0].register_ee(Box::new(Sink::default()));
-    line.nodes[1].register_ee(Box::new(guard(&code, 200_000_000)));
+    line.nodes[1].register_ee(Box::new(guard_workers(&code, 200_000_000, FUEL, workers)));
     line.nodes[2].register_ee(Box::new(Sink::default()));
     line.advance(Duration::from_secs(5));
     let gh = anode_capsule::code_hash(&good);
@@ -78,8 +80,23 @@ fn run(hostile: Option<(u8, Vec<u8>)>) -> Outcome {
 
 #[test]
 fn hostile_wasm_protocols_beside_a_benign_one() {
-    let alone = run(None);
-    println!("capsule benign alone: {} of 1000 delivered", alone.benign);
+    contained(1);
+}
+
+/// The same with the router running capsules on two threads: the benign and the hostile
+/// protocol's capsules are held per batch and run in parallel groups; a terminated
+/// protocol's held capsules are dropped with it.
+#[test]
+fn hostile_wasm_protocols_beside_a_benign_one_with_two_workers() {
+    contained(2);
+}
+
+fn contained(workers: usize) {
+    let alone = run(None, workers);
+    println!(
+        "capsule benign alone ({workers} workers): {} of 1000 delivered",
+        alone.benign
+    );
     assert!(alone.benign >= 990, "benign alone {}", alone.benign);
     for (proto, name, wasm) in [
         (LOOP, "infinite loop", infinite_loop()),
@@ -87,10 +104,10 @@ fn hostile_wasm_protocols_beside_a_benign_one() {
         (STORM, "capsule storm", storm()),
         (FLOOD, "soft-state flood", flood()),
     ] {
-        let o = run(Some((proto, wasm)));
+        let o = run(Some((proto, wasm)), workers);
         let ratio = o.benign as f64 / alone.benign as f64;
         println!(
-            "capsule {name:16}: benign {} ({:.1}% of alone); NodeOS memory peak {} B (bound {NODE_MEMORY}); drops {:?}; {}",
+            "capsule {name:16} ({workers} workers): benign {} ({:.1}% of alone); NodeOS memory peak {} B (bound {NODE_MEMORY}); drops {:?}; {}",
             o.benign,
             ratio * 100.0,
             o.peak,

@@ -8,7 +8,8 @@
 //! # policy = "policies.toml"  # principal policies (relative to this file); see below
 //! # memory_bytes = 268435456  # total memory of all domains of both EEs (256 MiB)
 //! # terminate = true          # false: hostile domains are only throttled
-//! # cpu_percent = 50          # CPU each EE may use, % of one core
+//! # cpu_percent = 50          # CPU each EE may use, % of one core (of each of the
+//! #                            # [capsule] workers cores for the capsule EE)
 //! # trusted_keys = ["HEX"]    # keys whose signed policies this node accepts (`anode keygen`)
 //! # signed = ["p.signed"]     # signed policy files (`anode policy sign`)
 //! # cut_channels = 4096       # cut-through channels open at once, per EE

@@ -92,10 +92,21 @@ pub fn guard_with(
     cpu_ns_per_sec: u64,
     slice_ns: u64,
 ) -> DomainGuard<MeteredCapsule> {
+    guard_workers(code, cpu_ns_per_sec, slice_ns, 1)
+}
+
+/// [`guard_with`] whose EE runs capsules on `workers` threads (`CapsuleConfig::workers`).
+pub fn guard_workers(
+    code: &[Vec<u8>],
+    cpu_ns_per_sec: u64,
+    slice_ns: u64,
+    workers: usize,
+) -> DomainGuard<MeteredCapsule> {
     let cfg = super::nodeos_config(NODE_MEMORY, false);
     let mut ee = MeteredCapsule::new(
         CapsuleConfig {
             fuel: FUEL,
+            workers,
             ..CapsuleConfig::default()
         },
         None,
