@@ -20,8 +20,9 @@
 #   anode-capsule-compute, anode-capsule-compute2  anode-capsule with two compute-heavy
 #           protocols (scripts/compute-a.wat from the main blaster, compute-b.wat from a second
 #           one on a third link peer in s, both put into r's cache; 2,000 xorshift rounds per
-#           capsule): r with one thread, and with `[capsule] workers = 2` (opt-in; the second
-#           blaster's count is storm_sent, delivered_pps counts both)
+#           capsule): r with one thread, and with `[capsule] workers = 2`, `[nodeos]
+#           cpu_percent = 100` (per worker core) for both (opt-in; the second blaster's count
+#           is storm_sent, delivered_pps counts both)
 #   anode-fwd-capsule  the same through the harness, `anode-fwd-node --capsule` (opt-in); the
 #           EE's counters (ran, drops by reason) are in the report
 #   anode-module  the same anode-fwd-node with `--module null`: the null service module (a
@@ -201,7 +202,10 @@ point() {
       if [[ $fwd == anode-capsule* ]]; then
         # 10 Gbit/s for the capsule protocol: the node's speed, not the default 2 MB/s cap.
         printf '["capsule/*"]\nchannel_bandwidth = 1250000000\nmemory_bytes = 16777216\ncode_bytes = 4194304\n' >"$tmp/policy.toml"
-        printf '[nodeos]\npolicy = "%s"\n[capsule]\ncache_dir = "%s"\n' "$tmp/policy.toml" "$tmp/code" >>"$tmp/r.toml"
+        printf '[nodeos]\npolicy = "%s"\n' "$tmp/policy.toml" >>"$tmp/r.toml"
+        # The compute rows: the capsule EE may use a whole core (per worker).
+        [[ $fwd == anode-capsule-compute* ]] && printf 'cpu_percent = 100\n' >>"$tmp/r.toml"
+        printf '[capsule]\ncache_dir = "%s"\n' "$tmp/code" >>"$tmp/r.toml"
       fi
       if [[ $fwd == anode-capsule-compute* ]]; then
         # Two compute protocols, the second from a third link peer in s; compute2: two workers.

@@ -342,7 +342,19 @@ impl<E: MeteredEe> DomainGuard<E> {
         Some(d)
     }
 
-    /// Applies the EE's usage reports; returns the CPU they charged, ns (to any domain).
+    /// Applies the usage the EE reports for work outside a packet's call (a timeout: the
+    /// capsules its workers ran in a batch; a control message: capsules released when their
+    /// code came): the CPU it charged comes out of the EE's budget, as a call's does in
+    /// `serve`.
+    fn apply_outside_reports(&mut self, now: Instant) {
+        let charged = self.apply_reports(now);
+        self.budget_ns = self
+            .budget_ns
+            .saturating_sub(i64::try_from(charged).unwrap_or(i64::MAX));
+    }
+
+    /// Applies the EE's usage reports, each domain's CPU also off its DRR deficit; returns
+    /// the CPU they charged, ns (to any domain).
     fn apply_reports(&mut self, now: Instant) -> u64 {
         let mut charged = 0u64;
         // Two rounds: the second applies what an `on_memory_pressure` of the first freed.
@@ -381,6 +393,10 @@ impl<E: MeteredEe> DomainGuard<E> {
             let ns = self.cfg.meter.to_ns(r.units);
             charged = charged.saturating_add(ns);
             self.os.charge_cpu(d, ns);
+            if ns > 0 {
+                // The work is the reporting domain's, whichever packet's call it came in.
+                self.sched.complete(d, ns);
+            }
             if r.exhausted {
                 self.os.note_cpu_exhausted(d);
             }
@@ -538,13 +554,14 @@ impl<E: MeteredEe> DomainGuard<E> {
             {
                 b.charge(now, sent);
             }
-            // The node's work on the packet plus what the EE's reports charged, once each
-            // (also when the reports terminated `d`).
+            // The node's work on the packet to `d`, and what the EE's reports charged to
+            // their domains (each deficit too), once each (also when the reports
+            // terminated `d`).
             self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
+            self.sched.complete(d, self.cfg.node_ns_per_packet);
             let cost = self
                 .apply_reports(now)
                 .saturating_add(self.cfg.node_ns_per_packet);
-            self.sched.complete(d, cost);
             self.budget_ns = self
                 .budget_ns
                 .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
@@ -595,7 +612,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
         self.inner.handle_control(ctx, link, msg);
         let now = ctx.now();
-        self.apply_reports(now);
+        self.apply_outside_reports(now);
         self.drain_events(ctx);
     }
 
@@ -607,7 +624,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         self.os.handle_timeout(now);
         if self.inner.poll_timeout().is_some_and(|t| t <= now) {
             self.inner.handle_timeout(ctx);
-            self.apply_reports(now);
+            self.apply_outside_reports(now);
         }
         self.drain_events(ctx);
         self.serve(ctx);

@@ -199,3 +199,43 @@ fn cpu_is_the_fuel_each_run_used_and_the_guard_sets_the_limit() {
     assert_eq!(rec.counters.cpu_ns, 8 * (30_000 + 500));
     assert_eq!(rec.counters.cpu_exhausted, 8);
 }
+
+/// The EE's CPU budget holds when its capsules run on workers: the batch's fuel comes out of
+/// the budget at the batch's timeout, so a protocol offered far more than the budget gets
+/// what the budget allows, with one thread or two (the guard's budget here is the same for
+/// both; `anode node` gives a capsule EE with N workers N times `cpu_percent`).
+#[test]
+fn the_cpu_budget_holds_with_workers() {
+    let good = benign();
+    let gh = anode_capsule::code_hash(&good);
+    let mut delivered = Vec::new();
+    for workers in [1, 2] {
+        let mut line = Line::new(3);
+        line.nodes[0].register_ee(Box::new(Sink::default()));
+        // 5 ms of CPU a second for the EE (its protocol's 256 KB/s would allow ~900).
+        let g = guard_workers(std::slice::from_ref(&good), 5_000_000, FUEL, workers);
+        line.nodes[1].register_ee(Box::new(g));
+        line.nodes[2].register_ee(Box::new(Sink::default()));
+        line.advance(Duration::from_secs(5));
+        // 50,000 capsules a second for half a second: about 10.5 µs each is charged.
+        for seq in 0..25_000u64 {
+            let now = line.now;
+            let p = capsule_packet(gh, addr(0), addr(2), 16, seq, &[0; 32]).unwrap();
+            let _ = line.nodes[0].inject(now, p);
+            line.advance(Duration::from_micros(20));
+        }
+        line.advance(Duration::from_millis(100));
+        let n = line.nodes[2]
+            .ee_mut(TYPE_CAPSULE)
+            .and_then(|e| e.as_any_mut().downcast_mut::<Sink>())
+            .and_then(|s| s.by_proto.get(&0).copied())
+            .unwrap_or(0);
+        println!("cpu budget: {workers} workers: {n} of 25000 capsules run and delivered");
+        delivered.push(n);
+    }
+    // 0.6 s at 5 ms/s, 10.5 µs a capsule: about 290 (303 measured). Before the batch's
+    // fuel came out of the budget, two workers ran 915, as many as the bandwidth let out.
+    for n in &delivered {
+        assert!((250..=400).contains(n), "{delivered:?}");
+    }
+}
