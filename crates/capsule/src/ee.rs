@@ -419,11 +419,6 @@ impl CapsuleEe {
         self.run_batch(ctx);
     }
 
-    /// Threads that run capsules, the node thread included.
-    pub fn workers(&self) -> usize {
-        self.workers.as_ref().map_or(1, batch::Workers::threads)
-    }
-
     /// Capsules waiting for code (being fetched, or being built by the worker).
     pub fn parked(&self) -> usize {
         self.loader.parked() + self.builds.values().map(build::Pending::len).sum::<usize>()

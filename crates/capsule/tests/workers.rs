@@ -32,39 +32,25 @@ fn variant(wasm: &[u8], tag: u8) -> Vec<u8> {
 /// Forwards after some work (enough that batches go to the helper threads), except that
 /// every third capsule one instance runs traps.
 fn trapper() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-            (memory (export "memory") 1)
-            (global $n (mut i32) (i32.const 0))
-            (func (export "anode_abi_v1"))
-            (func (export "accept") (param $len i32) (param $why i32) (result i32)
-                (local $i i32)
-                (loop $l
-                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                    (br_if $l (i32.lt_u (local.get $i) (i32.const 5000))))
-                (global.set $n (i32.add (global.get $n) (i32.const 1)))
-                (if (i32.eqz (i32.rem_u (global.get $n) (i32.const 3))) (then unreachable))
-                (i32.const 1)))"#,
-    )
+    wat::parse_str(anode_testkit::fixtures::busy_capsule_wat(
+        "(global $n (mut i32) (i32.const 0))",
+        "(global.set $n (i32.add (global.get $n) (i32.const 1)))
+         (if (i32.eqz (i32.rem_u (global.get $n) (i32.const 3))) (then unreachable))
+         (i32.const 1)",
+    ))
     .unwrap()
 }
 
 /// Works (5,000 loop iterations: heavy enough to be held for the workers), then forwards,
 /// or at the destination delivers to `PORT`.
 fn heavy() -> Vec<u8> {
-    wat::parse_str(format!(
-        r#"(module
-            (import "anode" "deliver" (func $deliver (param i32) (result i32)))
-            (memory (export "memory") 1)
-            (func (export "anode_abi_v1"))
-            (func (export "accept") (param $len i32) (param $why i32) (result i32)
-                (local $i i32)
-                (loop $l
-                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                    (br_if $l (i32.lt_u (local.get $i) (i32.const 5000))))
-                (if (result i32) (i32.eqz (local.get $why))
-                    (then (drop (call $deliver (i32.const {PORT}))) (i32.const 0))
-                    (else (i32.const 1)))))"#
+    wat::parse_str(anode_testkit::fixtures::busy_capsule_wat(
+        r#"(import "anode" "deliver" (func $deliver (param i32) (result i32)))"#,
+        &format!(
+            "(if (result i32) (i32.eqz (local.get $why))
+                (then (drop (call $deliver (i32.const {PORT}))) (i32.const 0))
+                (else (i32.const 1)))"
+        ),
     ))
     .unwrap()
 }

@@ -92,18 +92,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// Code that works a while per capsule (so that with workers its capsules are held for a
 /// batch), then forwards; at its destination it ends the capsule.
 fn heavy() -> Vec<u8> {
-    wat::parse_str(
-        r#"(module
-            (memory (export "memory") 1)
-            (func (export "anode_abi_v1"))
-            (func (export "accept") (param $len i32) (param $why i32) (result i32)
-                (local $i i32)
-                (loop $l
-                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                    (br_if $l (i32.lt_u (local.get $i) (i32.const 5000))))
-                (select (i32.const 0) (i32.const 1) (i32.eqz (local.get $why)))))"#,
-    )
-    .expect("heavy code")
+    wat::parse_str(anode_testkit::fixtures::busy_forward_wat()).expect("heavy code")
 }
 
 struct World {

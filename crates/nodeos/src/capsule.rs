@@ -145,24 +145,28 @@ impl MeteredCapsule {
         sent
     }
 
-    /// Runs `f` on the EE outside a packet's call (a timeout, a control message), the
-    /// capsules held for the workers' batch perhaps among what it runs; reports per protocol
-    /// what the runs used and sent and what the held protocols' soft state and files gained
-    /// or freed. What was sent besides runs (code transfer) is the EE's own.
+    /// Runs `f` on the EE outside a packet's call (a timeout, a control message); reports per
+    /// protocol what the runs used and sent. With `batch` (`f` may run the capsules held for
+    /// the workers), also what the held protocols' soft state and files gained or freed.
+    /// What was sent besides runs (code transfer) is the EE's own.
     fn run_measured(
         &mut self,
         ctx: &mut NodeContext<'_>,
+        batch: bool,
         f: impl FnOnce(&mut CapsuleEe, &mut NodeContext<'_>),
     ) {
-        let held: Vec<(CodeHash, usize, usize)> = self
-            .ee
-            .held_codes()
-            .into_iter()
-            .map(|c| {
-                let soft = self.ee.soft_state().bytes_of(&c);
-                (c, soft, self.ee.files().bytes_of(&c))
-            })
-            .collect();
+        let held: Vec<(CodeHash, usize, usize)> = if batch {
+            self.ee
+                .held_codes()
+                .into_iter()
+                .map(|c| {
+                    let soft = self.ee.soft_state().bytes_of(&c);
+                    (c, soft, self.ee.files().bytes_of(&c))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let tx0 = ctx.tx_totals().1;
         f(&mut self.ee, ctx);
         let sent = ctx.tx_totals().1.saturating_sub(tx0);
@@ -199,7 +203,7 @@ impl MeteredCapsule {
         if self.ee.held() + 1 >= anode_capsule::MAX_BATCH {
             // This packet would fill the workers' batch and run it inside its call: run the
             // batch first, measured per protocol, so its use is not charged to this one.
-            self.run_measured(ctx, CapsuleEe::run_held);
+            self.run_measured(ctx, true, CapsuleEe::run_held);
         }
         let soft = self.ee.soft_state().bytes();
         let files = self.ee.files().bytes();
@@ -264,12 +268,12 @@ impl ExecutionEnvironment for MeteredCapsule {
     }
     fn handle_control(&mut self, ctx: &mut NodeContext<'_>, link: LinkId, msg: &Control) {
         // A code arrival may release parked capsules: their runs are reported here.
-        self.run_measured(ctx, |ee, ctx| ee.handle_control(ctx, link, msg));
+        self.run_measured(ctx, false, |ee, ctx| ee.handle_control(ctx, link, msg));
         self.refresh_code(None);
     }
 
     fn handle_timeout(&mut self, ctx: &mut NodeContext<'_>) {
-        self.run_measured(ctx, |ee, ctx| ee.handle_timeout(ctx));
+        self.run_measured(ctx, true, |ee, ctx| ee.handle_timeout(ctx));
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -348,12 +352,7 @@ impl MeteredEe for MeteredCapsule {
     fn on_terminated(&mut self, code: &CodeHash, reason: TerminationReason) {
         if self.code_bytes.remove(code).is_some() {
             // Its capsules held for the workers end with it, as its queued packets do.
-            let why = if reason == TerminationReason::EeStopped {
-                anode_core::DropReason::EeStopped
-            } else {
-                anode_core::DropReason::DomainRefused
-            };
-            self.ee.cancel_held(code, why);
+            self.ee.cancel_held(code, reason.packet_drop_reason());
             self.ee.evict(code);
             self.ee.soft_state().clear(code);
             // Files outlive the operator stopping the EE (they are charged again when the

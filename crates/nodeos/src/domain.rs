@@ -73,6 +73,17 @@ pub enum TerminationReason {
     EeStopped,
 }
 
+impl TerminationReason {
+    /// The reason a terminated domain's queued or held packets are dropped for:
+    /// `ee_stopped` when the operator stopped the EE, `domain_refused` otherwise.
+    pub fn packet_drop_reason(&self) -> DropReason {
+        match self {
+            TerminationReason::EeStopped => DropReason::EeStopped,
+            _ => DropReason::DomainRefused,
+        }
+    }
+}
+
 impl std::fmt::Display for TerminationReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -464,11 +464,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                 } => {
                     // Its queued packets end here: dropped, each counted.
                     let stopped = reason == TerminationReason::EeStopped;
-                    let why = if stopped {
-                        DropReason::EeStopped
-                    } else {
-                        DropReason::DomainRefused
-                    };
+                    let why = reason.packet_drop_reason();
                     for pkt in self.sched.remove(domain) {
                         ctx.drop_held(&self.name, pkt, why);
                     }

@@ -72,6 +72,34 @@ pub fn signing_key(seed: u8) -> ed25519_dalek::SigningKey {
     ed25519_dalek::SigningKey::from_bytes(&[seed; 32])
 }
 
+/// The WebAssembly text of a capsule code object (ABI v1) that works a while on every
+/// capsule — 5,000 loop iterations, about 25,000 fuel: heavy enough that a capsule EE with
+/// workers holds its capsules for a batch — and then runs `tail`, which leaves the verdict
+/// (`$len` and `$why` are `accept`'s parameters). `head` goes first in the module: imports,
+/// then globals.
+pub fn busy_capsule_wat(head: &str, tail: &str) -> String {
+    format!(
+        r#"(module
+            {head}
+            (memory (export "memory") 1)
+            (func (export "anode_abi_v1"))
+            (func (export "accept") (param $len i32) (param $why i32) (result i32)
+                (local $i i32)
+                (loop $l
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br_if $l (i32.lt_u (local.get $i) (i32.const 5000))))
+                {tail}))"#
+    )
+}
+
+/// [`busy_capsule_wat`] that forwards, and ends the capsule at its destination.
+pub fn busy_forward_wat() -> String {
+    busy_capsule_wat(
+        "",
+        "(select (i32.const 0) (i32.const 1) (i32.eqz (local.get $why)))",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

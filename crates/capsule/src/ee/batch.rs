@@ -95,11 +95,6 @@ impl Workers {
         })
     }
 
-    /// Workers in all, the node thread included.
-    pub fn threads(&self) -> usize {
-        self.threads
-    }
-
     /// `code`'s held capsules are dropped for `reason` when the batch runs.
     pub fn cancel(&mut self, code: CodeHash, reason: DropReason) {
         if self.deferred.iter().any(|d| d.hdr.code == code) {
