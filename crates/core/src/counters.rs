@@ -186,6 +186,11 @@ drop_reasons! {
     QueueFull = "queue_full",
     /// The domain's in-channel queue was full.
     InChanFull = "in_chan_full",
+    /// A signed packet whose signature does not verify under the named key it claims.
+    BadSignature = "bad_signature",
+    /// A signed packet whose sequence number its signer already used (a replay), or one
+    /// below the replay window.
+    Replayed = "replayed",
 }
 
 impl std::fmt::Display for DropReason {

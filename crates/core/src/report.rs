@@ -27,6 +27,12 @@ pub struct DomainStat {
     pub drops: BTreeMap<crate::DropReason, u64>,
     /// Its children terminated so far.
     pub child_terminations: u64,
+    /// Whether its principal was authenticated: `Some(true)` a verified signer,
+    /// `Some(false)` a principal its packets merely claim (a PLAN source address); `None`
+    /// where the EE's principals need no authentication (a capsule protocol is its code's
+    /// hash, checked when the code is loaded) or for the EE's own domain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authenticated: Option<bool>,
 }
 
 /// An EE's domains and NodeOS totals.

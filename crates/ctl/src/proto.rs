@@ -733,6 +733,10 @@ pub struct DomainEntry {
     pub drops: BTreeMap<String, u64>,
     /// Children terminated.
     pub child_terminations: u64,
+    /// Whether its principal was authenticated (`Some(false)`: a PLAN source address, which
+    /// anyone can claim; `Some(true)`: a verified signer; absent: not applicable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authenticated: Option<bool>,
 }
 
 /// A termination, as reported.

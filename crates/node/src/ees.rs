@@ -12,7 +12,8 @@
 //! Under the NodeOS each EE has its own domain (principal `capsule` / `plan`) under the
 //! node's root, whose memory is the EE's policy share of `[nodeos] memory_bytes`; each
 //! capsule protocol (code hash) and each PLAN source node is a child domain
-//! (`capsule/<hex>`, `plan/<address>`). CPU (exact per run: the fuel each capsule run used,
+//! (`capsule/<hex>`, `plan/<address>`; a PLAN signer the policy names, `plan/key/<hex>`:
+//! `anode_nodeos::plan`). CPU (exact per run: the fuel each capsule run used,
 //! the steps each PLAN call took): capsule fuel at 1 ns per unit, PLAN steps at
 //! 50 ns per step (rough calibrations: they weigh the two EEs' work against each other and
 //! against `[nodeos] cpu_percent`); the run-time limit of one call is the EE's own per-run
@@ -152,8 +153,11 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
         node.register_ee(Box::new(capsule));
         return Ok(());
     }
+    // PLAN packets signed by a key the policy names (`["plan/key/<hex>"]`) belong to their
+    // signer; the rest to their (unauthenticated) source.
+    let keys = MeteredPlan::keys_named(nodeos.policies.iter().map(|(n, _)| n.as_str()));
     node.register_ee(guarded(
-        MeteredPlan::new(plan),
+        MeteredPlan::with_keys(plan, keys),
         nodeos,
         (PLAN_EE, PLAN_DEFAULT),
         (CpuMeter::new(PLAN_PS_PER_STEP), 1),

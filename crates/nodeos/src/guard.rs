@@ -120,6 +120,13 @@ pub trait MeteredEe: ExecutionEnvironment {
         let _ = name;
         None
     }
+    /// Whether `key` is an authenticated principal: `Some(true)` a verified signer,
+    /// `Some(false)` one its packets merely claim; `None` (the default) where the question
+    /// does not arise (a capsule protocol is its code's hash).
+    fn authenticated(&self, key: &Self::Key) -> Option<bool> {
+        let _ = key;
+        None
+    }
     /// Whether the EE reports every byte it sends for a principal in
     /// [`UsageReport::tx_bytes`] (the guard then does not measure its calls' sends itself).
     /// The default: no, the guard charges what a packet's call sent to its domain.
@@ -714,7 +721,14 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
     }
 
     fn domain_report(&self) -> Option<anode_core::DomainReport> {
-        Some(self.os.report(&self.name))
+        let mut r = self.os.report(&self.name);
+        for d in &mut r.domains {
+            d.authenticated = self
+                .keys
+                .get(&DomainId(d.id))
+                .and_then(|k| self.inner.authenticated(k));
+        }
+        Some(r)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {

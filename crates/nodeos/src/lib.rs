@@ -18,7 +18,8 @@
 //! Everything is sans-IO: time comes in as `now`, nothing reads a clock,
 //! opens a socket or draws random numbers.
 //!
-//! Layout: `policy.rs` (credentials, policies), `signed.rs` (ed25519-signed policies), `domain.rs` (ids, reasons, events, handler
+//! Layout: `policy.rs` (credentials, policies), `signed.rs` (ed25519-signed policies),
+//! `auth.rs` (signed packets: principals authenticated by their signer), `domain.rs` (ids, reasons, events, handler
 //! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `nodeos.rs`
 //! (the [`NodeOs`] facade), `chan/` (specs, classifier, token bucket, cut-through table),
 //! `files.rs`, `metrics.rs`, `guard.rs`; the EEs under the guard: `capsule.rs` (feature
@@ -29,6 +30,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+pub mod auth;
 #[cfg(feature = "capsule")]
 pub mod capsule;
 pub mod chan;

@@ -810,6 +810,7 @@ impl NodeOs {
                     memory_limit: d.memory_limit.min(self.pools.node_limit()),
                     drops: d.counters.drops,
                     child_terminations: d.counters.child_terminations,
+                    authenticated: None,
                 })
                 .collect(),
         }

@@ -73,6 +73,17 @@ fn main() -> std::io::Result<()> {
         offset: 2,
         data: vec![0; 8],
     };
+    // A datagram with a scheme-1 authentication option (a dummy signature: the target
+    // exercises the layout, not the curve).
+    let signed = anode_wire::auth::with_auth(
+        &datagram,
+        &anode_wire::auth::AuthData {
+            key: [3; 32],
+            seq: 42,
+            sig: [4; 64],
+        },
+    )
+    .expect("fits");
     let payload = |p: &[u8]| {
         AnepPacket::new_checked(p)
             .map(|p| p.payload().to_vec())
@@ -84,6 +95,10 @@ fn main() -> std::io::Result<()> {
             vec![datagram.clone(), capsule.clone(), with_opts.clone()],
         ),
         ("transit", vec![payload(&datagram), payload(&capsule)]),
+        (
+            "auth",
+            vec![signed.clone(), capsule.clone(), with_opts.clone()],
+        ),
         ("capsule", vec![payload(&capsule)]),
         (
             "control",

@@ -38,6 +38,7 @@
 
 pub mod addr;
 pub mod anep;
+pub mod auth;
 pub mod capsule;
 pub mod checksum;
 pub mod control;

@@ -377,6 +377,14 @@ fn print_summary(f: &NodeFile) {
                 .as_ref()
                 .map_or("defaults".into(), |p| p.display().to_string())
         );
+        let signers = n
+            .policies
+            .iter()
+            .filter(|(name, _)| name.starts_with("plan/key/"))
+            .count();
+        println!(
+            "         PLAN principals: {signers} signer key(s) named (packets they sign run as them); other PLAN packets by source address, unauthenticated"
+        );
     } else {
         println!("nodeos   off (EEs run without domains)");
     }

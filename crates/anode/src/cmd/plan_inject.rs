@@ -4,9 +4,14 @@
 //! `--timeout`: `print` output at that node, deliveries to the packet's session port, and
 //! errors (the `plan:error` log, e.g. a failure reported to the handler).
 //!
+//! With `--sign BASE.key` the packet is signed (ANEP authentication option, scheme 1:
+//! `anode_nodeos::auth`) with the time in microseconds as its sequence number; a node whose
+//! policy names the key (`["plan/key/<hex>"]`) charges it to that signer's domain, any other
+//! node treats it as unsigned (its source's, unauthenticated, domain).
+//!
 //! Contract: the wait is bounded by `--timeout` (or ends after `--expect` prints/deliveries);
-//! exit status 1 if the program does not build, the node refuses the packet, or an error came
-//! back.
+//! exit status 1 if the program does not build, the key cannot be read, the node refuses the
+//! packet, or an error came back.
 
 use std::time::{Duration, Instant};
 
@@ -56,8 +61,28 @@ pub struct InjectArgs {
     /// Stop as soon as this many prints and deliveries came back.
     #[arg(long)]
     pub expect: Option<usize>,
+    /// Sign the packet with this secret key (BASE.key of `anode keygen`): nodes whose policy
+    /// names the key (["plan/key/<BASE.pub>"]) run it as that signer, authenticated.
+    /// (`--key` is the remote-management key of `--node`.)
+    #[arg(long, value_name = "BASE.key")]
+    pub sign: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub conn: Conn,
+}
+
+/// `pkt` signed with the key in `path`, its sequence number the time in microseconds since
+/// the Unix epoch (increasing from one inject to the next, as the nodes' replay windows want).
+fn sign(pkt: &[u8], path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let key = anode_modules::read_key(path).map_err(|e| {
+        format!(
+            "{e}; make a key with `anode keygen --out BASE` and pass BASE.key ({})",
+            path.display()
+        )
+    })?;
+    let seq = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    anode_nodeos::auth::sign_packet(pkt, &key, seq).map_err(|e| e.to_string())
 }
 
 /// What came back.
@@ -103,6 +128,10 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
             return Err(format!("{} does not type-check", a.file));
         }
         Err(e) => return Err(format!("{}: {e}", a.file)),
+    };
+    let pkt = match &a.sign {
+        Some(path) => sign(&pkt, path)?,
+        None => pkt,
     };
     match client.bind_app(TYPE_PLAN, a.port) {
         Ok(()) => {}

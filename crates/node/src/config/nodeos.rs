@@ -21,7 +21,9 @@
 //! in `[nodeos] memory_bytes`; by default the capsule EE gets 3/4, PLAN 1/4);
 //! `["capsule/<sha256 hex of the code>"]` is one capsule protocol and `["capsule/*"]` every
 //! capsule protocol without a table of its own; `["plan/<source address>"]` and `["plan/*"]`
-//! the same for PLAN packets by source node. A protocol's policy must fit within its EE's.
+//! the same for PLAN packets by source node (unauthenticated: the address is the packet's
+//! claim); `["plan/key/<hex of an ed25519 public key>"]` names a signer, whose signed PLAN
+//! packets run in its domain (`anode_nodeos::plan`). A protocol's policy must fit within its EE's.
 //! A signed policy (`anode_nodeos::SignedPolicy`) is accepted only if signed, intact and
 //! signed by one of `trusted_keys`; the refusal names which of the three failed.
 //!
@@ -393,19 +395,28 @@ fn read_policies(file: &Path) -> Result<(String, PolicyStore), Why> {
 
 /// The one rule for principal names, shared by node config files and `anode policy sign`:
 /// the EEs `capsule` and `plan`; a capsule protocol `capsule/<64 hex digits of its code's
-/// SHA-256>` or `capsule/*`; a PLAN source `plan/<IP:PORT>` or `plan/*`. `None` when `name`
+/// SHA-256>` or `capsule/*`; a PLAN source `plan/<IP:PORT>` or `plan/*` (unauthenticated)
+/// or a PLAN signer `plan/key/<64 hex digits of an ed25519 public key>`. `None` when `name`
 /// is one, else why not (a name that cannot match any domain would silently never apply).
 pub fn principal_problem(name: &str) -> Option<String> {
     let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
     let ok = match name.split_once('/') {
         None => name == CAPSULE_EE || name == PLAN_EE,
         Some((CAPSULE_EE, rest)) => rest == "*" || hex64(rest),
-        Some((PLAN_EE, rest)) => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
+        Some((PLAN_EE, rest)) => match rest.strip_prefix("key/") {
+            Some(k) if hex64(k) => {
+                return anode_modules::parse_public(k).err().map(|e| {
+                    format!("principal {name:?}: {e} (a signer is named by its public key, the BASE.pub file `anode keygen` writes)")
+                });
+            }
+            Some(_) => false,
+            None => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
+        },
         Some(_) => false,
     };
     (!ok).then(|| {
         format!(
-            "principal {name:?} names no principal a node knows: use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex of the code>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (PLAN sources)"
+            "principal {name:?} names no principal a node knows: use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex of the code>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (unauthenticated PLAN sources), \"plan/key/<ed25519 public key hex>\" (PLAN packets signed by that key)"
         )
     })
 }
@@ -449,7 +460,7 @@ fn check_principals(
         if let Some(why) = principal_problem(name) {
             return Err(here(
                 why,
-                "name the EEs \"capsule\" and \"plan\", capsule protocols \"capsule/<sha256 hex>\" (or \"capsule/*\"), PLAN sources \"plan/<address>\" (or \"plan/*\")",
+                "name the EEs \"capsule\" and \"plan\", capsule protocols \"capsule/<sha256 hex>\" (or \"capsule/*\"), PLAN sources \"plan/<address>\" (or \"plan/*\"), PLAN signers \"plan/key/<public key hex>\"",
             ));
         }
         let Some((ee, _)) = name.split_once('/') else {
@@ -511,10 +522,15 @@ mod tests {
         ] {
             assert_eq!(principal_problem(good), None, "{good}");
         }
+        let key = ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key();
+        let signer = format!("plan/key/{}", hex::encode(key.to_bytes()));
+        assert_eq!(principal_problem(&signer), None);
         for bad in [
             "capsul/*",
             "capsule/ab",
             "plan/nowhere",
+            "plan/key/ab",
+            "plan/key/*",
             "ee",
             "capsule/",
             "x/y",

@@ -196,6 +196,7 @@ pub(super) fn domains(node: &mut Node) -> Vec<DomainsInfo> {
                         .map(|(r, n)| (r.as_str().to_string(), n))
                         .collect(),
                     child_terminations: d.child_terminations,
+                    authenticated: d.authenticated,
                 })
                 .collect(),
         })

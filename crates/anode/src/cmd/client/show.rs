@@ -313,11 +313,17 @@ pub fn domains(ees: &[DomainsInfo]) -> String {
             t.row(vec![
                 d.id.to_string(),
                 d.parent.map_or_else(|| "-".into(), |p| p.to_string()),
-                if d.name.is_empty() {
-                    d.principal.clone()
-                } else {
-                    let short = d.principal.get(..16).unwrap_or(&d.principal);
-                    format!("{} ({short}...)", d.name)
+                match (d.name.is_empty(), d.authenticated) {
+                    (false, _) => {
+                        let short = d.principal.get(..16).unwrap_or(&d.principal);
+                        format!("{} ({short}...)", d.name)
+                    }
+                    (true, Some(false)) => format!("{} (unauthenticated)", d.principal),
+                    (true, Some(true)) => {
+                        let short = d.principal.get(..22).unwrap_or(&d.principal);
+                        format!("{short}... (signed)")
+                    }
+                    (true, None) => d.principal.clone(),
                 },
                 d.packets.to_string(),
                 d.bytes.to_string(),

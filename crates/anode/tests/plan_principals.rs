@@ -1,0 +1,144 @@
+//! Authenticated PLAN principals on real nodes: two `anode node` processes a–b on loopback,
+//! b's policy file names one signer (`["plan/key/<hex>"]`). `anode plan inject --sign` at a
+//! sends a ping evaluated at b: b runs it in the signer's domain, with that table's limits;
+//! the same packet unsigned, or signed by a key b's policy does not name, runs in a's
+//! source domain (`plan/<a's address>`, unauthenticated). Every wait is bounded.
+
+mod node_util;
+
+use std::time::Duration;
+
+use node_util::*;
+
+/// b's domains of the PLAN EE, as `anode domains --json` lists them.
+fn plan_domains(b: &NodeProc) -> Vec<serde_json::Value> {
+    let ees = b.json(&["domains"]);
+    let plan = ees
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ee"] == "plan+nodeos")
+        .unwrap_or_else(|| panic!("no PLAN EE: {ees}"))
+        .clone();
+    plan["domains"].as_array().unwrap().clone()
+}
+
+fn packets_of(doms: &[serde_json::Value], principal: &str) -> u64 {
+    doms.iter()
+        .find(|d| d["principal"] == principal)
+        .map_or(0, |d| d["packets"].as_u64().unwrap())
+}
+
+#[test]
+fn signed_plan_packets_run_as_their_signer_and_unsigned_ones_as_their_source() {
+    let dir = TestDir::new("plan-principals");
+    let (op_key, op_pub) = keygen(&dir, "op");
+    let (stranger_key, _) = keygen(&dir, "stranger");
+    let signer = format!("plan/key/{op_pub}");
+    dir.file(
+        "b-policy.toml",
+        &format!("[\"{signer}\"]\nmemory_bytes = 524288\ncpu_share = 1\n"),
+    );
+    let nodes = start_line(&dir, &["a", "b"], |i| {
+        if i == 1 {
+            "\n[nodeos]\npolicy = \"b-policy.toml\"\n".to_string()
+        } else {
+            String::new()
+        }
+    });
+    let (a, b) = (&nodes[0], &nodes[1]);
+    assert!(
+        wait_until(Duration::from_secs(15), || a.has_route(&b.addr)),
+        "no route\na:\n{}",
+        a.log_text()
+    );
+    let program = path_str(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plan/programs/ping/noeval.plan"),
+    );
+    let entry = format!("ping({}, {})", a.addr, b.addr);
+    let ping = |key: Option<&str>, port: &str| {
+        let mut args = vec![
+            "plan",
+            "inject",
+            &program,
+            "--entry",
+            &entry,
+            "--eval-at",
+            &b.addr,
+            "--rb",
+            "8",
+            "--port",
+            port,
+            "--timeout",
+            "5",
+            "--expect",
+            "1",
+        ];
+        if let Some(k) = key {
+            args.extend(["--sign", k]);
+        }
+        let r = a.json(&args);
+        assert_eq!(r["prints"][0], "Success", "{args:?}: {r}");
+    };
+
+    // Signed by the key b names: b runs it in the signer's domain, with its policy.
+    ping(Some(&op_key), "7101");
+    let doms = plan_domains(b);
+    let d = doms
+        .iter()
+        .find(|d| d["principal"] == signer.as_str())
+        .unwrap_or_else(|| panic!("no domain for {signer}: {doms:?}"));
+    assert_eq!(d["packets"], 1, "{d}");
+    assert_eq!(d["memory_limit"], 524288, "the signer's own policy: {d}");
+    assert_eq!(d["authenticated"], true, "{d}");
+    let source = format!("plan/{}", a.addr);
+    assert_eq!(packets_of(&doms, &source), 0, "{doms:?}");
+
+    // Unsigned, and signed by a key b does not name: both are a's, unauthenticated.
+    ping(None, "7102");
+    ping(Some(&stranger_key), "7103");
+    let doms = plan_domains(b);
+    assert_eq!(packets_of(&doms, &source), 2, "{doms:?}");
+    assert_eq!(packets_of(&doms, &signer), 1, "{doms:?}");
+    assert_eq!(
+        doms.iter()
+            .filter(|d| d["principal"].as_str().unwrap().starts_with("plan/key/"))
+            .count(),
+        1,
+        "only named keys get domains: {doms:?}"
+    );
+    let src = doms
+        .iter()
+        .find(|d| d["principal"] == source.as_str())
+        .unwrap();
+    assert_eq!(src["authenticated"], false, "{src}");
+    // The table marks both.
+    let (ok, table, err) = run_cli(
+        &["domains", "--socket", &path_str(&b.socket)],
+        Duration::from_secs(10),
+    );
+    assert!(ok, "{err}");
+    assert!(
+        table.contains(&format!("{source} (unauthenticated)")) && table.contains("(signed)"),
+        "{table}"
+    );
+
+    // A key file that is not one: a clear error, nothing sent.
+    let bad = dir.file("bad.key", "not a key\n");
+    let (ok, _, err) = run_cli(
+        &[
+            "plan",
+            "inject",
+            &program,
+            "--entry",
+            &entry,
+            "--sign",
+            &path_str(&bad),
+            "--socket",
+            &path_str(&a.socket),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(!ok);
+    assert!(err.contains("anode keygen"), "{err}");
+}
