@@ -131,6 +131,31 @@ impl Authenticator {
         }
     }
 
+    /// Each named key's replay window that has accepted a number: (key, highest accepted,
+    /// bitmap of the 64 below it), for a process that takes this node's place.
+    pub fn windows(&self) -> Vec<([u8; 32], u64, u64)> {
+        let mut w: Vec<_> = self
+            .keys
+            .iter()
+            .filter_map(|(k, known)| known.top.map(|top| (*k, top, known.seen)))
+            .collect();
+        w.sort_unstable();
+        w
+    }
+
+    /// Restores `key`'s replay window handed over by another process; `false` if the key is
+    /// not named here (its window is dropped).
+    pub fn restore_window(&mut self, key: &[u8; 32], top: u64, seen: u64) -> bool {
+        match self.keys.get_mut(key) {
+            Some(k) => {
+                k.top = Some(top);
+                k.seen = seen;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether no key is named (then every packet is unauthenticated).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
@@ -304,6 +329,26 @@ mod tests {
                 accepted.insert(seq);
             }
         }
+    }
+
+    #[test]
+    fn a_restored_window_refuses_what_the_old_one_saw() {
+        let mut a = Authenticator::new([pubkey(1), pubkey(2)]);
+        let signed = |seq| sign_packet(&packet(b"x"), &key(1), seq).unwrap();
+        for s in [5, 9, 7] {
+            a.verify(&pubkey(1), &signed(s)).unwrap();
+        }
+        let w = a.windows();
+        assert_eq!(w.len(), 1, "only windows that accepted a number");
+        let mut b = Authenticator::new([pubkey(1)]);
+        for (k, top, seen) in &w {
+            assert!(b.restore_window(k, *top, *seen));
+        }
+        assert!(!b.restore_window(&pubkey(2), 1, 0), "a key no longer named");
+        for s in [5, 9, 7] {
+            assert_eq!(b.verify(&pubkey(1), &signed(s)), Err(DropReason::Replayed));
+        }
+        assert_eq!(b.verify(&pubkey(1), &signed(8)), Ok(()));
     }
 
     #[test]

@@ -42,6 +42,9 @@ use crate::guard::{MeteredEe, UsageReport};
 /// --features plan --bench auth`), 800 steps at the node's 50 ns per step.
 pub const VERIFY_STEPS: u64 = 800;
 
+/// The key of the signers' replay windows in the handed-over state.
+const REPLAY_WINDOWS: &str = "replay_windows";
+
 /// Whose work a PLAN packet is (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlanPrincipal {
@@ -165,6 +168,16 @@ impl ExecutionEnvironment for MeteredPlan {
 
     fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
         self.ee.hand_over(now, out);
+        let windows = self.auth.windows();
+        if !windows.is_empty() {
+            // The signers' replay windows go with the EE's state, so a packet accepted before
+            // an upgrade is still a replay after it.
+            let w: Vec<_> = windows
+                .into_iter()
+                .map(|(k, top, seen)| serde_json::json!({ "key": hex::encode(k), "top": top, "seen": seen }))
+                .collect();
+            out.state = serde_json::json!({ "plan_ee": out.state.take(), REPLAY_WINDOWS: w });
+        }
     }
 
     fn take_over(
@@ -172,7 +185,46 @@ impl ExecutionEnvironment for MeteredPlan {
         ctx: &mut NodeContext<'_>,
         state: &serde_json::Value,
     ) -> Result<(), String> {
-        self.ee.take_over(ctx, state)
+        let Some(windows) = state
+            .get(REPLAY_WINDOWS)
+            .and_then(serde_json::Value::as_array)
+        else {
+            // No signer had sent anything (or an older node): the state is the EE's alone.
+            return self.ee.take_over(ctx, state);
+        };
+        let mut lost = 0;
+        for w in windows {
+            let mut k = [0u8; 32];
+            let restored = w
+                .get("key")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|h| hex::decode_to_slice(h, &mut k).ok())
+                .zip(w.get("top").and_then(serde_json::Value::as_u64))
+                .zip(w.get("seen").and_then(serde_json::Value::as_u64))
+                .is_some_and(|((_, top), seen)| self.auth.restore_window(&k, top, seen));
+            if !restored {
+                lost += 1;
+            }
+        }
+        let inner = state.get("plan_ee").unwrap_or(&serde_json::Value::Null);
+        let r = if inner.is_null() {
+            Ok(())
+        } else {
+            self.ee.take_over(ctx, inner)
+        };
+        match (r, lost) {
+            (Ok(()), 0) => Ok(()),
+            (r, lost) => Err([
+                r.err(),
+                (lost > 0).then(|| {
+                    format!("{lost} signer replay window(s) not restored (key no longer named, or malformed)")
+                }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ")),
+        }
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {

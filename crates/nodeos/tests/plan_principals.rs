@@ -229,3 +229,26 @@ fn forgeries_in_one_keys_name_do_not_starve_another_signer() {
         cpu(&signer(2))
     );
 }
+
+#[test]
+fn replay_windows_survive_a_hand_over() {
+    let now = Instant::now();
+    let mut old = node(now);
+    let signed = sign_packet(&packet("once"), &key(1), 10).unwrap();
+    old.handle_packet(now, LinkId(0), signed.clone());
+    assert_eq!(prints(&mut old), ["once"]);
+    // The process that takes the node's place (`anode upgrade`) refuses the same packet.
+    let h = old.hand_over(now);
+    let mut new = node(now);
+    let rep = new.take_over(now, &h).unwrap();
+    assert!(rep.refused.is_empty(), "{rep:?}");
+    new.handle_packet(now, LinkId(0), signed);
+    assert_eq!(prints(&mut new), Vec::<String>::new());
+    assert_eq!(drops(&new, DropReason::Replayed), 1);
+    new.handle_packet(
+        now,
+        LinkId(0),
+        sign_packet(&packet("next"), &key(1), 11).unwrap(),
+    );
+    assert_eq!(prints(&mut new), ["next"]);
+}
