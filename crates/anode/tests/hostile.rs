@@ -492,15 +492,23 @@ fn a_corrupted_artifact_costs_a_recompile_not_a_crash() {
         na.json(&["ping", &b, "-c", "2", "-i", "0.05"])["received"],
         2
     );
+    // The compiled artifact is written by b's code worker, which runs only on CPU time the
+    // node leaves (SCHED_IDLE): on a busy machine it lands a while after the pings.
+    let artifact = || {
+        std::fs::read_dir(dir.path("b-code"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || artifact().is_some()),
+        "b wrote no compiled artifact"
+    );
     // b restarts with its artifact damaged in place, inode, size and times kept.
     nb.proc.signal(libc::SIGTERM);
     let _ = nb.proc.finish(T);
-    let art = std::fs::read_dir(dir.path("b-code"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
-        .unwrap();
+    let art = artifact().unwrap();
     let mtime = std::fs::metadata(&art).unwrap().modified().unwrap();
     let mut bytes = std::fs::read(&art).unwrap();
     let mid = bytes.len() / 2;
