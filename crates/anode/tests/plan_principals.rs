@@ -2,7 +2,8 @@
 //! b's policy file names one signer (`["plan/key/<hex>"]`). `anode plan inject --sign` at a
 //! sends a ping evaluated at b: b runs it in the signer's domain, with that table's limits;
 //! the same packet unsigned, or signed by a key b's policy does not name, runs in a's
-//! source domain (`plan/<a's address>`, unauthenticated). Every wait is bounded.
+//! source domain (`plan/<a's address>`, unauthenticated, a member of the group
+//! `plan/unauthenticated`). Every wait is bounded.
 
 mod node_util;
 
@@ -112,6 +113,20 @@ fn signed_plan_packets_run_as_their_signer_and_unsigned_ones_as_their_source() {
         .find(|d| d["principal"] == source.as_str())
         .unwrap();
     assert_eq!(src["authenticated"], false, "{src}");
+    // Unauthenticated sources are members of their group, under the EE's domain; the signer
+    // is a child of the EE's domain itself.
+    let id_of = |p: &str| doms.iter().find(|d| d["principal"] == p).unwrap()["id"].clone();
+    assert_eq!(src["parent"], id_of("plan/unauthenticated"), "{doms:?}");
+    let group = doms
+        .iter()
+        .find(|d| d["principal"] == "plan/unauthenticated")
+        .unwrap();
+    assert_eq!(group["parent"], id_of("plan"), "{doms:?}");
+    let signer_dom = doms
+        .iter()
+        .find(|d| d["principal"] == signer.as_str())
+        .unwrap();
+    assert_eq!(signer_dom["parent"], id_of("plan"), "{doms:?}");
     // The table marks both.
     let (ok, table, err) = run_cli(
         &["domains", "--socket", &path_str(&b.socket)],

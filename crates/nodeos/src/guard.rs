@@ -5,7 +5,7 @@
 //! one per protocol / code group, created under the EE's own domain with the principal's
 //! configured policy, or the guard's protocol policy when none is configured), charged as a
 //! packet buffer to that domain's pool, and queued on the domain's queue of a
-//! [`DomainScheduler`]. Queues are served by deficit round robin while the EE's CPU budget
+//! [`TieredScheduler`]. Queues are served by deficit round robin while the EE's CPU budget
 //! lasts: the budget refills at `cpu_ns_per_sec` of virtual time (the CPU capacity given to
 //! this EE) up to `max_burst_ns`. Each call gets at most `max_slice_ns` of run time (converted
 //! to the EE's units: fuel, steps) — the maximum run time between yields.
@@ -36,6 +36,16 @@
 //! ([`MeteredEe::on_terminated`]) to discard its state, and the reason logged as an
 //! `Event::Log` from "nodeos". Its principal stays refused for the guard's lifetime (up to
 //! `max_banned` principals), so a hostile protocol cannot come straight back.
+//!
+//! **Groups.** A principal the EE puts in a group ([`MeteredEe::group_of`], e.g. every
+//! unauthenticated PLAN source in `plan/unauthenticated`) gets its domain under the group's
+//! domain, which the guard creates under the EE's at the group's first member with the
+//! group's configured policy (or the EE's own with a CPU share of 1). The group limits its
+//! members together: its CPU share is one entry of the DRR's top tier, shared by its members
+//! in a tier of their own; their packet buffers share one memory pool of the group's
+//! `memory_bytes`; what each sends is charged to its own output bucket and to the group's;
+//! and no more members live at once than the group's `max_children`. A group holds no state
+//! of its own: it lives as long as the guard.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -49,8 +59,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::chan::TokenBucket;
 use crate::{
-    CpuMeter, Credentials, DomainId, DomainScheduler, MemKind, NodeOs, NodeOsEvent, Policy,
-    Principal, TerminationReason, Terminator,
+    CpuMeter, Credentials, DomainId, MemKind, NodeOs, NodeOsEvent, Policy, PoolId, Principal,
+    TerminationReason, Terminator, TieredScheduler,
 };
 
 /// Smallest burst of a domain's output bucket, bytes.
@@ -118,6 +128,13 @@ pub trait MeteredEe: ExecutionEnvironment {
     /// process (`None`: not one of this EE's names; the default knows none).
     fn principal_key(name: &str) -> Option<Self::Key> {
         let _ = name;
+        None
+    }
+    /// The group `key` belongs to (a principal name, e.g. `plan/unauthenticated`), whose
+    /// domain's policy limits all its members together (see the module docs); `None` (the
+    /// default): its domain is a child of the EE's.
+    fn group_of(key: &Self::Key) -> Option<&'static str> {
+        let _ = key;
         None
     }
     /// Whether `key` is an authenticated principal: `Some(true)` a verified signer,
@@ -202,8 +219,12 @@ pub struct DomainGuard<E: MeteredEe> {
     inner: E,
     os: NodeOs,
     cfg: GuardConfig,
-    sched: DomainScheduler<EePacket>,
+    sched: TieredScheduler<EePacket>,
     ee_domain: DomainId,
+    /// Group domains by name, with their shared memory pools.
+    groups: FxHashMap<&'static str, (DomainId, PoolId)>,
+    /// The group domain of each member domain.
+    group_of: FxHashMap<DomainId, DomainId>,
     by_principal: FxHashMap<E::Key, DomainId>,
     /// The principal of each live domain but the EE's own.
     keys: FxHashMap<DomainId, E::Key>,
@@ -239,9 +260,11 @@ impl<E: MeteredEe> DomainGuard<E> {
         Ok(DomainGuard {
             inner,
             os,
-            sched: DomainScheduler::new(cfg.quantum_ns, cfg.max_queue),
+            sched: TieredScheduler::new(cfg.quantum_ns, cfg.max_queue),
             cfg,
             ee_domain,
+            groups: FxHashMap::default(),
+            group_of: FxHashMap::default(),
             by_principal: FxHashMap::default(),
             keys: FxHashMap::default(),
             streak: FxHashMap::default(),
@@ -328,15 +351,32 @@ impl<E: MeteredEe> DomainGuard<E> {
         if self.banned.contains(key) {
             return None;
         }
+        let group = match E::group_of(key) {
+            Some(name) => Some(self.group(name)?),
+            None => None,
+        };
         let p = E::principal_name(key);
         if self.os.policies_mut().get(&Principal(p.clone())).is_none() {
             let pol = self.cfg.protocol_policy.clone();
             self.os.policies_mut().insert(&p, pol);
         }
+        let (parent, pool) = group.map_or((self.ee_domain, None), |(g, pool)| (g, Some(pool)));
         let d = self
             .os
-            .create_domain(self.ee_domain, &Credentials::new(&p), None)
+            .create_domain(parent, &Credentials::new(&p), pool)
             .ok()?;
+        if let Some((g, _)) = group {
+            self.sched.join(d, g);
+            self.group_of.insert(d, g);
+        }
+        self.weigh(d);
+        self.by_principal.insert(key.clone(), d);
+        self.keys.insert(d, key.clone());
+        Some(d)
+    }
+
+    /// Sets `d`'s DRR weight and output bucket from its policy.
+    fn weigh(&mut self, d: DomainId) {
         let (w, bw) = self
             .os
             .policy(d)
@@ -344,9 +384,49 @@ impl<E: MeteredEe> DomainGuard<E> {
         self.sched.set_weight(d, w);
         self.out
             .insert(d, TokenBucket::new(bw, (bw / 10).max(MIN_OUT_BURST)));
-        self.by_principal.insert(key.clone(), d);
-        self.keys.insert(d, key.clone());
-        Some(d)
+    }
+
+    /// The domain of group `name` and its members' shared pool, created at its first member
+    /// (see the module docs); `None` if the NodeOS refuses it.
+    fn group(&mut self, name: &'static str) -> Option<(DomainId, PoolId)> {
+        if let Some(g) = self.groups.get(name) {
+            return Some(*g);
+        }
+        if self
+            .os
+            .policies_mut()
+            .get(&Principal(name.to_string()))
+            .is_none()
+        {
+            // By default the group may have what the EE has, and weighs as one principal.
+            let pol = Policy {
+                cpu_share: 1,
+                ..self.os.policy(self.ee_domain)?.clone()
+            };
+            self.os.policies_mut().insert(name, pol);
+        }
+        let g = self
+            .os
+            .create_domain(self.ee_domain, &Credentials::new(name), None)
+            .ok()?;
+        let limit = self.os.policy(g).map_or(0, |p| p.memory_bytes);
+        let pool = self.os.create_shared_pool(g, limit).ok()?;
+        self.sched.add_group(g);
+        self.weigh(g);
+        self.groups.insert(name, (g, pool));
+        Some((g, pool))
+    }
+
+    /// Charges `bytes` sent for `d` to its output bucket and its group's.
+    fn charge_out(&mut self, d: DomainId, now: Instant, bytes: u64) {
+        for x in [Some(d), self.group_of.get(&d).copied()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(b) = self.out.get_mut(&x) {
+                b.charge(now, bytes);
+            }
+        }
     }
 
     /// Applies the usage the EE reports for work outside a packet's call (a timeout: the
@@ -392,10 +472,8 @@ impl<E: MeteredEe> DomainGuard<E> {
                 Some(p) => self.by_principal.get(p).copied(),
             };
             let d = known.unwrap_or(self.ee_domain);
-            if r.tx_bytes > 0
-                && let Some(b) = self.out.get_mut(&d)
-            {
-                b.charge(now, r.tx_bytes);
+            if r.tx_bytes > 0 {
+                self.charge_out(d, now, r.tx_bytes);
             }
             let ns = self.cfg.meter.to_ns(r.units);
             charged = charged.saturating_add(ns);
@@ -477,6 +555,9 @@ impl<E: MeteredEe> DomainGuard<E> {
                     }
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
+                    self.group_of.remove(&domain);
+                    // A group terminated (its members go with it): made afresh at the next.
+                    self.groups.retain(|_, (g, _)| *g != domain);
                     if let Some(k) = self.keys.remove(&domain) {
                         self.by_principal.remove(&k);
                         self.inner.on_terminated(&k, reason.clone());
@@ -513,9 +594,13 @@ impl<E: MeteredEe> DomainGuard<E> {
         }
     }
 
-    /// Whether `d` still owes output bytes at `now`.
+    /// Whether `d` (or its group) still owes output bytes at `now`.
     fn owes(&mut self, d: DomainId, now: Instant) -> bool {
-        self.out.get_mut(&d).is_some_and(|b| b.in_debt(now))
+        let group = self.group_of.get(&d).copied();
+        [Some(d), group]
+            .into_iter()
+            .flatten()
+            .any(|x| self.out.get_mut(&x).is_some_and(|b| b.in_debt(now)))
     }
 
     /// Counts a drop of one of `d`'s packets for the domain and for the EE.
@@ -551,11 +636,8 @@ impl<E: MeteredEe> DomainGuard<E> {
             self.inner.handle_keyed(ctx, pkt, key.as_ref());
             ctx.finish(resumed);
             let sent = ctx.tx_totals().1.saturating_sub(tx0);
-            if sent > 0
-                && !self.inner.reports_tx()
-                && let Some(b) = self.out.get_mut(&d)
-            {
-                b.charge(now, sent);
+            if sent > 0 && !self.inner.reports_tx() {
+                self.charge_out(d, now, sent);
             }
             // The node's work on the packet to `d`, and what the EE's reports charged to
             // their domains (each deficit too), once each (also when the reports

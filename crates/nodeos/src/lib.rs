@@ -20,7 +20,8 @@
 //!
 //! Layout: `policy.rs` (credentials, policies), `signed.rs` (ed25519-signed policies),
 //! `auth.rs` (signed packets: principals authenticated by their signer), `domain.rs` (ids, reasons, events, handler
-//! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `nodeos.rs`
+//! budget), `memory.rs` (pools), `cpu.rs` (unit conversion), `sched.rs` (DRR), `tiered.rs` (DRR in two tiers: groups of
+//! domains), `nodeos.rs`
 //! (the [`NodeOs`] facade), `chan/` (specs, classifier, token bucket, cut-through table),
 //! `files.rs`, `metrics.rs`, `guard.rs`; the EEs under the guard: `capsule.rs` (feature
 //! `capsule`), `plan.rs` (feature `plan`).
@@ -47,6 +48,7 @@ pub mod plan;
 mod policy;
 mod sched;
 mod signed;
+mod tiered;
 
 pub use chan::{
     AddrSpec, ChanId, Classifier, CutTable, DemuxKey, HandlerId, InChanSpec, ProtocolSpec,
@@ -64,6 +66,7 @@ pub use nodeos::{InMatch, NodeOs, NodeOsConfig, TerminationRecord};
 pub use policy::{Credentials, Policy, PolicyStore, Principal};
 pub use sched::DomainScheduler;
 pub use signed::{SignedPolicy, SignedPolicyError};
+pub use tiered::TieredScheduler;
 
 #[cfg(test)]
 mod tests;

@@ -12,8 +12,13 @@
 //!   can forge, and named `plan/<source address>` (PLAN has no code identity: a packet
 //!   carries its program). The two kinds have separate policies (`["plan/key/<hex>"]` per
 //!   key; `["plan/<address>"]` or `["plan/*"]` for unauthenticated sources), so a node can
-//!   give signed traffic more than anyone who merely claims an address. Packets a program
-//!   sends on (`OnRemote`) are new, unsigned packets.
+//!   give signed traffic more than anyone who merely claims an address. Every
+//!   unauthenticated source's domain is a member of the group [`UNAUTHENTICATED`]
+//!   (`plan/unauthenticated`, created under the EE's domain; the guard's groups), whose
+//!   policy limits them all together: one CPU share against each signer's, one memory pool,
+//!   one output bucket, at most `max_children` sources at once. So forging many source
+//!   addresses buys no more than one. Packets a program sends on (`OnRemote`) are new,
+//!   unsigned packets.
 //! - **CPU**: exact — the interpreter's step count before and after each call
 //!   (`PlanStats::steps`); a call whose evaluation ran out of steps (`budget_exhausted`) counts
 //!   as hitting the run-time limit.
@@ -41,6 +46,10 @@ use crate::guard::{MeteredEe, UsageReport};
 /// verification took 40.3 µs on the 2-core test machine (`cargo bench -p anode-nodeos
 /// --features plan --bench auth`), 800 steps at the node's 50 ns per step.
 pub const VERIFY_STEPS: u64 = 800;
+
+/// The group of every unauthenticated PLAN principal (see the module docs): its policy
+/// limits all unsigned traffic together.
+pub const UNAUTHENTICATED: &str = "plan/unauthenticated";
 
 /// The key of the signers' replay windows in the handed-over state.
 const REPLAY_WINDOWS: &str = "replay_windows";
@@ -257,6 +266,10 @@ impl MeteredEe for MeteredPlan {
             return Some(PlanPrincipal::Key(k));
         }
         rest.parse().ok().map(PlanPrincipal::Source)
+    }
+
+    fn group_of(key: &PlanPrincipal) -> Option<&'static str> {
+        (!key.is_authenticated()).then_some(UNAUTHENTICATED)
     }
 
     fn authenticated(&self, key: &PlanPrincipal) -> Option<bool> {

@@ -32,7 +32,9 @@ impl Credentials {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
-    /// CPU weight for the data-path scheduler (deficit round robin quanta scale with it).
+    /// CPU weight for the data-path scheduler (deficit round robin quanta scale with it),
+    /// relative to the domain's siblings: a parent's share bounds what its whole subtree gets
+    /// (DRR in tiers), so a child's share is not compared with its parent's.
     pub cpu_share: u32,
     /// Memory bytes of all kinds (packet buffers, soft state, code).
     pub memory_bytes: u64,
@@ -86,10 +88,10 @@ impl Policy {
         self.channels.iter().any(|c| c == "*" || c == spec)
     }
 
-    /// `Err(dimension)` if `self` exceeds `parent` anywhere.
+    /// `Err(dimension)` if `self` exceeds `parent` in any quantity it is given from the
+    /// parent's (every dimension but `cpu_share`, a weight among siblings).
     pub fn within(&self, parent: &Policy) -> Result<(), String> {
-        let checks: [(&str, u64, u64); 7] = [
-            ("cpu_share", self.cpu_share.into(), parent.cpu_share.into()),
+        let checks: [(&str, u64, u64); 6] = [
             ("memory_bytes", self.memory_bytes, parent.memory_bytes),
             (
                 "soft_state_bytes",
@@ -195,5 +197,11 @@ mod tests {
             ..Policy::default()
         };
         assert!(c2.within(&parent).unwrap_err().contains("channel"));
+        // A share is a weight among siblings, not something the parent hands out.
+        let heavy = Policy {
+            cpu_share: parent.cpu_share + 7,
+            ..Policy::default()
+        };
+        assert!(heavy.within(&parent).is_ok());
     }
 }

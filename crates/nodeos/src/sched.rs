@@ -35,6 +35,8 @@ struct Queue<T> {
     deficit: i64,
     weight: u32,
     active: bool,
+    /// Items it may queue, if not the scheduler's `max_queue`.
+    max: Option<usize>,
 }
 
 /// Deficit round robin over per-domain queues of `T`.
@@ -65,13 +67,26 @@ impl<T> DomainScheduler<T> {
         self.entry(d).weight = weight.max(1);
     }
 
+    /// Sets how many items `d` may queue (instead of the scheduler's `max_queue`).
+    pub fn set_max_queue(&mut self, d: DomainId, max: usize) {
+        self.entry(d).max = Some(max);
+    }
+
     fn entry(&mut self, d: DomainId) -> &mut Queue<T> {
         self.queues.entry(d).or_insert_with(|| Queue {
             items: VecDeque::new(),
             deficit: 0,
             weight: 1,
             active: false,
+            max: None,
         })
+    }
+
+    /// Whether `d` may queue one more item.
+    pub fn has_room(&self, d: DomainId) -> bool {
+        self.queues
+            .get(&d)
+            .is_none_or(|q| q.items.len() < q.max.unwrap_or(self.max_queue))
     }
 
     /// Every queued item: the domains in the order they will be served, each queue in order.
@@ -93,11 +108,16 @@ impl<T> DomainScheduler<T> {
 
     /// Queues `item` for domain `d`; gives it back if the domain's queue is full.
     pub fn enqueue(&mut self, d: DomainId, item: T) -> Result<(), T> {
-        let max = self.max_queue;
-        let q = self.entry(d);
-        if q.items.len() >= max {
+        if !self.has_room(d) {
             return Err(item);
         }
+        self.push(d, item);
+        Ok(())
+    }
+
+    /// Queues `item` for `d` whatever its bound (callers check [`DomainScheduler::has_room`]).
+    pub(crate) fn push(&mut self, d: DomainId, item: T) {
+        let q = self.entry(d);
         q.items.push_back(item);
         let newly = !q.active;
         q.active = true;
@@ -105,7 +125,6 @@ impl<T> DomainScheduler<T> {
         if newly {
             self.round.push_back(d);
         }
-        Ok(())
     }
 
     /// The next item to serve and its domain. Call [`DomainScheduler::complete`] with its

@@ -3,7 +3,9 @@
 //! a replay, a tampered packet and a forgery in a named key's name are dropped by reason
 //! without running; unsigned packets, and packets signed by keys the policy does not name,
 //! run in their source's (unauthenticated) domain; and a flood of forgeries in one key's name
-//! does not keep another signer's packets from running. Every packet has exactly one outcome.
+//! does not keep another signer's packets from running, nor does a flood of unsigned packets
+//! from 500 forged source addresses (their group, `plan/unauthenticated`, weighs as one
+//! principal). Every packet has exactly one outcome.
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,11 @@ fn signer(b: u8) -> String {
 
 /// Node 9 with neighbor 1 on link 0; policies name signers 1 and 2.
 fn node(now: Instant) -> Node {
+    node_with_cpu(now, GuardConfig::default().cpu_ns_per_sec)
+}
+
+/// [`node`] whose PLAN EE has `cpu_ns_per_sec` of CPU.
+fn node_with_cpu(now: Instant, cpu_ns_per_sec: u64) -> Node {
     let mut n = Node::new(NodeConfig::new(addr(9)), now).unwrap();
     n.add_link(
         LinkConfig {
@@ -65,6 +72,7 @@ fn node(now: Instant) -> Node {
             },
             // As `anode node` meters PLAN: 50 ns a step.
             meter: CpuMeter::new(50_000),
+            cpu_ns_per_sec,
             ..GuardConfig::default()
         },
     )
@@ -251,4 +259,92 @@ fn replay_windows_survive_a_hand_over() {
         sign_packet(&packet("next"), &key(1), 11).unwrap(),
     );
     assert_eq!(prints(&mut new), ["next"]);
+}
+
+/// A PLAN packet from `src`, evaluated at node 9, making 2^`depth` calls (its CPU; PLAN has
+/// no recursion, so each function calls the one before it twice).
+fn spin_packet(src: NodeAddr, depth: u32, word: &str) -> Vec<u8> {
+    let ee = PlanEe::with_defaults();
+    let mut program = String::from("fun f0() = ()\n");
+    for i in 1..=depth {
+        program.push_str(&format!("fun f{i}() = (f{j}(); f{j}())\n", j = i - 1));
+    }
+    program.push_str(&format!("fun go() = (f{depth}(); print(\"{word}\"))\n"));
+    build_packet(
+        ee.interp(),
+        &program,
+        "go()",
+        &PacketSpec::new(src, addr(9), 8),
+    )
+    .unwrap()
+}
+
+#[test]
+fn forging_many_source_addresses_buys_no_more_than_one_share() {
+    let t0 = Instant::now();
+    // 50 ms of CPU a second: about 60 of these packets (each 2^10 calls, ~0.8 ms charged).
+    let mut n = node_with_cpu(t0, 50_000_000);
+    // Over one second: unsigned packets from 500 forged source addresses, 1,000 a second;
+    // the signer sends 20 a second.
+    let mut now = t0;
+    let (mut forged_sent, mut signed_sent) = (0u64, 0usize);
+    for i in 0..1_000u32 {
+        now += Duration::from_millis(1);
+        let src = anode_wire::addr::v4(198, 18, 1 + (i % 500 / 250) as u8, (i % 250) as u8, 3322);
+        n.handle_packet(now, LinkId(0), spin_packet(src, 10, "forged"));
+        forged_sent += 1;
+        if i % 50 == 0 {
+            let p = spin_packet(addr(1), 10, "signed");
+            let p = sign_packet(&p, &key(2), u64::from(i) + 1).unwrap();
+            n.handle_packet(now, LinkId(0), p);
+            signed_sent += 1;
+        }
+        if let Some(t) = n.poll_timeout()
+            && t <= now
+        {
+            n.handle_timeout(now);
+        }
+    }
+    for _ in 0..10 {
+        now += Duration::from_millis(10);
+        n.handle_timeout(now);
+    }
+    let out = prints(&mut n);
+    let signed = out.iter().filter(|m| *m == "signed").count();
+    let forged = out.iter().filter(|m| *m == "forged").count() as u64;
+    let r = n.domain_reports();
+    let doms = &r[0].domains;
+    let cpu = |p: &str| {
+        doms.iter()
+            .find(|d| d.principal == p)
+            .map_or(0, |d| d.cpu_ns)
+    };
+    // Without the group each forged address was a principal of its own, and the signer got
+    // one share in 501: 1 of its 20 packets ran.
+    assert_eq!(
+        signed,
+        signed_sent,
+        "the signer's packets all ran ({} ns of CPU)",
+        cpu(&signer(2))
+    );
+    assert!(
+        forged < forged_sent / 4,
+        "{forged} of {forged_sent} forged ran"
+    );
+    // The sources are members of the group, which is a child of the EE's domain.
+    let ee = doms.iter().find(|d| d.principal == "plan").unwrap();
+    let group = doms
+        .iter()
+        .find(|d| d.principal == anode_nodeos::plan::UNAUTHENTICATED)
+        .unwrap();
+    assert_eq!(group.parent, Some(ee.id));
+    let members = doms.iter().filter(|d| d.parent == Some(group.id)).count();
+    assert!(members > 100, "{members} source domains in the group");
+    assert!(
+        doms.iter()
+            .filter(|d| d.parent == Some(group.id))
+            .all(|d| d.authenticated == Some(false))
+    );
+    let c = n.counters();
+    assert_eq!(c.outcomes.total(), c.rx_packets, "{:?}", c.outcomes);
 }

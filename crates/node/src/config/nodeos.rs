@@ -22,8 +22,10 @@
 //! `["capsule/<sha256 hex of the code>"]` is one capsule protocol and `["capsule/*"]` every
 //! capsule protocol without a table of its own; `["plan/<source address>"]` and `["plan/*"]`
 //! the same for PLAN packets by source node (unauthenticated: the address is the packet's
-//! claim); `["plan/key/<hex of an ed25519 public key>"]` names a signer, whose signed PLAN
-//! packets run in its domain (`anode_nodeos::plan`). A protocol's policy must fit within its EE's.
+//! claim), `["plan/unauthenticated"]` all of them together (their group: one CPU share, one
+//! memory pool, one output bandwidth, `max_children` sources at once; by default the PLAN
+//! EE's limits with a CPU share of 1); `["plan/key/<hex of an ed25519 public key>"]` names a
+//! signer, whose signed PLAN packets run in its domain (`anode_nodeos::plan`). A protocol's policy must fit within its EE's.
 //! A signed policy (`anode_nodeos::SignedPolicy`) is accepted only if signed, intact and
 //! signed by one of `trusted_keys`; the refusal names which of the three failed.
 //!
@@ -393,6 +395,14 @@ fn read_policies(file: &Path) -> Result<(String, PolicyStore), Why> {
     Ok((ptext, store))
 }
 
+pub use anode_nodeos::plan::UNAUTHENTICATED;
+
+/// Whether `name` is an unauthenticated PLAN source's principal (`plan/<address>`, `plan/*`).
+fn is_plan_source(name: &str) -> bool {
+    name.strip_prefix("plan/")
+        .is_some_and(|r| r == "*" || r.parse::<anode_wire::NodeAddr>().is_ok())
+}
+
 /// The one rule for principal names, shared by node config files and `anode policy sign`:
 /// the EEs `capsule` and `plan`; a capsule protocol `capsule/<64 hex digits of its code's
 /// SHA-256>` or `capsule/*`; a PLAN source `plan/<IP:PORT>` or `plan/*` (unauthenticated)
@@ -410,13 +420,13 @@ pub fn principal_problem(name: &str) -> Option<String> {
                 });
             }
             Some(_) => false,
-            None => rest == "*" || rest.parse::<anode_wire::NodeAddr>().is_ok(),
+            None => name == UNAUTHENTICATED || is_plan_source(name),
         },
         Some(_) => false,
     };
     (!ok).then(|| {
         format!(
-            "principal {name:?} names no principal a node knows: use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex of the code>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (unauthenticated PLAN sources), \"plan/key/<ed25519 public key hex>\" (PLAN packets signed by that key)"
+            "principal {name:?} names no principal a node knows: use \"capsule\" or \"plan\" (the EEs), \"capsule/<sha256 hex of the code>\" or \"capsule/*\" (capsule protocols), \"plan/<IP:PORT>\" or \"plan/*\" (unauthenticated PLAN sources), \"plan/unauthenticated\" (all of them together), \"plan/key/<ed25519 public key hex>\" (PLAN packets signed by that key)"
         )
     })
 }
@@ -472,14 +482,32 @@ fn check_principals(
             }
             continue;
         };
+        if name == UNAUTHENTICATED && pol.max_children == 0 {
+            return Err(here(
+                format!(
+                    "[\"{name}\"] allows no child domains, so no unsigned PLAN packet could run"
+                ),
+                "set max_children to the number of sources it may run at once, e.g. 4096",
+            ));
+        }
+        // Unauthenticated PLAN sources live in the group's domain when it has a table.
+        let parent_name = match store.get(&Principal(UNAUTHENTICATED.into())) {
+            Some(_) if is_plan_source(name) => UNAUTHENTICATED,
+            _ => ee,
+        };
         let parent = store
-            .get(&Principal(ee.to_string()))
+            .get(&Principal(parent_name.to_string()))
             .cloned()
             .unwrap_or_default();
         if let Err(e) = pol.within(&parent) {
+            let whose = if parent_name == ee {
+                format!("the {ee} EE")
+            } else {
+                format!("[\"{parent_name}\"] (all unauthenticated PLAN sources together)")
+            };
             return Err(here(
-                format!("[\"{name}\"] asks for more than the {ee} EE has: {e}"),
-                &format!("lower it, or raise the [{ee}] table's limits"),
+                format!("[\"{name}\"] asks for more than {whose} has: {e}"),
+                &format!("lower it, or raise the [\"{parent_name}\"] table's limits"),
             ));
         }
     }
@@ -519,6 +547,7 @@ mod tests {
             "plan/*",
             AB,
             "plan/198.18.0.1:3322",
+            "plan/unauthenticated",
         ] {
             assert_eq!(principal_problem(good), None, "{good}");
         }
