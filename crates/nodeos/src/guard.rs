@@ -382,8 +382,11 @@ impl<E: MeteredEe> DomainGuard<E> {
             .policy(d)
             .map_or((1, u64::MAX), |x| (x.cpu_share, x.channel_bandwidth));
         self.sched.set_weight(d, w);
-        self.out
-            .insert(d, TokenBucket::new(bw, (bw / 10).max(MIN_OUT_BURST)));
+        // An unlimited bandwidth needs no bucket (nothing to check or charge per packet).
+        if bw != u64::MAX {
+            self.out
+                .insert(d, TokenBucket::new(bw, (bw / 10).max(MIN_OUT_BURST)));
+        }
     }
 
     /// The domain of group `name` and its members' shared pool, created at its first member
@@ -417,15 +420,23 @@ impl<E: MeteredEe> DomainGuard<E> {
         Some((g, pool))
     }
 
+    /// `d`'s group domain, if it is a member of one (no hashing while no domain is).
+    fn group_domain(&self, d: DomainId) -> Option<DomainId> {
+        if self.group_of.is_empty() {
+            return None;
+        }
+        self.group_of.get(&d).copied()
+    }
+
     /// Charges `bytes` sent for `d` to its output bucket and its group's.
     fn charge_out(&mut self, d: DomainId, now: Instant, bytes: u64) {
-        for x in [Some(d), self.group_of.get(&d).copied()]
-            .into_iter()
-            .flatten()
+        if let Some(b) = self.out.get_mut(&d) {
+            b.charge(now, bytes);
+        }
+        if let Some(g) = self.group_domain(d)
+            && let Some(b) = self.out.get_mut(&g)
         {
-            if let Some(b) = self.out.get_mut(&x) {
-                b.charge(now, bytes);
-            }
+            b.charge(now, bytes);
         }
     }
 
@@ -596,11 +607,11 @@ impl<E: MeteredEe> DomainGuard<E> {
 
     /// Whether `d` (or its group) still owes output bytes at `now`.
     fn owes(&mut self, d: DomainId, now: Instant) -> bool {
-        let group = self.group_of.get(&d).copied();
-        [Some(d), group]
-            .into_iter()
-            .flatten()
-            .any(|x| self.out.get_mut(&x).is_some_and(|b| b.in_debt(now)))
+        if self.out.get_mut(&d).is_some_and(|b| b.in_debt(now)) {
+            return true;
+        }
+        self.group_domain(d)
+            .is_some_and(|g| self.out.get_mut(&g).is_some_and(|b| b.in_debt(now)))
     }
 
     /// Counts a drop of one of `d`'s packets for the domain and for the EE.

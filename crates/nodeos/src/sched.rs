@@ -108,10 +108,29 @@ impl<T> DomainScheduler<T> {
 
     /// Queues `item` for domain `d`; gives it back if the domain's queue is full.
     pub fn enqueue(&mut self, d: DomainId, item: T) -> Result<(), T> {
-        if !self.has_room(d) {
+        self.enqueue_as(d, item, |t| t)
+    }
+
+    /// Queues `wrap(item)` for `d` if its queue has room, else gives `item` back (one
+    /// lookup of `d`).
+    pub(crate) fn enqueue_as<U>(
+        &mut self,
+        d: DomainId,
+        item: U,
+        wrap: impl FnOnce(U) -> T,
+    ) -> Result<(), U> {
+        let max = self.max_queue;
+        let q = self.entry(d);
+        if q.items.len() >= q.max.unwrap_or(max) {
             return Err(item);
         }
-        self.push(d, item);
+        q.items.push_back(wrap(item));
+        let newly = !q.active;
+        q.active = true;
+        self.len += 1;
+        if newly {
+            self.round.push_back(d);
+        }
         Ok(())
     }
 

@@ -79,7 +79,11 @@ impl<T> TieredScheduler<T> {
 
     /// Sets a domain's (or group's) weight, within its tier.
     pub fn set_weight(&mut self, d: DomainId, weight: u32) {
-        match self.group_of.get(&d).and_then(|g| self.groups.get_mut(g)) {
+        match self
+            .member_group(d)
+            .copied()
+            .and_then(|g| self.groups.get_mut(&g))
+        {
             Some(s) => s.set_weight(d, weight),
             None => self.top.set_weight(d, weight),
         }
@@ -87,11 +91,8 @@ impl<T> TieredScheduler<T> {
 
     /// Queues `item` for `d`; gives it back if `d`'s queue (or its group's) is full.
     pub fn enqueue(&mut self, d: DomainId, item: T) -> Result<(), T> {
-        let Some(&g) = self.group_of.get(&d) else {
-            if !self.top.has_room(d) {
-                return Err(item);
-            }
-            self.top.push(d, Slot::Item(item));
+        let Some(&g) = self.member_group(d) else {
+            self.top.enqueue_as(d, item, Slot::Item)?;
             self.len += 1;
             return Ok(());
         };
@@ -129,9 +130,17 @@ impl<T> TieredScheduler<T> {
         }
     }
 
+    /// `d`'s group, if it is a member of one (no hashing while no domain is).
+    fn member_group(&self, d: DomainId) -> Option<&DomainId> {
+        if self.group_of.is_empty() {
+            return None;
+        }
+        self.group_of.get(&d)
+    }
+
     /// Charges `cost` to `d` (and to its group, in the top tier).
     pub fn complete(&mut self, d: DomainId, cost: u64) {
-        match self.group_of.get(&d).copied() {
+        match self.member_group(d).copied() {
             Some(g) => {
                 if let Some(s) = self.groups.get_mut(&g) {
                     s.complete(d, cost);
