@@ -221,10 +221,8 @@ pub struct DomainGuard<E: MeteredEe> {
     cfg: GuardConfig,
     sched: TieredScheduler<EePacket>,
     ee_domain: DomainId,
-    /// Group domains by name, with their shared memory pools.
+    /// Group domains by name, with their shared memory pools (members: `sched.group_of`).
     groups: FxHashMap<&'static str, (DomainId, PoolId)>,
-    /// The group domain of each member domain.
-    group_of: FxHashMap<DomainId, DomainId>,
     by_principal: FxHashMap<E::Key, DomainId>,
     /// The principal of each live domain but the EE's own.
     keys: FxHashMap<DomainId, E::Key>,
@@ -264,7 +262,6 @@ impl<E: MeteredEe> DomainGuard<E> {
             cfg,
             ee_domain,
             groups: FxHashMap::default(),
-            group_of: FxHashMap::default(),
             by_principal: FxHashMap::default(),
             keys: FxHashMap::default(),
             streak: FxHashMap::default(),
@@ -367,7 +364,6 @@ impl<E: MeteredEe> DomainGuard<E> {
             .ok()?;
         if let Some((g, _)) = group {
             self.sched.join(d, g);
-            self.group_of.insert(d, g);
         }
         self.weigh(d);
         self.by_principal.insert(key.clone(), d);
@@ -420,20 +416,12 @@ impl<E: MeteredEe> DomainGuard<E> {
         Some((g, pool))
     }
 
-    /// `d`'s group domain, if it is a member of one (no hashing while no domain is).
-    fn group_domain(&self, d: DomainId) -> Option<DomainId> {
-        if self.group_of.is_empty() {
-            return None;
-        }
-        self.group_of.get(&d).copied()
-    }
-
     /// Charges `bytes` sent for `d` to its output bucket and its group's.
     fn charge_out(&mut self, d: DomainId, now: Instant, bytes: u64) {
         if let Some(b) = self.out.get_mut(&d) {
             b.charge(now, bytes);
         }
-        if let Some(g) = self.group_domain(d)
+        if let Some(g) = self.sched.group_of(d)
             && let Some(b) = self.out.get_mut(&g)
         {
             b.charge(now, bytes);
@@ -566,7 +554,6 @@ impl<E: MeteredEe> DomainGuard<E> {
                     }
                     self.streak.remove(&domain);
                     self.out.remove(&domain);
-                    self.group_of.remove(&domain);
                     // A group terminated (its members go with it): made afresh at the next.
                     self.groups.retain(|_, (g, _)| *g != domain);
                     if let Some(k) = self.keys.remove(&domain) {
@@ -610,7 +597,8 @@ impl<E: MeteredEe> DomainGuard<E> {
         if self.out.get_mut(&d).is_some_and(|b| b.in_debt(now)) {
             return true;
         }
-        self.group_domain(d)
+        self.sched
+            .group_of(d)
             .is_some_and(|g| self.out.get_mut(&g).is_some_and(|b| b.in_debt(now)))
     }
 

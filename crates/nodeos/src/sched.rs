@@ -134,18 +134,6 @@ impl<T> DomainScheduler<T> {
         Ok(())
     }
 
-    /// Queues `item` for `d` whatever its bound (callers check [`DomainScheduler::has_room`]).
-    pub(crate) fn push(&mut self, d: DomainId, item: T) {
-        let q = self.entry(d);
-        q.items.push_back(item);
-        let newly = !q.active;
-        q.active = true;
-        self.len += 1;
-        if newly {
-            self.round.push_back(d);
-        }
-    }
-
     /// The next item to serve and its domain. Call [`DomainScheduler::complete`] with its
     /// cost after running it.
     pub fn dequeue(&mut self) -> Option<(DomainId, T)> {

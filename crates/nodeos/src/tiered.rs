@@ -103,7 +103,8 @@ impl<T> TieredScheduler<T> {
             return Err(item);
         }
         inner.enqueue(d, item)?;
-        self.top.push(g, Slot::Member);
+        // The group's token: there is room (checked above), and a token carries nothing.
+        let _ = self.top.enqueue_as(g, (), |()| Slot::Member);
         self.len += 1;
         Ok(())
     }
@@ -136,6 +137,11 @@ impl<T> TieredScheduler<T> {
             return None;
         }
         self.group_of.get(&d)
+    }
+
+    /// The group `d` is a member of, if any.
+    pub fn group_of(&self, d: DomainId) -> Option<DomainId> {
+        self.member_group(d).copied()
     }
 
     /// Charges `cost` to `d` (and to its group, in the top tier).

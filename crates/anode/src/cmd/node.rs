@@ -377,11 +377,10 @@ fn print_summary(f: &NodeFile) {
                 .as_ref()
                 .map_or("defaults".into(), |p| p.display().to_string())
         );
-        let signers = n
-            .policies
-            .iter()
-            .filter(|(name, _)| name.starts_with("plan/key/"))
-            .count();
+        let signers = anode_nodeos::plan::MeteredPlan::keys_named(
+            n.policies.iter().map(|(name, _)| name.as_str()),
+        )
+        .len();
         println!(
             "         PLAN principals: {signers} signer key(s) named (packets they sign run as them); other PLAN packets by source address, unauthenticated"
         );
