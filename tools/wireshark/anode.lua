@@ -197,7 +197,13 @@ A.h_seq = ProtoField.uint32("anode.control.hello.seq", "Sequence number", base.D
 A.h_count = ProtoField.uint16("anode.control.hello.count", "Neighbors heard", base.DEC)
 A.h_seen = ProtoField.string("anode.control.hello.seen", "Heard neighbor")
 A.r_sender = ProtoField.string("anode.control.routes.sender", "Sender")
+A.r_seq = ProtoField.uint16("anode.control.routes.seq", "Sequence number", base.DEC)
 A.r_count = ProtoField.uint16("anode.control.routes.count", "Entry count", base.DEC)
+A.r_flags = ProtoField.uint16("anode.control.routes.flags", "Flags", base.HEX)
+A.r_full_first = ProtoField.bool("anode.control.routes.flags.full_first", "First of a full table", 16, nil, 0x0001)
+A.r_full_last = ProtoField.bool("anode.control.routes.flags.full_last", "Last of a full table", 16, nil, 0x0002)
+A.r_digest = ProtoField.bool("anode.control.routes.flags.digest", "Digest (nothing changed)", 16, nil, 0x0004)
+A.r_request = ProtoField.bool("anode.control.routes.flags.request", "Request for the full table", 16, nil, 0x0008)
 A.r_entry = ProtoField.none("anode.control.routes.entry", "Route")
 A.r_dest = ProtoField.string("anode.control.routes.dest", "Destination")
 A.r_metric = ProtoField.uint16("anode.control.routes.metric", "Metric", base.DEC)
@@ -1185,16 +1191,26 @@ local function dissect_control(ctx, tree, off)
         if not need(b, NODE_ADDR_LEN, "routes") then return finish(name .. " (truncated)") end
         local sender = add_node_addr(k, A.r_sender, tvb, b)
         info = name .. " " .. sender
-        if not need(b, 22, "routes") then return finish(info .. " (truncated)") end
-        k:add(A.k_pad, tvb(b + 18, 2))
+        if not need(b, 24, "routes") then return finish(info .. " (truncated)") end
+        local seq = tvb(b + 18, 2):uint()
+        k:add(A.r_seq, tvb(b + 18, 2))
         local n = tvb(b + 20, 2):uint()
         local ni = k:add(A.r_count, tvb(b + 20, 2))
-        used = 22
-        if b + 24 <= ctx.limit then
-            k:add(A.k_pad, tvb(b + 22, 2))
-            used = 24
-        end
-        info = fmt("%s: %d %s", info, n, n == 1 and "entry" or "entries")
+        local flags = tvb(b + 22, 2):uint()
+        local fi = k:add(A.r_flags, tvb(b + 22, 2))
+        fi:add(A.r_full_first, tvb(b + 22, 2))
+        fi:add(A.r_full_last, tvb(b + 22, 2))
+        fi:add(A.r_digest, tvb(b + 22, 2))
+        fi:add(A.r_request, tvb(b + 22, 2))
+        used = 24
+        local what = {}
+        if band(flags, 4) ~= 0 then what[#what + 1] = "digest" end
+        if band(flags, 8) ~= 0 then what[#what + 1] = "request" end
+        if band(flags, 3) == 3 then what[#what + 1] = "full table"
+        elseif band(flags, 1) ~= 0 then what[#what + 1] = "full table first"
+        elseif band(flags, 2) ~= 0 then what[#what + 1] = "full table last" end
+        local tag = #what > 0 and (" [" .. table.concat(what, ", ") .. "]") or ""
+        info = fmt("%s seq %d%s: %d %s", info, seq, tag, n, n == 1 and "entry" or "entries")
         if n > MAX_ROUTES then
             ctx:malformed(ni, E.anode_malformed, "routes entry count: more than 64 entries")
             return finish(info)

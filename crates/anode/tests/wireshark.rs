@@ -84,6 +84,8 @@ const FIELDS: &[&str] = &[
     "anode.control.hello.count",
     "anode.control.hello.seen",
     "anode.control.routes.sender",
+    "anode.control.routes.seq",
+    "anode.control.routes.flags",
     "anode.control.routes.dest",
     "anode.control.routes.metric",
     "anode.control.code.hash",
@@ -735,6 +737,8 @@ fn crafted_packets_decode_field_by_field() {
     let controls = [
         Control::Routes(Routes {
             sender: addr("198.18.0.1:3322"),
+            seq: 7,
+            flags: Routes::FULL_FIRST | Routes::FULL_LAST,
             entries: vec![
                 (addr("198.18.0.3:3322"), 2),
                 (addr("[2001:db8::3]:3322"), 16),
@@ -864,9 +868,20 @@ fn control_fields(fr: &[Frame]) {
     assert_eq!(
         values(
             r,
-            &["anode.control.routes.dest", "anode.control.routes.metric"]
+            &[
+                "anode.control.routes.seq",
+                "anode.control.routes.flags",
+                "anode.control.routes.dest",
+                "anode.control.routes.metric"
+            ]
         ),
-        ["198.18.0.3:3322;[2001:db8::3]:3322", "2;16"]
+        ["7", "0x0003", "198.18.0.3:3322;[2001:db8::3]:3322", "2;16"]
+    );
+    assert!(
+        r.get("_ws.col.Info")
+            .contains("seq 7 [full table]: 2 entries"),
+        "{}",
+        r.get("_ws.col.Info")
     );
     let h = "3f".repeat(32);
     let code = [

@@ -660,12 +660,9 @@ fn a_routing_message_of_the_other_protocol_is_counted_not_used() {
     let now = Instant::now();
     let mut ls = Node::new(cfg, now).unwrap();
     let link = ls.add_link(LinkConfig::new(addr(6)), now);
-    let routes = Control::Routes(Routes {
-        sender: addr(6),
-        entries: vec![(v4(198, 19, 9, 9, 3322), 1)],
-    })
-    .to_packet()
-    .unwrap();
+    let routes = Control::Routes(Routes::plain(addr(6), vec![(v4(198, 19, 9, 9, 3322), 1)]))
+        .to_packet()
+        .unwrap();
     ls.handle_packet(now, link, routes);
     assert_eq!(ls.counters().drops(DropReason::RoutingMismatch), 1);
 }

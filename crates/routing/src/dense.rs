@@ -1,8 +1,6 @@
 //! Compact tables for per-destination state: [`DenseMap`] keeps its entries in one vector,
-//! found through a hash table of 4-byte indices (least memory); [`BucketMap`] keeps them in
-//! the hash table's buckets (one cache miss fewer per lookup); [`HopTable`] numbers the few
-//! distinct next hops a node uses so an entry stores a 4-byte index instead of a 24-byte
-//! [`NextHop`].
+//! found through a hash table of 4-byte indices; [`HopTable`] numbers the few distinct next
+//! hops a node uses so an entry stores a 4-byte index instead of a 24-byte [`NextHop`].
 //!
 //! Why: every node of an n-node network keeps an entry per destination in its forwarding
 //! table and its distance-vector routes, so an emulated network holds n² of each. A hash
@@ -120,72 +118,39 @@ impl<E: Keyed> DenseMap<E> {
         self.entries.iter()
     }
 
-    /// How many entries.
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-}
-
-/// Entries in the hash table's own buckets: one cache miss fewer per lookup than a
-/// [`DenseMap`] (no index to go through), paid for with the power-of-two slack at the full
-/// entry size. For tables whose lookups dominate (the distance vector's routes, looked up
-/// for every entry of every update), with entries kept small.
-#[derive(Debug, Clone)]
-pub(crate) struct BucketMap<E> {
-    table: HashTable<E>,
-}
-
-impl<E> Default for BucketMap<E> {
-    fn default() -> Self {
-        BucketMap {
-            table: HashTable::new(),
-        }
-    }
-}
-
-impl<E: Keyed> BucketMap<E> {
-    /// The entry for `key`.
-    #[inline]
-    pub(crate) fn get(&self, key: &E::Key) -> Option<&E> {
-        self.table.find(hash_of(key), |e| e.key() == *key)
+    /// Every entry, to change (not their keys).
+    pub(crate) fn iter_mut(&mut self) -> std::slice::IterMut<'_, E> {
+        self.entries.iter_mut()
     }
 
-    /// The entry for `key`, to change (not its key).
-    #[inline]
-    pub(crate) fn get_mut(&mut self, key: &E::Key) -> Option<&mut E> {
-        self.table.find_mut(hash_of(key), |e| e.key() == *key)
-    }
-
-    /// Stores `e` under its key; the entry it replaced, if any.
-    pub(crate) fn insert(&mut self, e: E) -> Option<E> {
-        let key = e.key();
-        if let Some(old) = self.get_mut(&key) {
-            return Some(std::mem::replace(old, e));
-        }
-        self.table
-            .insert_unique(hash_of(&key), e, |x| hash_of(&x.key()));
-        None
-    }
-
-    /// Keeps the entries `keep` accepts; `gone` sees each removed one.
+    /// Keeps the entries `keep` accepts, in their order; `gone` sees each removed one. The
+    /// index is rebuilt if any went (O(n), as the pass itself).
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&E) -> bool, mut gone: impl FnMut(&E)) {
-        self.table.retain(|e| {
+        let before = self.entries.len();
+        self.entries.retain(|e| {
             let k = keep(e);
             if !k {
                 gone(e);
             }
             k
         });
+        if self.entries.len() == before {
+            return;
+        }
+        self.index.clear();
+        let entries = &self.entries;
+        for (i, e) in entries.iter().enumerate() {
+            // Positions fit: there were more entries before.
+            let i = i as u32;
+            self.index.insert_unique(hash_of(&e.key()), i, |&j| {
+                entries.get(j as usize).map_or(0, |e| hash_of(&e.key()))
+            });
+        }
     }
 
-    /// Every entry (in no particular order, the same for the same history).
-    pub(crate) fn iter(&self) -> hashbrown::hash_table::Iter<'_, E> {
-        self.table.iter()
-    }
-
-    /// Every entry, to change (not their keys).
-    pub(crate) fn iter_mut(&mut self) -> hashbrown::hash_table::IterMut<'_, E> {
-        self.table.iter_mut()
+    /// How many entries.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
     }
 }
 
@@ -232,6 +197,12 @@ impl HopTable {
         if let Some(e) = self.hops.get_mut(h as usize) {
             e.1 = e.1.saturating_sub(1);
         }
+    }
+
+    /// The slot holding `hop` (with users), if any.
+    pub(crate) fn find(&self, hop: NextHop) -> Option<u32> {
+        let i = self.hops.iter().position(|e| e.0 == hop && e.1 > 0)?;
+        u32::try_from(i).ok()
     }
 
     /// The hop in slot `h`.
@@ -283,6 +254,13 @@ mod tests {
                     4..=5 => {
                         proptest::prop_assert_eq!(d.remove(&k).map(|e| e.1), m.remove(&k));
                     }
+                    6 => {
+                        let mut gone = 0;
+                        d.retain(|e| e.1 % 7 != v % 7, |_| gone += 1);
+                        let before = m.len();
+                        m.retain(|_, x| *x % 7 != v % 7);
+                        proptest::prop_assert_eq!(gone, before - m.len());
+                    }
                     _ => {
                         if let Some(e) = d.get_mut(&k) {
                             e.1 += 1;
@@ -297,43 +275,13 @@ mod tests {
             for k in 0..40u16 {
                 proptest::prop_assert_eq!(d.get(&k).map(|e| e.1), m.get(&k).copied());
             }
-            let mut all: Vec<(u16, u32)> = d.iter().map(|e| (e.0, e.1)).collect();
-            all.sort_unstable();
-            proptest::prop_assert_eq!(all, m.into_iter().collect::<Vec<_>>());
-        }
-
-        /// The same for a [`BucketMap`], with retains instead of removals.
-        #[test]
-        fn buckets_agree_with_a_map(ops in proptest::collection::vec((0u16..40, 0u32..1000, 0u8..8), 0..300)) {
-            let mut d: BucketMap<E> = BucketMap::default();
-            let mut m = std::collections::BTreeMap::new();
-            for (k, v, op) in ops {
-                match op {
-                    0..=4 => {
-                        let old = d.insert(E(k, v));
-                        proptest::prop_assert_eq!(old.map(|e| e.1), m.insert(k, v));
-                    }
-                    5 => {
-                        let mut gone = 0;
-                        d.retain(|e| e.1 % 3 != 0, |_| gone += 1);
-                        let before = m.len();
-                        m.retain(|_, v| *v % 3 != 0);
-                        proptest::prop_assert_eq!(gone, before - m.len());
-                    }
-                    _ => {
-                        for e in d.iter_mut().filter(|e| e.0 == k) {
-                            e.1 += 1;
-                        }
-                        if let Some(v) = m.get_mut(&k) {
-                            *v += 1;
-                        }
-                    }
-                }
+            for e in d.iter_mut() {
+                e.1 += 1;
             }
             for k in 0..40u16 {
-                proptest::prop_assert_eq!(d.get(&k).map(|e| e.1), m.get(&k).copied());
+                proptest::prop_assert_eq!(d.get(&k).map(|e| e.1), m.get(&k).map(|v| v + 1));
             }
-            let mut all: Vec<(u16, u32)> = d.iter().map(|e| (e.0, e.1)).collect();
+            let mut all: Vec<(u16, u32)> = d.iter().map(|e| (e.0, e.1 - 1)).collect();
             all.sort_unstable();
             proptest::prop_assert_eq!(all, m.into_iter().collect::<Vec<_>>());
         }

@@ -57,10 +57,7 @@ pub fn hear(n: &mut Node, now: Instant, peers: &[NodeAddr], routes: u16) {
     let Some(last) = peers.last() else { return };
     let entries: Vec<_> = (0..routes).map(|i| (far(i), 1)).collect();
     for ch in entries.chunks(64) {
-        let r = Control::Routes(Routes {
-            sender: *last,
-            entries: ch.to_vec(),
-        });
+        let r = Control::Routes(Routes::plain(*last, ch.to_vec()));
         n.handle_packet(now, LinkId(peers.len() as u32 - 1), r.to_packet().unwrap());
     }
     while n.poll_transmit().is_some() {}

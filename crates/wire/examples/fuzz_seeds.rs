@@ -65,6 +65,8 @@ fn main() -> std::io::Result<()> {
     });
     let routes = Control::Routes(Routes {
         sender: a,
+        seq: 3,
+        flags: Routes::FULL_FIRST | Routes::FULL_LAST,
         entries: vec![(b, 1), (a, 16)],
     });
     let chunk = Control::CodeChunk {

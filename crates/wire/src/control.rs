@@ -12,8 +12,14 @@
 //! - 1 Hello: `sender (18) pad (2) hello ms: u32, dead ms: u32, seq: u32, count: u16, pad: u16,
 //!   seen (18 each)`: neighbor discovery; `seen` lists the neighbors the sender hears, so a
 //!   receiver knows the link works both ways.
-//! - 2 Routes: `sender (18) pad (2) count: u16, pad: u16, (destination (18), metric: u16)*`:
-//!   a distance-vector update.
+//! - 2 Routes: `sender (18) seq: u16, count: u16, flags: u16, (destination (18), metric:
+//!   u16)*`: a distance-vector update. `seq` numbers the Routes messages a sender sends one
+//!   neighbor (wrapping), so the receiver sees a gap; `flags` ([`Routes::FULL_FIRST`],
+//!   [`Routes::FULL_LAST`], [`Routes::DIGEST`], [`Routes::REQUEST`]) mark the first and last
+//!   message of a full table, a periodic digest (no entries: "nothing changed since message
+//!   `seq`") and a request for the full table. Unknown flag bits are ignored. (Before these
+//!   two fields both were zero padding; a sender that writes zeros is never in step, so its
+//!   receivers keep asking for and getting its full tables, as before.)
 //! - 3 CodeRequest: `hash (32), offset: u32, max bytes: u32`.
 //! - 4 CodeChunk: `hash (32), total: u32, offset: u32, length: u16, pad: u16, data`.
 //! - 5 CodeUnavailable: `hash (32)`.
@@ -120,8 +126,43 @@ pub struct Hello {
 pub struct Routes {
     /// The sending node.
     pub sender: NodeAddr,
+    /// Number of this message in the sender's stream to this neighbor (wrapping); a digest
+    /// carries the number of the last message before it.
+    pub seq: u16,
+    /// [`Routes::FULL_FIRST`], [`Routes::FULL_LAST`], [`Routes::DIGEST`],
+    /// [`Routes::REQUEST`]; other bits are ignored.
+    pub flags: u16,
     /// (destination, metric) pairs; metric at the infinity bound means unreachable.
     pub entries: Vec<(NodeAddr, u16)>,
+}
+
+impl Routes {
+    /// The first message of a full table.
+    pub const FULL_FIRST: u16 = 1;
+    /// The last message of a full table (a one-message table carries both).
+    pub const FULL_LAST: u16 = 2;
+    /// A periodic digest: the sender's table toward this neighbor is what its messages up
+    /// to `seq` said; carries no entries.
+    pub const DIGEST: u16 = 4;
+    /// The sender asks for the receiver's full table.
+    pub const REQUEST: u16 = 8;
+
+    /// An update with no flags and sequence number 0 (what a sender before sequence numbers
+    /// sent).
+    pub fn plain(sender: NodeAddr, entries: Vec<(NodeAddr, u16)>) -> Routes {
+        Routes {
+            sender,
+            seq: 0,
+            flags: 0,
+            entries,
+        }
+    }
+
+    /// Whether `flag` is set.
+    #[inline]
+    pub fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
 }
 
 /// One link-state advertisement: what `origin` says about its links (one fragment of it).
@@ -234,7 +275,9 @@ impl Control {
             }
             KIND_ROUTES => {
                 let sender = NodeAddr::read(body, 0)?;
+                let seq = util::u16_at(body, 18, "routes")?;
                 let n = usize::from(util::u16_at(body, 20, "routes")?);
+                let flags = util::u16_at(body, 22, "routes")?;
                 if n > MAX_ROUTES_PER_MESSAGE {
                     return Err(WireError::BadField {
                         what: "routes entry count",
@@ -250,7 +293,12 @@ impl Control {
                         ))
                     })
                     .collect::<Result<_, WireError>>()?;
-                Ok(Control::Routes(Routes { sender, entries }))
+                Ok(Control::Routes(Routes {
+                    sender,
+                    seq,
+                    flags,
+                    entries,
+                }))
             }
             KIND_CODE_REQUEST => Ok(Control::CodeRequest {
                 hash: hash_at(body)?,
@@ -327,9 +375,9 @@ impl Control {
                     });
                 }
                 b.extend_from_slice(&r.sender.to_bytes());
-                b.extend_from_slice(&[0, 0]);
+                b.extend_from_slice(&r.seq.to_be_bytes());
                 b.extend_from_slice(&(r.entries.len() as u16).to_be_bytes());
-                b.extend_from_slice(&[0, 0]);
+                b.extend_from_slice(&r.flags.to_be_bytes());
                 for (d, m) in &r.entries {
                     b.extend_from_slice(&d.to_bytes());
                     b.extend_from_slice(&m.to_be_bytes());
@@ -679,9 +727,16 @@ mod tests {
                 )),
             (
                 arb_addr(),
+                any::<u16>(),
+                any::<u16>(),
                 proptest::collection::vec((arb_addr(), any::<u16>()), 0..64)
             )
-                .prop_map(|(sender, entries)| Control::Routes(Routes { sender, entries })),
+                .prop_map(|(sender, seq, flags, entries)| Control::Routes(Routes {
+                    sender,
+                    seq,
+                    flags,
+                    entries
+                })),
             (
                 arb_addr(),
                 proptest::collection::vec(

@@ -10,7 +10,10 @@
 //! - static routes (configuration) win over learned ones; one whose next hop is not an up
 //!   neighbor is unreachable until that neighbor comes up;
 //! - updates to neighbor N advertise routes whose next hop is N with metric infinity
-//!   (split horizon with poisoned reverse).
+//!   (split horizon with poisoned reverse);
+//! - a periodic update is a digest to a neighbor in step with this node's stream, the full
+//!   table to one that asked for it (`sync.rs` has the rule and why it keeps RIP's
+//!   semantics).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,12 +24,14 @@ use anode_wire::addr::NODE_ADDR_LEN;
 use anode_wire::control::{MAX_ROUTES_PER_MESSAGE, Routes};
 use rustc_hash::FxHashMap;
 
+use sync::Neighbor;
 use table::RouteTable;
 
 use crate::fib::{ChangeLog, Fib};
 use crate::handover::{RouteRecord, after_ms, ms_until};
 use crate::{LinkId, NextHop, RoutingConfig};
 
+mod sync;
 mod table;
 
 /// How a route was made.
@@ -96,7 +101,7 @@ pub struct DistanceVector {
     routes: RouteTable,
     /// The forwarding table the fast path reads (`fib.rs`), kept in step with `routes`.
     fib: Arc<Fib>,
-    neighbors: FxHashMap<NodeAddr, (LinkId, u16)>,
+    neighbors: FxHashMap<NodeAddr, Neighbor>,
     statics: Vec<StaticRoute>,
     next_periodic: Instant,
     triggered_at: Option<Instant>,
@@ -220,7 +225,7 @@ impl DistanceVector {
             .get(&dest)
             .is_some_and(|r| r.kind == RouteKind::Static)
         {
-            match self.neighbors.get(&dest).copied() {
+            match self.neighbors.get(&dest).map(|n| (n.link, n.cost)) {
                 Some((link, cost)) => {
                     let nh = Some(NextHop { link, addr: dest });
                     self.set_route(
@@ -243,7 +248,13 @@ impl DistanceVector {
 
     /// A neighbor came up on `link` at link cost `cost`.
     pub fn neighbor_up(&mut self, now: Instant, link: LinkId, addr: NodeAddr, cost: u16) {
-        self.neighbors.insert(addr, (link, cost));
+        // A neighbor up again keeps numbering where it left off (its peer resyncs on the
+        // full table below either way).
+        let mut n = Neighbor::new(link, cost);
+        if let Some(old) = self.neighbors.get(&addr) {
+            n.tx_seq = old.tx_seq;
+        }
+        self.neighbors.insert(addr, n);
         let metric = cost.min(self.cfg.infinity);
         let better = match self.routes.get(&addr) {
             None => true,
@@ -308,14 +319,15 @@ impl DistanceVector {
         routes: &[RouteRecord],
     ) -> (usize, usize) {
         for &(link, addr, cost) in neighbors {
-            self.neighbors.insert(addr, (link, cost));
+            // Not in step with anyone: the first digests ask for the tables.
+            self.neighbors.insert(addr, Neighbor::new(link, cost));
         }
         let (mut ok, mut skipped) = (0, 0);
         for r in routes {
-            let hop = self
-                .neighbors
-                .get(&r.via)
-                .map(|&(link, _)| NextHop { link, addr: r.via });
+            let hop = self.neighbors.get(&r.via).map(|n| NextHop {
+                link: n.link,
+                addr: r.via,
+            });
             let taken = self
                 .routes
                 .get(&r.dest)
@@ -359,17 +371,42 @@ impl DistanceVector {
     /// Handles an update from neighbor `msg.sender` on `link`. Returns false (and ignores it)
     /// if the sender is not an up neighbor on that link.
     pub fn on_update(&mut self, now: Instant, link: LinkId, msg: &Routes) -> bool {
-        let Some(&(nlink, cost)) = self.neighbors.get(&msg.sender) else {
+        let Some(n) = self.neighbors.get_mut(&msg.sender) else {
             return false;
         };
-        if nlink != link {
+        if n.link != link {
             return false;
         }
-        let inf = self.cfg.infinity;
+        let cost = n.cost;
         let via = NextHop {
             link,
             addr: msg.sender,
         };
+        if msg.has(Routes::DIGEST) {
+            n.understands_digests = true;
+            if n.rx.matches(msg.seq) {
+                // What the full table would have done: every route through the sender
+                // refreshed (deadlines only move later, so `route_deadline` stays a bound).
+                let (inf, timeout) = (self.cfg.infinity, self.cfg.route_timeout);
+                self.routes.refresh_via(via, inf, now + timeout);
+            } else {
+                n.ask = true;
+                self.trigger(now);
+            }
+            return true;
+        }
+        n.rx.accept(
+            msg.seq,
+            msg.has(Routes::FULL_FIRST),
+            msg.has(Routes::FULL_LAST),
+        );
+        if msg.has(Routes::REQUEST) {
+            n.wants_table = true;
+        }
+        if msg.flags != 0 {
+            n.understands_digests = true;
+        }
+        let inf = self.cfg.infinity;
         for &(dest, m) in &msg.entries {
             if dest == self.me {
                 continue;
@@ -388,6 +425,10 @@ impl DistanceVector {
                     }
                     if metric < inf {
                         if metric != r.metric {
+                            if metric > r.metric {
+                                // Worse news: hear the alternatives again.
+                                self.ask_all();
+                            }
                             self.set_route(now, dest, metric, Some(via), RouteKind::Learned);
                         } else {
                             self.routes.refresh(&dest, now + self.cfg.route_timeout);
@@ -432,22 +473,12 @@ impl DistanceVector {
         }
         if now >= self.next_periodic {
             self.next_periodic = now + self.cfg.update_interval;
-            let ns: Vec<(NodeAddr, LinkId)> = self.sorted_neighbors();
-            let all = self.routes();
-            for (addr, link) in ns {
-                self.queue_update(addr, link, &all);
-            }
-            self.routes.clear_changed();
-            self.triggered_at = None;
+            // Changes and requests first, so the digests after them cover them.
+            self.triggered_round();
+            self.periodic_round();
         }
         if self.triggered_at.is_some_and(|t| t <= now) {
-            self.triggered_at = None;
-            let mut changed: Vec<Route> = self.routes.routes().filter(|r| r.changed).collect();
-            changed.sort_by_key(|r| r.dest);
-            self.routes.clear_changed();
-            for (addr, link) in self.sorted_neighbors() {
-                self.queue_update(addr, link, &changed);
-            }
+            self.triggered_round();
         }
         if due {
             self.refresh_route_deadline();
@@ -456,6 +487,80 @@ impl DistanceVector {
             self.pace_at = None;
         }
         self.release(now);
+    }
+
+    /// The periodic update: the full table to each neighbor that asked for it, a digest to
+    /// every other.
+    fn periodic_round(&mut self) {
+        let ns = self.sorted_neighbors();
+        let all = if self
+            .neighbors
+            .values()
+            .any(|n| n.wants_table || !n.understands_digests)
+        {
+            self.routes()
+        } else {
+            Vec::new()
+        };
+        for (addr, link) in ns {
+            let Some(n) = self.neighbors.get_mut(&addr) else {
+                continue;
+            };
+            if std::mem::take(&mut n.wants_table) || !n.understands_digests {
+                self.queue_update(addr, link, &all, true);
+            } else {
+                let digest = Routes {
+                    sender: self.me,
+                    seq: n.last_seq(),
+                    flags: Routes::DIGEST,
+                    entries: Vec::new(),
+                };
+                self.paced_queue(addr, link).push_back(digest);
+            }
+        }
+    }
+
+    /// The triggered update: the routes changed since the last one to every neighbor, and a
+    /// request for the full table to each neighbor this node wants to hear again.
+    fn triggered_round(&mut self) {
+        self.triggered_at = None;
+        let mut changed: Vec<Route> = self.routes.routes().filter(|r| r.changed).collect();
+        changed.sort_by_key(|r| r.dest);
+        self.routes.clear_changed();
+        for (addr, link) in self.sorted_neighbors() {
+            if !changed.is_empty() {
+                self.queue_update(addr, link, &changed, false);
+            }
+            let Some(n) = self.neighbors.get_mut(&addr) else {
+                continue;
+            };
+            if std::mem::take(&mut n.ask) {
+                let request = Routes {
+                    sender: self.me,
+                    seq: n.take_seq(),
+                    flags: Routes::REQUEST,
+                    entries: Vec::new(),
+                };
+                self.paced_queue(addr, link).push_back(request);
+            }
+        }
+    }
+
+    /// Ask every neighbor for its full table (in the next triggered round).
+    fn ask_all(&mut self) {
+        for n in self.neighbors.values_mut() {
+            n.ask = true;
+        }
+    }
+
+    /// The queue of messages waiting for pacing toward `to` on `link`.
+    fn paced_queue(&mut self, to: NodeAddr, link: LinkId) -> &mut VecDeque<Routes> {
+        let slot = self
+            .paced
+            .entry(to)
+            .or_insert_with(|| (link, VecDeque::new()));
+        slot.0 = link;
+        &mut slot.1
     }
 
     /// Starts a pacing round if none is running and messages wait: up to
@@ -529,17 +634,19 @@ impl DistanceVector {
 
     fn sorted_neighbors(&self) -> Vec<(NodeAddr, LinkId)> {
         let mut v: Vec<(NodeAddr, LinkId)> =
-            self.neighbors.iter().map(|(a, (l, _))| (*a, *l)).collect();
+            self.neighbors.iter().map(|(a, n)| (*a, n.link)).collect();
         v.sort();
         v
     }
 
     fn queue_full_update_to(&mut self, addr: NodeAddr, link: LinkId) {
         let all = self.routes();
-        self.queue_update(addr, link, &all);
+        self.queue_update(addr, link, &all, true);
     }
 
-    fn queue_update(&mut self, to: NodeAddr, link: LinkId, routes: &[Route]) {
+    /// Queues `routes` for neighbor `to` (poisoned reverse applied), numbered; `full` marks
+    /// its first and last message as a full table's.
+    fn queue_update(&mut self, to: NodeAddr, link: LinkId, routes: &[Route], full: bool) {
         let inf = self.cfg.infinity;
         let entries: Vec<(NodeAddr, u16)> = routes
             .iter()
@@ -549,18 +656,35 @@ impl DistanceVector {
                 (r.dest, if poisoned { inf } else { r.metric.min(inf) })
             })
             .collect();
-        let slot = self
-            .paced
-            .entry(to)
-            .or_insert_with(|| (link, VecDeque::new()));
-        slot.0 = link;
-        let q = &mut slot.1;
-        for chunk in entries.chunks(MAX_ROUTES_PER_MESSAGE) {
-            q.push_back(Routes {
-                sender: self.me,
-                entries: chunk.to_vec(),
-            });
+        let Some(n) = self.neighbors.get_mut(&to) else {
+            return;
+        };
+        let mut chunks: Vec<&[(NodeAddr, u16)]> = entries.chunks(MAX_ROUTES_PER_MESSAGE).collect();
+        if full && chunks.is_empty() {
+            chunks.push(&[]); // an empty table is still a table
         }
+        let last = chunks.len().saturating_sub(1);
+        let me = self.me;
+        let numbered: Vec<Routes> = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunk)| {
+                let mut flags = 0;
+                if full && i == 0 {
+                    flags |= Routes::FULL_FIRST;
+                }
+                if full && i == last {
+                    flags |= Routes::FULL_LAST;
+                }
+                Routes {
+                    sender: me,
+                    seq: n.take_seq(),
+                    flags,
+                    entries: chunk.to_vec(),
+                }
+            })
+            .collect();
+        self.paced_queue(to, link).extend(numbered);
     }
 
     fn set_route(
@@ -611,6 +735,10 @@ impl DistanceVector {
         if r.kind == RouteKind::Local {
             return;
         }
+        if r.metric < inf {
+            // Lost: hear the alternatives again.
+            self.ask_all();
+        }
         if self.fib.get(&dest).is_some() {
             self.log.note(dest);
         }
@@ -634,8 +762,8 @@ impl DistanceVector {
 
     fn resolve_statics(&mut self, now: Instant) {
         for s in self.statics.clone() {
-            match self.neighbors.get(&s.via).copied() {
-                Some((link, _)) => {
+            match self.neighbors.get(&s.via).map(|n| n.link) {
+                Some(link) => {
                     let nh = Some(NextHop { link, addr: s.via });
                     let cur = self.routes.get(&s.dest);
                     if cur.is_none_or(|r| {
@@ -689,10 +817,7 @@ mod tests {
         assert!(dv.on_update(
             t0,
             LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(3), 1), (a(1), 1)]
-            }
+            &Routes::plain(a(2), vec![(a(3), 1), (a(1), 1)])
         ));
         assert_eq!(dv.route(&a(3)).unwrap().metric, 2);
         // Triggered update to a(2) poisons a(3) (learned through a(2)).
@@ -744,14 +869,7 @@ mod tests {
         let t0 = Instant::now();
         let mut dv = DistanceVector::new(a(1), cfg(), t0);
         dv.neighbor_up(t0, LinkId(0), a(2), 1);
-        dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(3), 1)],
-            },
-        );
+        dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(3), 1)]));
         dv.neighbor_down(t0, a(2));
         assert_eq!(dv.lookup(&a(3)), None);
         assert_eq!(dv.route(&a(3)).unwrap().metric, 16);
@@ -766,32 +884,11 @@ mod tests {
         let mut dv = DistanceVector::new(a(1), cfg(), t0);
         dv.neighbor_up(t0, LinkId(0), a(2), 1);
         dv.neighbor_up(t0, LinkId(1), a(4), 1);
-        dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(9), 5)],
-            },
-        );
-        dv.on_update(
-            t0,
-            LinkId(1),
-            &Routes {
-                sender: a(4),
-                entries: vec![(a(9), 2)],
-            },
-        );
+        dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(9), 5)]));
+        dv.on_update(t0, LinkId(1), &Routes::plain(a(4), vec![(a(9), 2)]));
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
         // Worse news from the current next hop is believed.
-        dv.on_update(
-            t0,
-            LinkId(1),
-            &Routes {
-                sender: a(4),
-                entries: vec![(a(9), 7)],
-            },
-        );
+        dv.on_update(t0, LinkId(1), &Routes::plain(a(4), vec![(a(9), 7)]));
         assert_eq!(dv.route(&a(9)).unwrap().metric, 8);
         // Not refreshed: times out.
         dv.handle_timeout(t0 + cfg().route_timeout);
@@ -806,10 +903,7 @@ mod tests {
         dv.on_update(
             t0,
             LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(3), 1), (a(4), 15)],
-            },
+            &Routes::plain(a(2), vec![(a(3), 1), (a(4), 15)]),
         );
         for n in 1..6 {
             assert_eq!(
@@ -828,14 +922,7 @@ mod tests {
     fn update_from_non_neighbor_is_ignored() {
         let t0 = Instant::now();
         let mut dv = DistanceVector::new(a(1), cfg(), t0);
-        assert!(!dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(3), 1)]
-            }
-        ));
+        assert!(!dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(3), 1)])));
         assert!(dv.route(&a(3)).is_none());
     }
 
@@ -846,26 +933,12 @@ mod tests {
         dv.add_static(t0, a(9), a(4), 1);
         assert_eq!(dv.lookup(&a(9)), None);
         dv.neighbor_up(t0, LinkId(0), a(2), 1);
-        dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(9), 1)],
-            },
-        );
+        dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(9), 1)]));
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
         dv.neighbor_up(t0, LinkId(1), a(4), 1);
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
         assert_eq!(dv.route(&a(9)).unwrap().kind, RouteKind::Static);
-        dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(9), 0)],
-            },
-        );
+        dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(9), 0)]));
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(4));
         dv.neighbor_down(t0, a(4));
         assert_eq!(dv.lookup(&a(9)), None);
@@ -876,14 +949,7 @@ mod tests {
         assert_eq!(dv.lookup(&a(9)), None);
         assert_eq!(dv.route(&a(9)).unwrap().kind, RouteKind::Learned);
         // The next update from a(2) brings the learned route back.
-        dv.on_update(
-            t0,
-            LinkId(0),
-            &Routes {
-                sender: a(2),
-                entries: vec![(a(9), 1)],
-            },
-        );
+        dv.on_update(t0, LinkId(0), &Routes::plain(a(2), vec![(a(9), 1)]));
         assert_eq!(dv.lookup(&a(9)).unwrap().addr, a(2));
     }
 
@@ -897,13 +963,198 @@ mod tests {
             .map(|i| (v4(198, 19, (i >> 8) as u8, i as u8, 1), 1))
             .collect();
         for c in entries.chunks(64) {
-            let msg = Routes {
-                sender: a(2),
-                entries: c.to_vec(),
-            };
+            let msg = Routes::plain(a(2), c.to_vec());
             dv.on_update(t0, LinkId(0), &msg);
         }
         dv
+    }
+
+    /// A few nodes wired by links, messages delivered at once, time in 10 ms steps.
+    struct Net {
+        dv: Vec<DistanceVector>,
+        /// (node, its link, peer, the peer's link)
+        wires: Vec<(usize, u32, usize, u32)>,
+        now: Instant,
+        t0: Instant,
+        /// Every message sent: (when, from, to, message).
+        log: Vec<(Duration, usize, usize, Routes)>,
+    }
+
+    impl Net {
+        /// Nodes a(1).. a(n); `edges` between node indices, cost 1.
+        fn new(n: usize, edges: &[(usize, usize)]) -> Net {
+            let t0 = Instant::now();
+            let mut dv: Vec<DistanceVector> = (0..n)
+                .map(|i| DistanceVector::new(a(i as u8 + 1), cfg(), t0))
+                .collect();
+            let mut links = vec![0u32; n];
+            let mut wires = Vec::new();
+            for &(i, j) in edges {
+                let (li, lj) = (links[i], links[j]);
+                links[i] += 1;
+                links[j] += 1;
+                wires.push((i, li, j, lj));
+                dv[i].neighbor_up(t0, LinkId(li), a(j as u8 + 1), 1);
+                dv[j].neighbor_up(t0, LinkId(lj), a(i as u8 + 1), 1);
+            }
+            Net {
+                dv,
+                wires,
+                now: t0,
+                t0,
+                log: Vec::new(),
+            }
+        }
+
+        fn peer(&self, node: usize, link: LinkId) -> Option<(usize, LinkId)> {
+            self.wires.iter().find_map(|&(i, li, j, lj)| {
+                if (i, li) == (node, link.0) {
+                    Some((j, LinkId(lj)))
+                } else if (j, lj) == (node, link.0) {
+                    Some((i, LinkId(li)))
+                } else {
+                    None
+                }
+            })
+        }
+
+        /// Runs for `d`; a message `lose` accepts is lost.
+        fn run(&mut self, d: Duration, lose: &mut impl FnMut(usize, usize, &Routes) -> bool) {
+            let end = self.now + d;
+            while self.now < end {
+                self.now += Duration::from_millis(10);
+                let now = self.now;
+                for x in &mut self.dv {
+                    if x.poll_timeout().is_some_and(|t| t <= now) {
+                        x.handle_timeout(now);
+                    }
+                }
+                for i in 0..self.dv.len() {
+                    while let Some((link, _, m)) = self.dv[i].poll_update() {
+                        let Some((j, lj)) = self.peer(i, link) else {
+                            continue;
+                        };
+                        if !lose(i, j, &m) {
+                            self.dv[j].on_update(now, lj, &m);
+                        }
+                        self.log.push((now - self.t0, i, j, m));
+                    }
+                }
+            }
+        }
+
+        /// The link between nodes `i` and `j` goes down at both ends.
+        fn cut(&mut self, i: usize, j: usize) {
+            let now = self.now;
+            self.dv[i].neighbor_down(now, a(j as u8 + 1));
+            self.dv[j].neighbor_down(now, a(i as u8 + 1));
+            self.wires
+                .retain(|&(x, _, y, _)| (x, y) != (i, j) && (x, y) != (j, i));
+        }
+
+        /// (next hop, metric) of node `i` toward node `j`.
+        fn via(&self, i: usize, j: usize) -> Option<(NodeAddr, u16)> {
+            let r = self.dv[i].route(&a(j as u8 + 1))?;
+            Some((self.dv[i].lookup(&r.dest)?.addr, r.metric))
+        }
+    }
+
+    fn keep_all(_: usize, _: usize, _: &Routes) -> bool {
+        false
+    }
+
+    #[test]
+    fn after_the_first_tables_periodic_updates_are_digests_that_keep_routes_alive() {
+        let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+        let timeout = cfg().route_timeout;
+        net.run(timeout * 3, &mut keep_all);
+        assert_eq!(net.via(0, 2), Some((a(2), 2)));
+        assert_eq!(net.via(2, 0), Some((a(2), 2)));
+        let late: Vec<&Routes> = net
+            .log
+            .iter()
+            .filter(|(t, ..)| *t > Duration::from_secs(1))
+            .map(|(.., m)| m)
+            .collect();
+        assert!(late.len() >= 4 * 17, "a digest per neighbor per interval");
+        assert!(
+            late.iter()
+                .all(|m| m.has(Routes::DIGEST) && m.entries.is_empty()),
+            "nothing but digests once the tables are known"
+        );
+    }
+
+    #[test]
+    fn a_lost_update_is_repaired_by_asking_for_the_table() {
+        // The triggered update that tells a(1) of a(3) is lost.
+        let mut net = Net::new(3, &[(0, 1), (1, 2)]);
+        let mut lost = false;
+        let mut lose = |from: usize, to: usize, m: &Routes| {
+            let hit = !lost && (from, to) == (1, 0) && m.entries.iter().any(|e| e.0 == a(3));
+            lost |= hit;
+            hit
+        };
+        net.run(Duration::from_secs(4), &mut lose);
+        assert!(lost);
+        assert_eq!(net.via(0, 2), None, "not learned yet");
+        // The periodic digest at 5 s shows the gap; a(1) asks; a(2)'s next periodic update
+        // (10 s) is its full table.
+        net.run(Duration::from_secs(7), &mut keep_all);
+        assert_eq!(net.via(0, 2), Some((a(2), 2)));
+        let asked = net
+            .log
+            .iter()
+            .any(|(_, from, to, m)| (*from, *to) == (0, 1) && m.has(Routes::REQUEST));
+        let full = net.log.iter().any(|(t, from, to, m)| {
+            (*from, *to) == (1, 0) && *t > Duration::from_secs(5) && m.has(Routes::FULL_LAST)
+        });
+        assert!(asked && full);
+        // And then it is kept alive by digests.
+        net.run(cfg().route_timeout * 2, &mut keep_all);
+        assert_eq!(net.via(0, 2), Some((a(2), 2)));
+    }
+
+    #[test]
+    fn a_lost_route_hears_the_alternatives_it_ignored() {
+        // a(1) reaches a(4) through a(2) (2 hops) and ignores a(3)'s offer (3 hops, by a(5)).
+        let mut net = Net::new(5, &[(0, 1), (0, 2), (1, 3), (2, 4), (4, 3)]);
+        net.run(Duration::from_secs(20), &mut keep_all);
+        assert_eq!(net.via(0, 3), Some((a(2), 2)));
+        // Long after the tables were exchanged (only digests flow), a(2)-a(4) fails.
+        net.cut(1, 3);
+        net.run(Duration::from_secs(11), &mut keep_all);
+        assert_eq!(
+            net.via(0, 3),
+            Some((a(3), 3)),
+            "the alternative, from a full table"
+        );
+        net.run(cfg().route_timeout * 2, &mut keep_all);
+        assert_eq!(net.via(0, 3), Some((a(3), 3)), "kept alive by digests");
+        assert_eq!(net.via(1, 3), Some((a(1), 4)));
+    }
+
+    #[test]
+    fn a_neighbor_that_never_numbers_its_messages_keeps_getting_full_tables() {
+        // A node from before digests: plain messages only, which it also expects.
+        let t0 = Instant::now();
+        let mut dv = DistanceVector::new(a(1), cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        let mut now = t0;
+        for _ in 0..20 {
+            dv.on_update(now, LinkId(0), &Routes::plain(a(2), vec![(a(3), 1)]));
+            now += cfg().update_interval;
+            dv.handle_timeout(now);
+            let mut got = Vec::new();
+            while let Some((_, _, m)) = dv.poll_update() {
+                got.push(m);
+            }
+            assert!(
+                got.iter().all(|m| !m.has(Routes::DIGEST)),
+                "no digest for an old node"
+            );
+            assert!(got.iter().any(|m| m.entries.contains(&(a(1), 0))));
+        }
+        assert_eq!(dv.lookup(&a(3)).map(|h| h.addr), Some(a(2)));
     }
 
     #[test]

@@ -2,12 +2,15 @@
 //! (the destination, metric, kind, the changed flag, the index of its next hop in a
 //! [`HopTable`] and both deadlines as nanoseconds since the table's epoch) where a hash map
 //! of [`Route`]s took 130 bytes a bucket: about 1 MB a node at 3,815 destinations (8,192
-//! buckets), 5 GB over an emulated network of that size, now 400 KB.
+//! buckets), 5 GB over an emulated network of that size.
 //!
-//! The entries sit in the hash table's buckets ([`BucketMap`]), not densely behind an index
-//! ([`crate::dense::DenseMap`], as the forwarding table does): a distance-vector node looks
-//! up every entry of every update it gets, and the index's extra cache miss per lookup made
-//! the 3,815-node emulation 20-30 % slower for half the memory.
+//! The entries sit densely behind a hash table of 4-byte indices ([`DenseMap`], as the
+//! forwarding table's do): about 230 KB a node at 3,815 destinations, where keeping them in
+//! the hash table's own buckets took 400 KB. The index costs one cache miss more per lookup,
+//! which made the 3,815-node emulation 20-30 % slower while every periodic update was a
+//! full table looked up entry by entry; since periodic updates became digests (`sync.rs`)
+//! lookups are few, and the passes over the whole table (a digest's refresh, the deadline
+//! scan) run faster over the dense vector.
 //!
 //! The table hands out [`Route`] values, not references; changes go through
 //! [`RouteTable::update`], which keeps the next-hop counts right. Deadlines round-trip
@@ -19,7 +22,8 @@ use std::time::{Duration, Instant};
 use anode_wire::NodeAddr;
 
 use super::{Route, RouteKind};
-use crate::dense::{BucketMap, HopTable, Keyed, NO_HOP};
+use crate::NextHop;
+use crate::dense::{DenseMap, HopTable, Keyed, NO_HOP};
 
 /// A deadline field's value for "none".
 const NO_TIME: u64 = u64::MAX;
@@ -47,7 +51,7 @@ impl Keyed for Entry {
 /// See the module docs.
 #[derive(Debug)]
 pub(super) struct RouteTable {
-    map: BucketMap<Entry>,
+    map: DenseMap<Entry>,
     hops: HopTable,
     epoch: Instant,
 }
@@ -56,7 +60,7 @@ impl RouteTable {
     /// An empty table whose deadlines count from `epoch`.
     pub(super) fn new(epoch: Instant) -> Self {
         RouteTable {
-            map: BucketMap::default(),
+            map: DenseMap::default(),
             hops: HopTable::default(),
             epoch,
         }
@@ -88,7 +92,7 @@ impl RouteTable {
             expires: self.time(r.expires),
             gc_at: self.time(r.gc_at),
         };
-        let old = self.map.insert(e)?;
+        let old = self.map.insert(e).0?;
         let route = self.route(&old);
         self.hops.release(old.hop);
         Some(route)
@@ -124,6 +128,28 @@ impl RouteTable {
         if let Some(e) = self.map.get_mut(dest) {
             e.expires = t;
         }
+    }
+
+    /// Sets the expiry of every learned, reachable route through `hop` that has one (what a
+    /// digest from `hop` does): one pass over the table in memory order, no lookups.
+    /// Returns how many it refreshed.
+    pub(super) fn refresh_via(&mut self, hop: NextHop, infinity: u16, expires: Instant) -> usize {
+        let Some(h) = self.hops.find(hop) else {
+            return 0;
+        };
+        let t = encode(self.epoch, Some(expires));
+        let mut n = 0;
+        for e in self.map.iter_mut() {
+            if e.hop == h
+                && e.kind == RouteKind::Learned
+                && e.metric < infinity
+                && e.expires != NO_TIME
+            {
+                e.expires = t;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Every route (in no particular order).
