@@ -363,3 +363,37 @@ to = \"n0\"
     );
     assert!(summaries[4].contains("path n3>n4>n0"), "{}", summaries[4]);
 }
+
+/// Bytes delivered over every link, both directions.
+fn link_bytes(r: &Report) -> u64 {
+    r.links
+        .iter()
+        .flat_map(|l| [l.a_to_b, l.b_to_a])
+        .flatten()
+        .map(|d| d.delivered_bytes)
+        .sum()
+}
+
+#[test]
+fn distance_vector_periodic_traffic_per_link_does_not_grow_with_the_network() {
+    // Once converged, a distance-vector link carries hellos and one digest per update
+    // interval, whatever the table size (RIP's full tables would carry n entries).
+    let reachable = "[[step]]\nat_ms = 39500\naction = \"expect\"\ncheck = \"reachable\"\nfrom = \"*\"\nto = \"*\"\n";
+    let steady = |n: usize| {
+        let short = run_src(&ring(n, 1, 0.0, ""));
+        let long = run_src(
+            &ring(n, 1, 0.0, reachable).replace("duration_ms = 20000", "duration_ms = 40000"),
+        );
+        assert!(long.passed(), "{n} nodes: {:?}", failed_checks(&long));
+        assert!(short.converged_at_us.is_some_and(|t| t < 2_000_000));
+        // Per link direction per second, over the last 20 s.
+        (link_bytes(&long) - link_bytes(&short)) as f64 / 20.0 / (2 * n) as f64
+    };
+    let (small, large) = (steady(10), steady(30)); // 30: 15 hops across, inside infinity 16
+    assert!(
+        (large - small).abs() <= small * 0.05,
+        "10 nodes: {small:.0} B/s a link direction, 30 nodes: {large:.0} B/s"
+    );
+    // Four hellos a second and a digest: less than one full table of 30 routes (600 B) alone.
+    assert!(large < 400.0, "{large:.0} B/s");
+}
