@@ -382,8 +382,10 @@ impl DistanceVector {
             link,
             addr: msg.sender,
         };
-        if msg.has(Routes::DIGEST) {
+        if msg.flags != 0 {
             n.understands_digests = true;
+        }
+        if msg.has(Routes::DIGEST) {
             if n.rx.matches(msg.seq) {
                 // What the full table would have done: every route through the sender
                 // refreshed (deadlines only move later, so `route_deadline` stays a bound).
@@ -402,9 +404,6 @@ impl DistanceVector {
         );
         if msg.has(Routes::REQUEST) {
             n.wants_table = true;
-        }
-        if msg.flags != 0 {
-            n.understands_digests = true;
         }
         let inf = self.cfg.infinity;
         for &(dest, m) in &msg.entries {
@@ -509,13 +508,8 @@ impl DistanceVector {
             if std::mem::take(&mut n.wants_table) || !n.understands_digests {
                 self.queue_update(addr, link, &all, true);
             } else {
-                let digest = Routes {
-                    sender: self.me,
-                    seq: n.last_seq(),
-                    flags: Routes::DIGEST,
-                    entries: Vec::new(),
-                };
-                self.paced_queue(addr, link).push_back(digest);
+                let seq = n.last_seq();
+                self.queue_signal(addr, link, seq, Routes::DIGEST);
             }
         }
     }
@@ -535,13 +529,8 @@ impl DistanceVector {
                 continue;
             };
             if std::mem::take(&mut n.ask) {
-                let request = Routes {
-                    sender: self.me,
-                    seq: n.take_seq(),
-                    flags: Routes::REQUEST,
-                    entries: Vec::new(),
-                };
-                self.paced_queue(addr, link).push_back(request);
+                let seq = n.take_seq();
+                self.queue_signal(addr, link, seq, Routes::REQUEST);
             }
         }
     }
@@ -551,6 +540,17 @@ impl DistanceVector {
         for n in self.neighbors.values_mut() {
             n.ask = true;
         }
+    }
+
+    /// Queues a message with no entries (a digest or a request) for `to`.
+    fn queue_signal(&mut self, to: NodeAddr, link: LinkId, seq: u16, flags: u16) {
+        let m = Routes {
+            sender: self.me,
+            seq,
+            flags,
+            entries: Vec::new(),
+        };
+        self.paced_queue(to, link).push_back(m);
     }
 
     /// The queue of messages waiting for pacing toward `to` on `link`.
