@@ -2,7 +2,8 @@
 //! `[nodeos]` policy file and a metrics endpoint. After `anode ping` capsules from a, b's
 //! `anode domains --json` lists the ping protocol's domain (`capsule/<code hash>`) under the
 //! capsule EE's domain with the policy file's limits and nonzero packet and CPU counters, and
-//! the Prometheus endpoint serves the same domain. `--check` shows the settings; a bad policy
+//! the Prometheus endpoint serves the same domain; both EEs' domains hang under one root (one
+//! NodeOS for the node, ids unique). `--check` shows the settings; a bad policy
 //! file stops the node with the policy file's line named. Every wait is bounded.
 
 mod node_util;
@@ -83,6 +84,22 @@ fn live_node_shows_protocol_domains_with_counters() {
     let ees = ees.as_array().unwrap();
     let names: Vec<&str> = ees.iter().map(|e| e["ee"].as_str().unwrap()).collect();
     assert_eq!(names, ["plan+nodeos", "capsule+nodeos"], "{ees:?}");
+    // One NodeOS for the node: one domain tree, each EE's domain a child of the node's
+    // root (0), domain ids unique across the EEs.
+    for (e, own) in ees.iter().zip(["plan", "capsule"]) {
+        let d = e["domains"].as_array().unwrap();
+        let own = d.iter().find(|d| d["principal"] == own).unwrap();
+        assert_eq!(own["parent"], 0, "{e}");
+    }
+    let mut ids: Vec<u64> = ees
+        .iter()
+        .flat_map(|e| e["domains"].as_array().unwrap())
+        .map(|d| d["id"].as_u64().unwrap())
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "{ees:?}");
     let cap = &ees[1];
     // The capsule EE's own domain got its policy-file share; its NodeOS bound is that share.
     assert_eq!(cap["memory_limit"], 33554432, "{cap}");

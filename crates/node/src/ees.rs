@@ -9,8 +9,10 @@
 //! starts with cold caches) and run under the NodeOS with the default settings, so
 //! `anode domains`-style reports exist there too.
 //!
-//! Under the NodeOS each EE has its own domain (principal `capsule` / `plan`) under the
-//! node's root, whose memory is the EE's policy share of `[nodeos] memory_bytes`; each
+//! Under the NodeOS the EEs share one NodeOS (`anode_nodeos::SharedNodeOs`): one domain tree
+//! whose root (`node`) holds at most `[nodeos] memory_bytes` over every EE, and under it
+//! each EE's domain (principal `capsule` / `plan`), whose policy's `memory_bytes` bounds
+//! everything its subtree holds; each
 //! capsule protocol (code hash) and each PLAN source node is a child domain
 //! (`capsule/<hex>`, `plan/<address>`; a PLAN signer the policy names, `plan/key/<hex>`:
 //! `anode_nodeos::plan`). CPU (exact per run: the fuel each capsule run used,
@@ -27,7 +29,7 @@ use anode_core::{ExecutionEnvironment, Node};
 use anode_nodeos::capsule::MeteredCapsule;
 use anode_nodeos::guard::{DomainGuard, GuardConfig, MeteredEe};
 use anode_nodeos::plan::MeteredPlan;
-use anode_nodeos::{CpuMeter, CutTable, NodeOs, NodeOsConfig};
+use anode_nodeos::{CpuMeter, CutTable, NodeOs, NodeOsConfig, SharedNodeOs};
 use anode_plan::ee::PlanEe;
 
 use crate::config::nodeos::{CAPSULE_DEFAULT, CAPSULE_EE, NodeOsFile, PLAN_DEFAULT, PLAN_EE};
@@ -156,16 +158,23 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
     // PLAN packets signed by a key the policy names (`["plan/key/<hex>"]`) belong to their
     // signer; the rest to their (unauthenticated) source.
     let keys = MeteredPlan::keys_named(nodeos.policies.iter().map(|(n, _)| n.as_str()));
+    // One NodeOS for the node: one domain tree (node -> EE -> principals), one memory bound
+    // over every EE, each EE's domain bounding its subtree by its policy.
+    let os = SharedNodeOs::new(NodeOs::new(NodeOsConfig {
+        node_memory_bytes: nodeos.memory_bytes,
+        policies: nodeos.policies.clone(),
+        ..NodeOsConfig::default()
+    }));
     node.register_ee(guarded(
         MeteredPlan::with_keys(plan, keys),
-        nodeos,
+        (nodeos, &os),
         (PLAN_EE, PLAN_DEFAULT),
         (CpuMeter::new(PLAN_PS_PER_STEP), 1),
         steps,
     )?);
     node.register_ee(guarded(
         MeteredCapsule::new(cfg, rt)?,
-        nodeos,
+        (nodeos, &os),
         (CAPSULE_EE, CAPSULE_DEFAULT),
         // With workers the EE runs on that many cores: its CPU share is per core.
         (
@@ -183,21 +192,16 @@ pub fn register_with(node: &mut Node, opts: &EeOptions) -> Result<(), EeSetupErr
     Ok(())
 }
 
-/// `inner` under a guard with its own NodeOS: the EE's domain gets its policy share of the
-/// node's memory and `[nodeos] cpu_percent` of each of the `cores` it runs on; `budget`
+/// `inner` under a guard on the node's NodeOS `os`: the EE's domain gets its policy share of
+/// the node's memory and `[nodeos] cpu_percent` of each of the `cores` it runs on; `budget`
 /// units (fuel, steps) are its run-time limit per call.
 fn guarded<E: MeteredEe + 'static>(
     inner: E,
-    s: &NodeOsFile,
+    (s, os): (&NodeOsFile, &SharedNodeOs),
     (ee, protocols): (&'static str, &str),
     (meter, cores): (CpuMeter, u64),
     budget: u64,
 ) -> Result<Box<dyn ExecutionEnvironment>, EeSetupError> {
-    let os = NodeOs::new(NodeOsConfig {
-        node_memory_bytes: s.policy(ee).memory_bytes.min(s.memory_bytes),
-        policies: s.policies.clone(),
-        ..NodeOsConfig::default()
-    });
     let slice = meter.to_ns(budget);
     let gc = GuardConfig {
         ee_principal: ee.into(),
@@ -209,8 +213,8 @@ fn guarded<E: MeteredEe + 'static>(
         terminate: s.terminate,
         ..GuardConfig::default()
     };
-    let g =
-        DomainGuard::new(inner, os, gc).map_err(|source| EeSetupError::NodeOs { ee, source })?;
+    let g = DomainGuard::shared(inner, os.clone(), gc)
+        .map_err(|source| EeSetupError::NodeOs { ee, source })?;
     Ok(Box::new(g))
 }
 

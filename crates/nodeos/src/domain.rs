@@ -270,6 +270,9 @@ pub(crate) struct Domain {
     pub policy: Policy,
     pub pool: PoolId,
     pub mem: [u64; 4],
+    /// The root's child this domain is under (itself for such a child, the root for the
+    /// root): in a node, the EE's domain. Its memory bound covers its whole subtree.
+    pub top: DomainId,
     pub counters: DomainCounters,
     pub handler: Option<Box<dyn TerminationHandler>>,
 }

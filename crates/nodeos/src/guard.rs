@@ -60,7 +60,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::chan::TokenBucket;
 use crate::{
     CpuMeter, Credentials, DomainId, MemKind, NodeOs, NodeOsEvent, Policy, PoolId, Principal,
-    TerminationReason, Terminator, TieredScheduler,
+    SharedNodeOs, TerminationReason, Terminator, TieredScheduler,
 };
 
 /// Smallest burst of a domain's output bucket, bytes.
@@ -217,7 +217,7 @@ impl Default for GuardConfig {
 /// An EE under the NodeOS (see the module docs).
 pub struct DomainGuard<E: MeteredEe> {
     inner: E,
-    os: NodeOs,
+    os: SharedNodeOs,
     cfg: GuardConfig,
     sched: TieredScheduler<EePacket>,
     ee_domain: DomainId,
@@ -247,11 +247,24 @@ impl<E: MeteredEe> std::fmt::Debug for DomainGuard<E> {
 }
 
 impl<E: MeteredEe> DomainGuard<E> {
-    /// Guards `inner` with the NodeOS `os`; the EE's own domain is created for
+    /// Guards `inner` with a NodeOS of its own, `os`; the EE's own domain is created for
     /// `cfg.ee_principal` (whose policy must be configured in `os`).
-    pub fn new(inner: E, mut os: NodeOs, cfg: GuardConfig) -> Result<Self, crate::NodeOsError> {
+    pub fn new(inner: E, os: NodeOs, cfg: GuardConfig) -> Result<Self, crate::NodeOsError> {
+        Self::shared(inner, SharedNodeOs::new(os), cfg)
+    }
+
+    /// Guards `inner` with the node's NodeOS `os`, shared with the node's other EEs: the
+    /// EE's own domain is created under the node's root for `cfg.ee_principal` (whose policy
+    /// must be configured in `os`), and this guard takes only the NodeOS events about
+    /// domains under it.
+    pub fn shared(
+        inner: E,
+        os: SharedNodeOs,
+        cfg: GuardConfig,
+    ) -> Result<Self, crate::NodeOsError> {
         let ee_domain =
-            os.create_domain(DomainId::ROOT, &Credentials::new(&cfg.ee_principal), None)?;
+            os.lock()
+                .create_domain(DomainId::ROOT, &Credentials::new(&cfg.ee_principal), None)?;
         let name = format!("{}+nodeos", inner.name());
         // Start with a full burst, so the first packets need not wait for a timer.
         let budget_ns = i64::try_from(cfg.max_burst_ns).unwrap_or(i64::MAX);
@@ -290,9 +303,9 @@ impl<E: MeteredEe> DomainGuard<E> {
         &self.cfg
     }
 
-    /// The NodeOS (domains, pools, counters).
-    pub fn nodeos(&self) -> &NodeOs {
-        &self.os
+    /// The NodeOS (domains, pools, counters), locked: shared with the node's other EEs.
+    pub fn nodeos(&self) -> std::sync::MutexGuard<'_, NodeOs> {
+        self.os.lock()
     }
 
     /// The EE's own domain.
@@ -353,13 +366,20 @@ impl<E: MeteredEe> DomainGuard<E> {
             None => None,
         };
         let p = E::principal_name(key);
-        if self.os.policies_mut().get(&Principal(p.clone())).is_none() {
+        if self
+            .os
+            .lock()
+            .policies_mut()
+            .get(&Principal(p.clone()))
+            .is_none()
+        {
             let pol = self.cfg.protocol_policy.clone();
-            self.os.policies_mut().insert(&p, pol);
+            self.os.lock().policies_mut().insert(&p, pol);
         }
         let (parent, pool) = group.map_or((self.ee_domain, None), |(g, pool)| (g, Some(pool)));
         let d = self
             .os
+            .lock()
             .create_domain(parent, &Credentials::new(&p), pool)
             .ok()?;
         if let Some((g, _)) = group {
@@ -375,6 +395,7 @@ impl<E: MeteredEe> DomainGuard<E> {
     fn weigh(&mut self, d: DomainId) {
         let (w, bw) = self
             .os
+            .lock()
             .policy(d)
             .map_or((1, u64::MAX), |x| (x.cpu_share, x.channel_bandwidth));
         self.sched.set_weight(d, w);
@@ -393,6 +414,7 @@ impl<E: MeteredEe> DomainGuard<E> {
         }
         if self
             .os
+            .lock()
             .policies_mut()
             .get(&Principal(name.to_string()))
             .is_none()
@@ -400,16 +422,17 @@ impl<E: MeteredEe> DomainGuard<E> {
             // By default the group may have what the EE has, and weighs as one principal.
             let pol = Policy {
                 cpu_share: 1,
-                ..self.os.policy(self.ee_domain)?.clone()
+                ..self.os.lock().policy(self.ee_domain)?.clone()
             };
-            self.os.policies_mut().insert(name, pol);
+            self.os.lock().policies_mut().insert(name, pol);
         }
         let g = self
             .os
+            .lock()
             .create_domain(self.ee_domain, &Credentials::new(name), None)
             .ok()?;
-        let limit = self.os.policy(g).map_or(0, |p| p.memory_bytes);
-        let pool = self.os.create_shared_pool(g, limit).ok()?;
+        let limit = self.os.lock().policy(g).map_or(0, |p| p.memory_bytes);
+        let pool = self.os.lock().create_shared_pool(g, limit).ok()?;
         self.sched.add_group(g);
         self.weigh(g);
         self.groups.insert(name, (g, pool));
@@ -476,13 +499,13 @@ impl<E: MeteredEe> DomainGuard<E> {
             }
             let ns = self.cfg.meter.to_ns(r.units);
             charged = charged.saturating_add(ns);
-            self.os.charge_cpu(d, ns);
+            self.os.lock().charge_cpu(d, ns);
             if ns > 0 {
                 // The work is the reporting domain's, whichever packet's call it came in.
                 self.sched.complete(d, ns);
             }
             if r.exhausted {
-                self.os.note_cpu_exhausted(d);
+                self.os.lock().note_cpu_exhausted(d);
             }
             if r.exhausted || r.fault.is_some() {
                 let s = self.streak.entry(d).or_insert(0);
@@ -497,7 +520,7 @@ impl<E: MeteredEe> DomainGuard<E> {
                             "its code failed ({f}) {s} calls in a row"
                         )),
                     };
-                    let _ = self.os.terminate(d, Terminator::Node, reason);
+                    let _ = self.os.lock().terminate(d, Terminator::Node, reason);
                     continue;
                 }
             } else if r.units > 0 {
@@ -513,24 +536,28 @@ impl<E: MeteredEe> DomainGuard<E> {
                 (MemKind::File, r.file_delta),
             ] {
                 if delta > 0 {
-                    if let Err(e) = self.os.charge_mem(d, kind, delta.unsigned_abs(), now)
+                    let charged = self
+                        .os
+                        .lock()
+                        .charge_mem(d, kind, delta.unsigned_abs(), now);
+                    if let Err(e) = charged
                         && d != self.ee_domain
                     {
                         if self.cfg.terminate {
-                            let _ = self.os.terminate(
+                            let _ = self.os.lock().terminate(
                                 d,
                                 Terminator::Node,
                                 TerminationReason::Policy(e.to_string()),
                             );
                         } else if let Some(p) = &r.principal {
-                            self.os.count_drop(d, DropReason::MemoryRefused);
+                            self.os.lock().count_drop(d, DropReason::MemoryRefused);
                             // What it frees is reported and applied in the next round.
                             self.inner.on_memory_pressure(p);
                         }
                         break;
                     }
                 } else if delta < 0 {
-                    self.os.release_mem(d, kind, delta.unsigned_abs());
+                    self.os.lock().release_mem(d, kind, delta.unsigned_abs());
                 }
             }
         }
@@ -538,7 +565,12 @@ impl<E: MeteredEe> DomainGuard<E> {
     }
 
     fn drain_events(&mut self, ctx: &mut NodeContext<'_>) {
-        while let Some(e) = self.os.poll_event() {
+        loop {
+            // Bound first: the lock must not live into the arms, which take it again.
+            let next = self.os.lock().poll_event_under(self.ee_domain);
+            let Some(e) = next else {
+                break;
+            };
             match e {
                 NodeOsEvent::Terminated {
                     domain,
@@ -604,30 +636,41 @@ impl<E: MeteredEe> DomainGuard<E> {
 
     /// Counts a drop of one of `d`'s packets for the domain and for the EE.
     fn count_drop(&mut self, ctx: &mut NodeContext<'_>, d: DomainId, r: DropReason) {
-        self.os.count_drop(d, r);
+        self.os.lock().count_drop(d, r);
         ctx.count_drop(&self.name, r);
     }
 
     fn serve(&mut self, ctx: &mut NodeContext<'_>) {
         let now = ctx.now();
         let units = self.cfg.meter.units_for(self.cfg.max_slice_ns);
+        // Whether the events were drained since the last thing that could raise one.
+        let mut drained = false;
         while self.budget_ns > 0 {
             let Some((d, mut pkt)) = self.sched.dequeue() else {
                 break;
             };
+            drained = false;
             let len = pkt.buf.len() as u64;
-            self.os.release_mem(d, MemKind::Packet, len);
-            if self.owes(d, now) {
-                self.os.count_drop(d, DropReason::Bandwidth);
+            let owes = self.owes(d, now);
+            {
+                // One lock for the packet's bookkeeping before its call.
+                let mut os = self.os.lock();
+                os.release_mem(d, MemKind::Packet, len);
+                if owes {
+                    os.count_drop(d, DropReason::Bandwidth);
+                    os.charge_cpu(d, self.cfg.node_ns_per_packet);
+                } else {
+                    os.count_packet(d, len);
+                }
+            }
+            if owes {
                 ctx.drop_held(&self.name, pkt, DropReason::Bandwidth);
-                self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
                 self.sched.complete(d, self.cfg.node_ns_per_packet);
                 self.budget_ns = self
                     .budget_ns
                     .saturating_sub(i64::try_from(self.cfg.node_ns_per_packet).unwrap_or(i64::MAX));
                 continue;
             }
-            self.os.count_packet(d, len);
             let resumed = ctx.resume(&mut pkt);
             self.inner.set_budget(units);
             let (_, tx0) = ctx.tx_totals();
@@ -641,7 +684,7 @@ impl<E: MeteredEe> DomainGuard<E> {
             // The node's work on the packet to `d`, and what the EE's reports charged to
             // their domains (each deficit too), once each (also when the reports
             // terminated `d`).
-            self.os.charge_cpu(d, self.cfg.node_ns_per_packet);
+            self.os.lock().charge_cpu(d, self.cfg.node_ns_per_packet);
             self.sched.complete(d, self.cfg.node_ns_per_packet);
             let cost = self
                 .apply_reports(now)
@@ -650,8 +693,11 @@ impl<E: MeteredEe> DomainGuard<E> {
                 .budget_ns
                 .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
             self.drain_events(ctx);
+            drained = true;
         }
-        self.drain_events(ctx);
+        if !drained {
+            self.drain_events(ctx);
+        }
     }
 }
 
@@ -676,7 +722,12 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
             return self.count_drop(ctx, d, DropReason::Bandwidth);
         }
         let len = pkt.buf.len() as u64;
-        if self.os.charge_mem(d, MemKind::Packet, len, now).is_err() {
+        if self
+            .os
+            .lock()
+            .charge_mem(d, MemKind::Packet, len, now)
+            .is_err()
+        {
             self.count_drop(ctx, d, DropReason::Memory);
             // The refusal may have started a grace period: tell the EE now.
             self.drain_events(ctx);
@@ -686,7 +737,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         ctx.hold(&mut pkt);
         if self.sched.enqueue(d, pkt).is_err() {
             ctx.unhold();
-            self.os.release_mem(d, MemKind::Packet, len);
+            self.os.lock().release_mem(d, MemKind::Packet, len);
             self.count_drop(ctx, d, DropReason::QueueFull);
             return;
         }
@@ -705,7 +756,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         self.refill(now);
         // Pending callbacks first, so the EE gets its chance before a deadline acts.
         self.drain_events(ctx);
-        self.os.handle_timeout(now);
+        self.os.lock().handle_timeout(now);
         if self.inner.poll_timeout().is_some_and(|t| t <= now) {
             self.inner.handle_timeout(ctx);
             self.apply_outside_reports(now);
@@ -727,7 +778,17 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
                     last + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
                 }
             });
-        [self.inner.poll_timeout(), self.os.poll_timeout(), queued]
+        // Events another EE's call raised about our domains (a pool deadline it ran) are
+        // ours to act on at once.
+        let os = {
+            let os = self.os.lock();
+            if os.has_events_under(self.ee_domain) {
+                self.last.or(os.poll_timeout())
+            } else {
+                os.poll_timeout()
+            }
+        };
+        [self.inner.poll_timeout(), os, queued]
             .into_iter()
             .flatten()
             .min()
@@ -744,6 +805,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         for d in &ds {
             let _ = self
                 .os
+                .lock()
                 .terminate(*d, Terminator::Node, TerminationReason::EeStopped);
         }
         self.drain_events(ctx);
@@ -802,7 +864,7 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
     }
 
     fn domain_report(&self) -> Option<anode_core::DomainReport> {
-        let mut r = self.os.report(&self.name);
+        let mut r = self.os.lock().report_under(&self.name, self.ee_domain);
         for d in &mut r.domains {
             d.authenticated = self
                 .keys

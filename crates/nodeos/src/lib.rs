@@ -47,6 +47,7 @@ mod nodeos;
 pub mod plan;
 mod policy;
 mod sched;
+mod shared;
 mod signed;
 mod tiered;
 
@@ -65,6 +66,7 @@ pub use memory::Pools;
 pub use nodeos::{InMatch, NodeOs, NodeOsConfig, TerminationRecord};
 pub use policy::{Credentials, Policy, PolicyStore, Principal};
 pub use sched::DomainScheduler;
+pub use shared::SharedNodeOs;
 pub use signed::{SignedPolicy, SignedPolicyError};
 pub use tiered::TieredScheduler;
 

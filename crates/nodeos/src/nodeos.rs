@@ -74,11 +74,22 @@ pub struct InMatch {
     pub handler: HandlerId,
 }
 
+/// A child of the root (in a node, an EE's domain): its policy's `memory_bytes` bounds what
+/// its whole subtree holds.
+#[derive(Debug, Clone, Copy)]
+struct Top {
+    id: DomainId,
+    held: u64,
+    limit: u64,
+}
+
 /// A remembered termination.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TerminationRecord {
     /// The domain.
     pub domain: DomainId,
+    /// The top domain it was under (its EE's).
+    pub top: DomainId,
     /// Its principal.
     pub principal: String,
     /// Who.
@@ -98,10 +109,15 @@ pub struct NodeOs {
     chans: FxHashMap<ChanId, (DomainId, Chan)>,
     classifier: Classifier<ChanId>,
     next_chan: u64,
-    events: VecDeque<NodeOsEvent>,
+    /// Events, each with the top domain (the EE's) it concerns (see [`NodeOs::poll_event_under`]).
+    events: VecDeque<(DomainId, NodeOsEvent)>,
     max_events: usize,
     policies: PolicyStore,
     terminations: u64,
+    /// The root's children (the EEs' domains) with the bytes their subtrees hold.
+    tops: Vec<Top>,
+    /// Terminations by top domain (an EE's count in [`NodeOs::report_under`]).
+    terminations_under: FxHashMap<DomainId, u64>,
     recent: VecDeque<TerminationRecord>,
 }
 
@@ -123,6 +139,7 @@ impl NodeOs {
                 policy: Policy::unlimited(),
                 pool: root_pool,
                 mem: [0; 4],
+                top: DomainId::ROOT,
                 counters: DomainCounters::default(),
                 handler: None,
             },
@@ -138,6 +155,8 @@ impl NodeOs {
             max_events: cfg.max_events.max(1),
             policies: cfg.policies,
             terminations: 0,
+            terminations_under: FxHashMap::default(),
+            tops: Vec::new(),
             recent: VecDeque::new(),
         }
     }
@@ -150,11 +169,31 @@ impl NodeOs {
         self.domains.get_mut(&d).ok_or(NodeOsError::NoSuchDomain(d))
     }
 
-    fn push(&mut self, e: NodeOsEvent) {
+    /// The memory account of the top domain `top` (a linear scan: a node has a few EEs).
+    fn top_mut(&mut self, top: DomainId) -> Option<&mut Top> {
+        self.tops.iter_mut().find(|t| t.id == top)
+    }
+
+    /// The top domain `d` is under (the root for an unknown one).
+    pub fn top_of(&self, d: DomainId) -> DomainId {
+        self.domains.get(&d).map_or(DomainId::ROOT, |x| x.top)
+    }
+
+    fn push(&mut self, top: DomainId, e: NodeOsEvent) {
         if self.events.len() >= self.max_events {
             self.events.pop_front();
         }
-        self.events.push_back(e);
+        self.events.push_back((top, e));
+    }
+
+    /// The top domain of a pool's members (they share one: a pool is a domain's own or a
+    /// group's, shared only within the group).
+    fn top_of_pool(&self, pool: PoolId) -> DomainId {
+        self.pools
+            .pools
+            .get(&pool)
+            .and_then(|p| p.members.first())
+            .map_or(DomainId::ROOT, |m| self.top_of(*m))
     }
 
     /// The policies (e.g. to add one at run time).
@@ -197,6 +236,17 @@ impl NodeOs {
         };
         let id = DomainId(self.next_domain);
         self.next_domain += 1;
+        let top = match self.dom(parent)?.top {
+            DomainId::ROOT => {
+                self.tops.push(Top {
+                    id,
+                    held: 0,
+                    limit: policy.memory_bytes,
+                });
+                id
+            }
+            t => t,
+        };
         if let Some(pl) = self.pools.pools.get_mut(&pool) {
             pl.members.push(id);
         }
@@ -213,6 +263,7 @@ impl NodeOs {
                 policy,
                 pool,
                 mem: [0; 4],
+                top,
                 counters: DomainCounters::default(),
                 handler: None,
             },
@@ -325,10 +376,14 @@ impl NodeOs {
                 pd.counters.cpu_ns = pd.counters.cpu_ns.saturating_add(budget.used());
             }
             if budget.overrun() {
-                self.push(NodeOsEvent::HandlerOverrun {
-                    parent: p,
-                    child: x,
-                });
+                let top = self.top_of(x);
+                self.push(
+                    top,
+                    NodeOsEvent::HandlerOverrun {
+                        parent: p,
+                        child: x,
+                    },
+                );
             }
         }
         let Some(dom) = self.domains.remove(&x) else {
@@ -336,6 +391,11 @@ impl NodeOs {
         };
         let held: u64 = dom.mem.iter().sum();
         self.pools.sub(dom.pool, held);
+        if dom.top == x {
+            self.tops.retain(|t| t.id != x);
+        } else if let Some(t) = self.top_mut(dom.top) {
+            t.held = t.held.saturating_sub(held);
+        }
         let mut pool_gone = false;
         if let Some(pl) = self.pools.pools.get_mut(&dom.pool) {
             pl.members.retain(|m| *m != x);
@@ -362,6 +422,7 @@ impl NodeOs {
             pd.counters.child_terminations += 1;
         }
         self.terminations += 1;
+        *self.terminations_under.entry(dom.top).or_insert(0) += 1;
         info!(domain = %x, principal = %dom.principal.0, ?by, %reason, "domain terminated");
         let mut counters = dom.counters;
         counters.memory_bytes = 0;
@@ -370,17 +431,21 @@ impl NodeOs {
         }
         self.recent.push_back(TerminationRecord {
             domain: x,
+            top: dom.top,
             principal: dom.principal.0.clone(),
             by,
             reason: reason.to_string(),
             counters,
         });
-        self.push(NodeOsEvent::Terminated {
-            domain: x,
-            principal: dom.principal.0,
-            by,
-            reason,
-        });
+        self.push(
+            dom.top,
+            NodeOsEvent::Terminated {
+                domain: x,
+                principal: dom.principal.0,
+                by,
+                reason,
+            },
+        );
     }
 
     fn check_relief(&mut self, pool: PoolId) {
@@ -392,7 +457,8 @@ impl NodeOs {
             _ => false,
         };
         if relieved {
-            self.push(NodeOsEvent::MemoryRelieved { pool });
+            let top = self.top_of_pool(pool);
+            self.push(top, NodeOsEvent::MemoryRelieved { pool });
         }
     }
 
@@ -434,6 +500,19 @@ impl NodeOs {
                 self.pools.node_limit()
             )));
         }
+        let top = dom.top;
+        if let Some(t) = self.tops.iter().find(|t| t.id == top)
+            && t.held.saturating_add(bytes) > t.limit
+        {
+            let name = self
+                .domains
+                .get(&top)
+                .map_or("", |d| d.principal.0.as_str());
+            return Err(refuse(format!(
+                "{name} and its domains hold {} of {} bytes",
+                t.held, t.limit
+            )));
+        }
         let pool = dom.pool;
         let (used, limit) = self.pools.pool(pool).unwrap_or((0, 0));
         if kind == MemKind::Packet && used.saturating_add(bytes) > limit {
@@ -444,6 +523,9 @@ impl NodeOs {
             )));
         }
         self.pools.add(pool, bytes);
+        if let Some(t) = self.top_mut(top) {
+            t.held = t.held.saturating_add(bytes);
+        }
         if let Ok(dom) = self.dom_mut(d) {
             if let Some(m) = dom.mem.get_mut(k) {
                 *m = m.saturating_add(bytes);
@@ -480,7 +562,8 @@ impl NodeOs {
         };
         if let Some(e) = pressure {
             info!(pool = pool.0, "memory pool over its limit");
-            self.push(e);
+            let top = self.top_of_pool(pool);
+            self.push(top, e);
         }
     }
 
@@ -495,7 +578,10 @@ impl NodeOs {
         let b = bytes.min(*m);
         *m -= b;
         dom.counters.memory_bytes = dom.mem.iter().sum();
-        let pool = dom.pool;
+        let (pool, top) = (dom.pool, dom.top);
+        if let Some(t) = self.top_mut(top) {
+            t.held = t.held.saturating_sub(b);
+        }
         self.pools.sub(pool, b);
         if kind != MemKind::Packet
             && b > 0
@@ -585,7 +671,19 @@ impl NodeOs {
 
     /// The next event.
     pub fn poll_event(&mut self) -> Option<NodeOsEvent> {
-        self.events.pop_front()
+        self.events.pop_front().map(|(_, e)| e)
+    }
+
+    /// The next event about a domain under `top` (an EE sharing the NodeOS with others
+    /// takes only its own).
+    pub fn poll_event_under(&mut self, top: DomainId) -> Option<NodeOsEvent> {
+        let i = self.events.iter().position(|(t, _)| *t == top)?;
+        self.events.remove(i).map(|(_, e)| e)
+    }
+
+    /// Whether an event about a domain under `top` waits.
+    pub fn has_events_under(&self, top: DomainId) -> bool {
+        self.events.iter().any(|(t, _)| *t == top)
     }
 
     /// Opens an input channel for `d`.
@@ -782,7 +880,7 @@ impl NodeOs {
         self.recent.iter()
     }
 
-    /// The report the node's control socket and metrics show for the EE named `ee`.
+    /// The report of the whole NodeOS, under the name `ee` (a NodeOS of one EE).
     pub fn report(&self, ee: &str) -> anode_core::DomainReport {
         anode_core::DomainReport {
             ee: ee.to_string(),
@@ -794,26 +892,55 @@ impl NodeOs {
                 .iter()
                 .map(|r| (r.domain.0, r.principal.clone(), r.reason.clone()))
                 .collect(),
-            domains: self
-                .domains()
-                .into_iter()
-                .map(|d| anode_core::DomainStat {
-                    id: d.id.0,
-                    parent: d.parent.map(|p| p.0),
-                    principal: d.principal,
-                    packets: d.counters.packets,
-                    bytes: d.counters.bytes,
-                    cpu_ns: d.counters.cpu_ns,
-                    memory_bytes: d.counters.memory_bytes,
-                    // No domain can hold more than the node's bound (the root's policy is
-                    // unlimited).
-                    memory_limit: d.memory_limit.min(self.pools.node_limit()),
-                    drops: d.counters.drops,
-                    child_terminations: d.counters.child_terminations,
-                    authenticated: None,
-                })
-                .collect(),
+            domains: self.domain_stats(|_| true),
         }
+    }
+
+    /// The report the node's control socket and metrics show for the EE named `ee`, whose
+    /// domain is the top domain `top`: the domains under it (ids unique in the node, the EE's
+    /// own domain's parent the node's root), the memory they hold of the EE's bound, its
+    /// terminations.
+    pub fn report_under(&self, ee: &str, top: DomainId) -> anode_core::DomainReport {
+        let limit = self
+            .domains
+            .get(&top)
+            .map_or(0, |t| t.policy.memory_bytes)
+            .min(self.pools.node_limit());
+        anode_core::DomainReport {
+            ee: ee.to_string(),
+            memory_used: self.tops.iter().find(|t| t.id == top).map_or(0, |t| t.held),
+            memory_limit: limit,
+            terminations: self.terminations_under.get(&top).copied().unwrap_or(0),
+            recent_terminations: self
+                .recent
+                .iter()
+                .filter(|r| r.top == top)
+                .map(|r| (r.domain.0, r.principal.clone(), r.reason.clone()))
+                .collect(),
+            domains: self.domain_stats(|d| self.top_of(d) == top && d != DomainId::ROOT),
+        }
+    }
+
+    fn domain_stats(&self, keep: impl Fn(DomainId) -> bool) -> Vec<anode_core::DomainStat> {
+        self.domains()
+            .into_iter()
+            .filter(|d| keep(d.id))
+            .map(|d| anode_core::DomainStat {
+                id: d.id.0,
+                parent: d.parent.map(|p| p.0),
+                principal: d.principal,
+                packets: d.counters.packets,
+                bytes: d.counters.bytes,
+                cpu_ns: d.counters.cpu_ns,
+                memory_bytes: d.counters.memory_bytes,
+                // No domain can hold more than the node's bound (the root's policy is
+                // unlimited).
+                memory_limit: d.memory_limit.min(self.pools.node_limit()),
+                drops: d.counters.drops,
+                child_terminations: d.counters.child_terminations,
+                authenticated: None,
+            })
+            .collect()
     }
 
     /// Every live domain, by id.

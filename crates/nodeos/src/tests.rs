@@ -453,3 +453,110 @@ mod random_ops {
         }
     }
 }
+
+/// Two EEs on one NodeOS (as `anode node` runs them): EE `ee` (512 KB) and EE `ee2`
+/// (512 KB) under a node of 1 MB, each with `proto` (48 KB) children.
+fn two_ees() -> (NodeOs, [DomainId; 2], [DomainId; 2]) {
+    let mut os = os();
+    let big = os
+        .policies_mut()
+        .get(&Principal("ee".into()))
+        .cloned()
+        .unwrap();
+    os.policies_mut().insert("ee2", big);
+    let a = os
+        .create_domain(DomainId::ROOT, &Credentials::new("ee"), None)
+        .unwrap();
+    let b = os
+        .create_domain(DomainId::ROOT, &Credentials::new("ee2"), None)
+        .unwrap();
+    let pa = os
+        .create_domain(a, &Credentials::new("proto"), None)
+        .unwrap();
+    let pb = os
+        .create_domain(b, &Credentials::new("proto"), None)
+        .unwrap();
+    (os, [a, b], [pa, pb])
+}
+
+#[test]
+fn one_nodeos_for_two_ees_keeps_each_ees_subtree_within_its_policy() {
+    let now = Instant::now();
+    let (mut os, [a, b], [pa, pb]) = two_ees();
+    assert_eq!(os.top_of(pa), a);
+    assert_eq!(os.top_of(a), a);
+    assert_eq!(os.top_of(DomainId::ROOT), DomainId::ROOT);
+    let mut kids = vec![pa];
+    for _ in 0..6 {
+        kids.push(
+            os.create_domain(a, &Credentials::new("proto"), None)
+                .unwrap(),
+        );
+    }
+    // Seven children of 40 KB (each may hold 48 KB) and the EE's own 230 KB: 510 of 512 KB.
+    for k in &kids {
+        os.charge_mem(*k, MemKind::File, 40 << 10, now).unwrap();
+    }
+    os.charge_mem(a, MemKind::Code, 230 << 10, now).unwrap();
+    assert_eq!(os.report_under("ee", a).memory_used, (7 * 40 + 230) << 10);
+    // 4 KB more is refused, though the child's own policy has room: the EE's bound covers
+    // its subtree.
+    let e = os
+        .charge_mem(pa, MemKind::File, 4 << 10, now)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ee and its domains hold"), "{e}");
+    // The other EE is not touched by it.
+    os.charge_mem(pb, MemKind::File, 40 << 10, now).unwrap();
+    assert_eq!(os.report_under("ee2", b).memory_used, 40 << 10);
+    // Releasing and terminating give the EE's room back.
+    os.release_mem(a, MemKind::Code, 230 << 10);
+    os.terminate(kids[6], Terminator::Node, TerminationReason::ByParent)
+        .unwrap();
+    assert_eq!(os.report_under("ee", a).memory_used, (6 * 40) << 10);
+    os.charge_mem(pa, MemKind::File, 4 << 10, now).unwrap();
+}
+
+#[test]
+fn one_nodeos_for_two_ees_bounds_them_together_by_the_node() {
+    let now = Instant::now();
+    let (mut os, [a, b], _) = two_ees();
+    // Each EE may hold 512 KB and the node 1 MB: 500 KB each fits, 30 KB more does not.
+    os.charge_mem(a, MemKind::File, 500 << 10, now).unwrap();
+    os.charge_mem(b, MemKind::File, 500 << 10, now).unwrap();
+    let e = os
+        .charge_mem(b, MemKind::File, 30 << 10, now)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("node total"), "{e}");
+}
+
+#[test]
+fn each_ee_takes_only_the_events_and_reports_of_its_own_domains() {
+    let (mut os, [a, b], [pa, pb]) = two_ees();
+    os.terminate(pb, Terminator::Node, TerminationReason::ByParent)
+        .unwrap();
+    assert!(os.has_events_under(b));
+    assert!(!os.has_events_under(a));
+    assert_eq!(os.poll_event_under(a), None, "not a's");
+    match os.poll_event_under(b) {
+        Some(NodeOsEvent::Terminated { domain, .. }) => assert_eq!(domain, pb),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(os.poll_event_under(b), None);
+    // One tree: ids unique in the node, each EE's report its own subtree, the EE's domain
+    // a child of the root.
+    let ra = os.report_under("ee", a);
+    let rb = os.report_under("ee2", b);
+    let ids = |r: &anode_core::DomainReport| r.domains.iter().map(|d| d.id).collect::<Vec<_>>();
+    assert_eq!(ids(&ra), vec![a.0, pa.0]);
+    assert_eq!(ids(&rb), vec![b.0]);
+    assert_eq!(
+        ra.domains.first().and_then(|d| d.parent),
+        Some(DomainId::ROOT.0)
+    );
+    assert_eq!((ra.terminations, rb.terminations), (0, 1));
+    assert_eq!(rb.recent_terminations.len(), 1);
+    assert!(ra.recent_terminations.is_empty());
+    assert_eq!(ra.memory_limit, 512 << 10);
+}

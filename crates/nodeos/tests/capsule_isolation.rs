@@ -195,6 +195,7 @@ fn cpu_is_the_fuel_each_run_used_and_the_guard_sets_the_limit() {
         .nodeos()
         .recent_terminations()
         .find(|r| r.principal == MeteredCapsule::principal_of_code(&lh))
+        .cloned()
         .expect("loop terminated");
     assert_eq!(rec.counters.cpu_ns, 8 * (30_000 + 500));
     assert_eq!(rec.counters.cpu_exhausted, 8);

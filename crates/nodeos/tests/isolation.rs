@@ -123,6 +123,7 @@ fn run_with(hostile: Option<u8>, max_exhaustions: u32) -> Outcome {
             .and_then(|n| gd.domain_of(n))
             .and_then(|d| os.counters(d).map(|c| c.cpu_ns));
         hostile_cpu_ns.push(rec.or(live).unwrap_or(0));
+        drop(os);
         drops.push(line.nodes[i].counters().ee_drop_map());
         // Terminated principals' state is gone from the EE.
         let gd = g(&mut line, i);

@@ -289,10 +289,17 @@ pub fn domains(ees: &[DomainsInfo]) -> String {
     if ees.is_empty() {
         return "no EE on this node keeps NodeOS domains\n".into();
     }
-    let mut out = String::new();
+    // One NodeOS for the node: every EE's domain is a child of its root (domain 0, `node`),
+    // and ids are unique across the EEs.
+    let mut out = String::from("node (domain 0): one NodeOS for every EE below\n");
     for e in ees {
+        let own = e
+            .domains
+            .iter()
+            .find(|d| d.parent == Some(0))
+            .map_or_else(String::new, |d| format!(" (domain {})", d.id));
         out.push_str(&format!(
-            "{}: memory {} of {}, {} terminations\n",
+            "{}{own}: memory {} of {}, {} terminations\n",
             e.ee,
             super::table::bytes(e.memory_used),
             super::table::bytes(e.memory_limit),
