@@ -157,3 +157,118 @@ fn signed_plan_packets_run_as_their_signer_and_unsigned_ones_as_their_source() {
     assert!(!ok);
     assert!(err.contains("anode keygen"), "{err}");
 }
+
+/// Packets `node` dropped as replays (`anode stats --json`, every EE's count).
+fn replayed(node: &NodeProc) -> u64 {
+    fn sum(v: &serde_json::Value) -> u64 {
+        match v {
+            serde_json::Value::Object(m) => m
+                .iter()
+                .map(|(k, x)| match x.as_u64() {
+                    Some(n) if k.ends_with("replayed") => n,
+                    _ => sum(x),
+                })
+                .sum(),
+            serde_json::Value::Array(a) => a.iter().map(sum).sum(),
+            _ => 0,
+        }
+    }
+    sum(&node.json(&["stats"]))
+}
+
+/// A signed packet b accepted is a replay after b restarts, also after a crash (kill -9):
+/// b keeps its signers' replay windows in `[plan] state_file` (written within a second of a
+/// change and at a clean stop, checked at start).
+#[test]
+fn a_signed_packet_accepted_before_a_restart_is_still_a_replay_after_it() {
+    let dir = TestDir::new("plan-replay");
+    let (op_key, op_pub) = keygen(&dir, "op");
+    let signer = format!("plan/key/{op_pub}");
+    dir.file("b-policy.toml", &format!("[\"{signer}\"]\ncpu_share = 1\n"));
+    let b_extra =
+        "\n[nodeos]\npolicy = \"b-policy.toml\"\n\n[plan]\nstate_file = \"b-plan.json\"\n";
+    let mut nodes = start_line(&dir, &["a", "b"], |i| {
+        if i == 1 { b_extra } else { "" }.to_string()
+    });
+    let a = nodes.remove(0);
+    let b_addr = nodes[0].addr.clone();
+    let b_config = std::fs::read_to_string(dir.path("b.toml")).unwrap();
+    let program = path_str(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plan/programs/ping/noeval.plan"),
+    );
+    let entry = format!("ping({}, {})", a.addr, b_addr);
+    // Injects the ping signed with sequence number `seq`; what came back to a.
+    let ping = |seq: &str, port: &str| -> usize {
+        assert!(
+            wait_until(Duration::from_secs(15), || a.has_route(&b_addr)),
+            "no route\na:\n{}",
+            a.log_text()
+        );
+        let r = a.json(&[
+            "plan",
+            "inject",
+            &program,
+            "--entry",
+            &entry,
+            "--eval-at",
+            &b_addr,
+            "--rb",
+            "8",
+            "--port",
+            port,
+            "--timeout",
+            "1.5",
+            "--expect",
+            "1",
+            "--sign",
+            &op_key,
+            "--seq",
+            seq,
+        ]);
+        r["prints"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(ping("1000", "7201"), 1, "first use of 1000");
+    assert_eq!(ping("1000", "7202"), 0, "1000 again: a replay");
+    assert_eq!(replayed(&nodes[0]), 1);
+    // Past the keeper's second, then a crash: no clean stop writes anything.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(dir.path("b-plan.json").exists(), "{}", nodes[0].log_text());
+    let b = nodes.remove(0);
+    b.proc.signal(libc::SIGKILL);
+    let _ = b.proc.finish(Duration::from_secs(10));
+    // The dead process's socket file stays behind; the new one binds afresh.
+    let _ = std::fs::remove_file(dir.path("b.sock"));
+    let b = anode().start_node(&dir, "b", &b_addr, &b_config);
+    assert_eq!(
+        ping("1000", "7203"),
+        0,
+        "1000 after the restart: still a replay"
+    );
+    assert_eq!(replayed(&b), 1, "dropped as a replay, not lost otherwise");
+    assert_eq!(ping("1001", "7204"), 1, "a new number runs");
+    assert!(
+        b.log_text().contains("restored the state of EE"),
+        "{}",
+        b.log_text()
+    );
+
+    // A file that does not check (edited to move the window back) is not trusted: b says so
+    // and starts without it.
+    b.proc.signal(libc::SIGTERM);
+    let _ = b.proc.finish(Duration::from_secs(10));
+    let kept = std::fs::read_to_string(dir.path("b-plan.json")).unwrap();
+    assert!(
+        kept.contains("\"top\":1001"),
+        "a clean stop wrote the last window: {kept}"
+    );
+    dir.file("b-plan.json", &kept.replace("\"top\":1001", "\"top\":999"));
+    let _ = std::fs::remove_file(dir.path("b.sock"));
+    let b = anode().start_node(&dir, "b", &b_addr, &b_config);
+    assert!(
+        wait_until(Duration::from_secs(5), || b
+            .log_text()
+            .contains("not trusted")),
+        "{}",
+        b.log_text()
+    );
+}

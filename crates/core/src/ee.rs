@@ -187,6 +187,22 @@ pub trait ExecutionEnvironment: Send {
         Ok(())
     }
 
+    /// State this EE wants kept across a cold restart (a stop and a fresh start, not only an
+    /// upgrade), small enough to snapshot every second: e.g. the signers' replay windows, so
+    /// a packet accepted before the restart is still a replay after it. The driver stores it
+    /// (`Node::durable_states`); `None` (the default): nothing to keep.
+    fn durable_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Takes back what [`ExecutionEnvironment::durable_state`] gave before the restart,
+    /// before the first packet. It comes from disk: check it, never panic on it; an error
+    /// says what was refused.
+    fn restore_durable(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        let _ = state;
+        Ok(())
+    }
+
     /// For drivers and tools that need the concrete EE (e.g. to inject or inspect).
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }

@@ -341,6 +341,28 @@ impl Node {
         Some(r)
     }
 
+    /// What each EE wants kept across a cold restart, by Type ID
+    /// ([`crate::ExecutionEnvironment::durable_state`]).
+    pub fn durable_states(&self) -> Vec<(u16, serde_json::Value)> {
+        self.ees
+            .iter()
+            .filter_map(|e| Some((e.type_id(), e.durable_state()?)))
+            .collect()
+    }
+
+    /// Gives the EE of `type_id` what it kept before a cold restart; an error says why it
+    /// was refused (no such EE, or the EE's reason).
+    pub fn restore_durable(
+        &mut self,
+        type_id: u16,
+        state: &serde_json::Value,
+    ) -> Result<(), String> {
+        match self.ees.iter_mut().find(|e| e.type_id() == type_id) {
+            Some(e) => e.restore_durable(state),
+            None => Err(format!("no EE with Type ID {type_id} on this node")),
+        }
+    }
+
     /// The domain reports of the EEs that keep domains (NodeOS layer), in registration order.
     pub fn domain_reports(&self) -> Vec<crate::DomainReport> {
         self.ees.iter().filter_map(|e| e.domain_report()).collect()

@@ -38,6 +38,7 @@ pub mod builder;
 pub mod config;
 pub mod control;
 pub mod demo;
+pub mod durable;
 pub mod ees;
 pub mod metrics;
 pub mod modules;

@@ -41,6 +41,9 @@ pub struct RunOptions {
     /// The module journal's directory (a node hosting modules), so modules installed at
     /// run time come back after a restart.
     pub modules_state: Option<PathBuf>,
+    /// Where the EEs' state kept across restarts lives (`[plan] state_file`, `durable.rs`);
+    /// `None`: nothing is kept.
+    pub durable_state: Option<PathBuf>,
     /// The config file, named in error messages.
     pub origin: String,
     /// With a control socket: also hand the caller a copy of every node event
@@ -63,6 +66,7 @@ impl RunOptions {
             control: control::Limits::default(),
             remote: None,
             modules_state: None,
+            durable_state: None,
             origin: format!("node on {bind}"),
             tee_events: false,
             upgrade_args: None,
@@ -88,6 +92,7 @@ impl RunOptions {
             remote: file.remote.clone(),
             modules_state: (!file.modules.trusted_keys.is_empty())
                 .then(|| file.modules.state_dir.clone()),
+            durable_state: Some(file.plan.state_file.clone()),
             origin: file.path.display().to_string(),
             tee_events: false,
             upgrade_args: None,
@@ -257,6 +262,8 @@ pub struct RunningNode {
     pub(crate) upgrade_args: Option<Vec<std::ffi::OsString>>,
     /// The process that took the node over, once one did.
     pub(crate) successor: Option<std::process::Child>,
+    /// Keeps the EEs' durable state on disk (`RunOptions::durable_state`).
+    durable: Option<crate::durable::Keeper>,
 }
 
 /// Second descriptors of a node's listening sockets, handed to a successor.
@@ -278,7 +285,7 @@ impl RunningNode {
     /// file it serves is then not removed if a later step fails (the other process serves
     /// it again).
     pub fn start_with(
-        node: Node,
+        mut node: Node,
         opts: RunOptions,
         inherited: Option<crate::upgrade::new::Inherited>,
     ) -> Result<RunningNode, RunError> {
@@ -318,6 +325,10 @@ impl RunningNode {
             metrics: None,
             remote: remote.as_ref().and_then(|(l, _)| l.try_clone().ok()),
         };
+        let durable = opts
+            .durable_state
+            .as_ref()
+            .map(|p| restore_durable(&mut node, p));
         let bind = opts.driver.bind;
         let handle = anode_io::spawn_on(node, opts.driver.clone(), udp_fd).map_err(|source| {
             cleanup(&opts);
@@ -370,6 +381,7 @@ impl RunningNode {
             listeners,
             upgrade_args: opts.upgrade_args.clone(),
             successor: None,
+            durable,
         };
         if let Some(addr) = opts.metrics
             && let Err(source) = running.serve_metrics(addr, inh_metrics)
@@ -491,7 +503,26 @@ impl RunningNode {
                     }
                 }
             }
+            self.keep_durable(false);
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Writes the EEs' durable state if it changed: at most once a second, or now if
+    /// `flush` (a clean stop). A failure is logged, and the node goes on.
+    fn keep_durable(&mut self, flush: bool) {
+        let Some(k) = self.durable.as_mut() else {
+            return;
+        };
+        let udp = Arc::clone(&self.udp);
+        let states = || control::call(&*udp, |n, _| n.durable_states()).ok();
+        let r = if flush {
+            k.flush(states)
+        } else {
+            k.tick(std::time::Instant::now(), states)
+        };
+        if let Err(e) = r {
+            tracing::warn!("cannot keep the EEs' state: {e}");
         }
     }
 
@@ -515,8 +546,10 @@ impl RunningNode {
         child
     }
 
-    /// Stops the control server and the data path; returns the node.
+    /// Stops the control server and the data path; returns the node. The EEs' durable
+    /// state is written first, so a clean stop loses none of it.
     pub fn stop(mut self) -> Stopped {
+        self.keep_durable(true);
         if let Some(s) = self.server.take() {
             s.stop();
         }
@@ -552,6 +585,26 @@ impl Drop for RunningNode {
             s.stop();
         }
     }
+}
+
+/// Gives `node`'s EEs what they kept at `path` before this start (`durable.rs`), and
+/// returns the keeper that goes on writing it. A file that fails its checks is not
+/// trusted: the node starts without it and says so.
+fn restore_durable(node: &mut Node, path: &Path) -> crate::durable::Keeper {
+    let kept = match crate::durable::load(path) {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!("{e}");
+            Vec::new()
+        }
+    };
+    for (t, state) in &kept {
+        match node.restore_durable(*t, state) {
+            Ok(()) => tracing::info!("restored the state of EE {t} kept in {}", path.display()),
+            Err(e) => tracing::warn!("{}: EE {t}: {e}", path.display()),
+        }
+    }
+    crate::durable::Keeper::new(path.to_path_buf(), Duration::from_secs(1), kept)
 }
 
 /// Events a tee holds for a slow reader before it drops (and the reader misses) more.

@@ -863,6 +863,14 @@ impl<E: MeteredEe + 'static> ExecutionEnvironment for DomainGuard<E> {
         }
     }
 
+    fn durable_state(&self) -> Option<serde_json::Value> {
+        self.inner.durable_state()
+    }
+
+    fn restore_durable(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        self.inner.restore_durable(state)
+    }
+
     fn domain_report(&self) -> Option<anode_core::DomainReport> {
         let mut r = self.os.lock().report_under(&self.name, self.ee_domain);
         for d in &mut r.domains {

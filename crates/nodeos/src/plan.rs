@@ -125,6 +125,39 @@ impl MeteredPlan {
         format!("plan/key/{}", hex::encode(key))
     }
 
+    /// The signers' replay windows as JSON (`None` while no signer sent anything).
+    fn windows_json(&self) -> Option<serde_json::Value> {
+        let windows = self.auth.windows();
+        (!windows.is_empty()).then(|| {
+            windows
+                .into_iter()
+                .map(|(k, top, seen)| {
+                    serde_json::json!({ "key": hex::encode(k), "top": top, "seen": seen })
+                })
+                .collect()
+        })
+    }
+
+    /// Restores the replay windows `windows_json` gave (from another process or from disk);
+    /// how many were not restored (a key no longer named, or malformed).
+    fn restore_windows(&mut self, windows: &[serde_json::Value]) -> usize {
+        let mut lost = 0;
+        for w in windows {
+            let mut k = [0u8; 32];
+            let restored = w
+                .get("key")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|h| hex::decode_to_slice(h, &mut k).ok())
+                .zip(w.get("top").and_then(serde_json::Value::as_u64))
+                .zip(w.get("seen").and_then(serde_json::Value::as_u64))
+                .is_some_and(|((_, top), seen)| self.auth.restore_window(&k, top, seen));
+            if !restored {
+                lost += 1;
+            }
+        }
+        lost
+    }
+
     fn usage(&self) -> (u64, u64) {
         let s = self.ee.stats();
         (s.steps, s.dropped(anode_core::DropReason::BudgetExhausted))
@@ -177,15 +210,29 @@ impl ExecutionEnvironment for MeteredPlan {
 
     fn hand_over(&mut self, now: Instant, out: &mut anode_core::handover::EeHandover) {
         self.ee.hand_over(now, out);
-        let windows = self.auth.windows();
-        if !windows.is_empty() {
+        if let Some(w) = self.windows_json() {
             // The signers' replay windows go with the EE's state, so a packet accepted before
             // an upgrade is still a replay after it.
-            let w: Vec<_> = windows
-                .into_iter()
-                .map(|(k, top, seen)| serde_json::json!({ "key": hex::encode(k), "top": top, "seen": seen }))
-                .collect();
             out.state = serde_json::json!({ "plan_ee": out.state.take(), REPLAY_WINDOWS: w });
+        }
+    }
+
+    /// The replay windows, so a packet accepted before a cold restart is still a replay
+    /// after it (the driver snapshots them every second: see `anode_node::durable`).
+    fn durable_state(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ REPLAY_WINDOWS: self.windows_json()? }))
+    }
+
+    fn restore_durable(&mut self, state: &serde_json::Value) -> Result<(), String> {
+        let windows = state
+            .get(REPLAY_WINDOWS)
+            .and_then(serde_json::Value::as_array)
+            .ok_or("no replay windows in the PLAN EE's kept state")?;
+        match self.restore_windows(windows) {
+            0 => Ok(()),
+            lost => Err(format!(
+                "{lost} signer replay window(s) not restored (key no longer named, or malformed)"
+            )),
         }
     }
 
@@ -201,20 +248,7 @@ impl ExecutionEnvironment for MeteredPlan {
             // No signer had sent anything (or an older node): the state is the EE's alone.
             return self.ee.take_over(ctx, state);
         };
-        let mut lost = 0;
-        for w in windows {
-            let mut k = [0u8; 32];
-            let restored = w
-                .get("key")
-                .and_then(serde_json::Value::as_str)
-                .and_then(|h| hex::decode_to_slice(h, &mut k).ok())
-                .zip(w.get("top").and_then(serde_json::Value::as_u64))
-                .zip(w.get("seen").and_then(serde_json::Value::as_u64))
-                .is_some_and(|((_, top), seen)| self.auth.restore_window(&k, top, seen));
-            if !restored {
-                lost += 1;
-            }
-        }
+        let lost = self.restore_windows(windows);
         let inner = state.get("plan_ee").unwrap_or(&serde_json::Value::Null);
         let r = if inner.is_null() {
             Ok(())

@@ -384,6 +384,12 @@ fn print_summary(f: &NodeFile) {
         println!(
             "         PLAN principals: {signers} signer key(s) named (packets they sign run as them); other PLAN packets by source address, unauthenticated"
         );
+        if signers > 0 {
+            println!(
+                "         signers' replay windows kept across restarts in {}",
+                f.plan.state_file.display()
+            );
+        }
     } else {
         println!("nodeos   off (EEs run without domains)");
     }

@@ -66,22 +66,30 @@ pub struct InjectArgs {
     /// (`--key` is the remote-management key of `--node`.)
     #[arg(long, value_name = "BASE.key")]
     pub sign: Option<std::path::PathBuf>,
+    /// With --sign: the signature's sequence number (default: the time in microseconds). A
+    /// node drops a number it has accepted from this key before as a replay
+    /// (`plan/replayed`), also after a restart; this option is for testing exactly that.
+    #[arg(long, value_name = "N", requires = "sign")]
+    pub seq: Option<u64>,
     #[command(flatten)]
     pub conn: Conn,
 }
 
-/// `pkt` signed with the key in `path`, its sequence number the time in microseconds since
-/// the Unix epoch (increasing from one inject to the next, as the nodes' replay windows want).
-fn sign(pkt: &[u8], path: &std::path::Path) -> Result<Vec<u8>, String> {
+/// `pkt` signed with the key in `path`, its sequence number `seq` or else the time in
+/// microseconds since the Unix epoch (increasing from one inject to the next, as the nodes'
+/// replay windows want).
+fn sign(pkt: &[u8], path: &std::path::Path, seq: Option<u64>) -> Result<Vec<u8>, String> {
     let key = anode_modules::read_key(path).map_err(|e| {
         format!(
             "{e}; make a key with `anode keygen --out BASE` and pass BASE.key ({})",
             path.display()
         )
     })?;
-    let seq = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let seq = seq.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    });
     anode_nodeos::auth::sign_packet(pkt, &key, seq).map_err(|e| e.to_string())
 }
 
@@ -130,7 +138,7 @@ pub fn run(a: InjectArgs) -> super::CmdResult {
         Err(e) => return Err(format!("{}: {e}", a.file)),
     };
     let pkt = match &a.sign {
-        Some(path) => sign(&pkt, path)?,
+        Some(path) => sign(&pkt, path, a.seq)?,
         None => pkt,
     };
     match client.bind_app(TYPE_PLAN, a.port) {

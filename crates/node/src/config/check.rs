@@ -153,7 +153,7 @@ pub(super) fn check(path: &Path, text: &str, raw: RawFile) -> Result<NodeFile, P
     let modules =
         super::modules::check(path, text, &raw.modules, &raw.module_list, address.port())?;
     let nodeos = super::nodeos::check(path, text, &raw.nodeos)?;
-    let plan = super::plan::check(text, &raw.plan)?;
+    let plan = super::plan::check(path, text, &raw.plan, address.port())?;
     let dataplane = check_dataplane(&cx, &raw)?;
     let busy_poll = check_busy_poll(&cx, &raw)?;
     let remote = super::remote::check(text, &raw.remote)?;

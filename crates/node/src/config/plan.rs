@@ -4,6 +4,8 @@
 //! [plan]
 //! trusted_keys = ["3b6a27bc..."]   # ed25519 public keys whose signatures authEval accepts
 //!                                  # (none: authEval raises AuthFailed)
+//! state_file = "plan-state.json"  # the signers' replay windows, kept across restarts
+//!                                  # (default: plan-PORT.json in the node's state directory)
 //! [plan.hosts]                     # the names getHostByName resolves (literal addresses
 //! b = "127.0.0.1:4002"             # always resolve)
 //! ```
@@ -14,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use anode_wire::NodeAddr;
 use serde::Deserialize;
@@ -29,6 +32,8 @@ pub(super) struct RawPlan {
     pub trusted_keys: Vec<Spanned<String>>,
     #[serde(default)]
     pub hosts: BTreeMap<String, Spanned<NodeAddr>>,
+    #[serde(default)]
+    pub state_file: Option<Spanned<String>>,
 }
 
 /// The checked `[plan]` table.
@@ -38,11 +43,36 @@ pub struct PlanFile {
     pub trusted_keys: Vec<[u8; 32]>,
     /// Names `getHostByName` resolves, in name order.
     pub hosts: Vec<(String, SocketAddr)>,
+    /// Where the PLAN EE's signers' replay windows are kept across restarts (written about
+    /// once a second while they change, and at a clean stop; read and checked at start).
+    pub state_file: PathBuf,
 }
 
 /// Checks `[plan]` (parsed from `text`).
-pub(super) fn check(text: &str, raw: &RawPlan) -> Result<PlanFile, Problem> {
-    let mut out = PlanFile::default();
+pub(super) fn check(
+    path: &Path,
+    text: &str,
+    raw: &RawPlan,
+    port: u16,
+) -> Result<PlanFile, Problem> {
+    let mut out = PlanFile {
+        state_file: match &raw.state_file {
+            None => super::check::default_state_dir(&format!("plan-{port}.json")),
+            Some(f) if f.get_ref().trim().is_empty() => {
+                return Err(at(
+                    text,
+                    f,
+                    "[plan] state_file is empty".into(),
+                    "give a file name, or leave state_file out for the default",
+                ));
+            }
+            Some(f) => path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(f.get_ref().trim()),
+        },
+        ..PlanFile::default()
+    };
     for k in &raw.trusted_keys {
         let key = public_key(
             text,
