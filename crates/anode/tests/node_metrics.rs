@@ -58,6 +58,7 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         "anode_capsule_runs",
         "anode_capsule_file_bytes",
         "anode_routes",
+        "anode_routing_protocol",
         "anode_link_neighbor_up",
         "anode_control_connections",
         "anode_udp_driver",
@@ -78,6 +79,16 @@ fn metrics_endpoint_on_loopback_and_domains_op() {
         body.contains("anode_link_neighbor_up{link=\"to-b\"} 1"),
         "{body}"
     );
+    // The routing protocol's own counters (distance vector by default): the first tables
+    // went out as updates, then digests (`update_interval_ms` = 300 in the test config).
+    let updates = body
+        .lines()
+        .find(|l| l.starts_with("anode_routing_protocol_total{counter=\"updates_sent\"}"))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(!updates.ends_with(" 0"), "{updates}");
+    let st = n.json(&["stats"]);
+    assert_eq!(st["routing"]["protocol_dv"], 1, "{st}");
+    assert!(st["routing"]["routes"].as_u64().unwrap() >= 1, "{st}");
     assert!(get(mport, "/nope").starts_with("HTTP/1.1 404"));
     dashboard_names_exist(&names);
     drop(b);

@@ -402,6 +402,31 @@ impl Node {
         self.core.routing.change_count()
     }
 
+    /// The routing protocol's counters by name (`anode_routing::RoutingStats`), with the
+    /// protocol's name first (`protocol_ls` or `protocol_dv`, value 1) and the number of
+    /// routes.
+    pub fn routing_stats(&self) -> Vec<(String, u64)> {
+        let p = self.core.routing.protocol();
+        let name = match p {
+            anode_routing::Protocol::Dv => "dv",
+            anode_routing::Protocol::Ls => "ls",
+        };
+        let mut v = vec![
+            (format!("protocol_{name}"), 1),
+            ("routes".to_string(), self.core.routing.fib().len() as u64),
+            ("route_changes".to_string(), self.route_changes()),
+        ];
+        v.extend(
+            self.core
+                .routing
+                .stats()
+                .fields(p)
+                .into_iter()
+                .map(|(k, n)| (k.to_string(), n)),
+        );
+        v
+    }
+
     /// Starts (or stops) logging which destinations' forwarding entries change (for the
     /// emulator's reachability tracker; off by default, bounded).
     pub fn set_route_log(&mut self, on: bool) {

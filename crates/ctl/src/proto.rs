@@ -812,6 +812,11 @@ pub struct StatsInfo {
     /// The NodeOS domains of EEs that keep them (as [`Request::Domains`] answers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub domains: Vec<DomainsInfo>,
+    /// The routing protocol's counters by name (`protocol_dv` or `protocol_ls` = 1,
+    /// `routes`, `route_changes`, then the protocol's own: digests, requests, LSAs, SPF
+    /// runs; `anode_routing::RoutingStats`). Absent from an older node.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub routing: BTreeMap<String, u64>,
 }
 
 /// A datagram delivered to a bound port.

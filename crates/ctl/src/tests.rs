@@ -195,6 +195,7 @@ fn sample_messages() -> Vec<ServerMessage> {
                 terminations: 2,
                 ..DomainsInfo::default()
             }],
+            routing: BTreeMap::from([("digests_sent".to_string(), 7)]),
         })),
         reply(Response::Domains {
             ees: vec![DomainsInfo {

@@ -7,6 +7,7 @@
 //! same file and seed give a byte-identical report. Realtime reports say so in `mode`,
 //! `deterministic` and `note`, and are not byte-identical.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anode_core::{Counters, RouteKind, RoutingConfig};
@@ -297,6 +298,9 @@ pub struct NodeReport {
     /// Final routing table, by destination address; listed for networks of at most
     /// [`ROUTE_TABLES_MAX_NODES`] nodes (a 3,815-node run would list 14.5 million routes).
     pub routes: Vec<RouteReport>,
+    /// The routing protocol's own counters at the end (`Node::routing_stats`: digests,
+    /// requests, LSAs, SPF runs, ...), by name.
+    pub routing: BTreeMap<String, u64>,
 }
 
 /// Largest network whose reports list every node's routing table.
@@ -346,6 +350,10 @@ pub struct Report {
     pub nodes: Vec<NodeReport>,
     /// Simulator events processed (virtual time; 0 in realtime).
     pub events: u64,
+    /// The routing protocol's counters summed over every node (each node's are in
+    /// `nodes[].routing`): what the protocol cost the network, e.g. digests against full
+    /// tables, LSA copies received against LSAs installed.
+    pub routing_totals: BTreeMap<String, u64>,
 }
 
 impl Report {
@@ -396,6 +404,15 @@ impl Report {
                 fmt_us_time(t)
             )),
             None => line("Not converged: some node never reached some other.".into()),
+        }
+        let work: Vec<String> = self
+            .routing_totals
+            .iter()
+            .filter(|(k, _)| !k.starts_with("protocol_") && *k != "routes")
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        if !work.is_empty() {
+            line(format!("Routing, all nodes: {}.", work.join(", ")));
         }
         line(String::new());
         if !self.steps.is_empty() {
@@ -576,6 +593,13 @@ pub fn assemble(a: Assembly<'_>) -> Report {
         steps,
         failures,
         checks,
+        routing_totals: a.nodes.iter().flat_map(|n| &n.routing).fold(
+            BTreeMap::new(),
+            |mut m, (k, v)| {
+                *m.entry(k.clone()).or_insert(0) += v;
+                m
+            },
+        ),
         links: a.links,
         nodes: a.nodes,
         events: a.events,

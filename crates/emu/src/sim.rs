@@ -835,5 +835,6 @@ pub fn node_report(
         counters: n.counters().clone(),
         route_count,
         routes: routes.into_iter().map(|x| x.1).collect(),
+        routing: n.routing_stats().into_iter().collect(),
     }
 }

@@ -386,6 +386,17 @@ fn distance_vector_periodic_traffic_per_link_does_not_grow_with_the_network() {
         );
         assert!(long.passed(), "{n} nodes: {:?}", failed_checks(&long));
         assert!(short.converged_at_us.is_some_and(|t| t < 2_000_000));
+        // The routing counters tell the same story: between 20 and 40 s every node sent
+        // its two neighbors one digest per second and nothing else, and no digest found
+        // its receiver out of step (nothing is lost on these links).
+        let delta = |k: &str| {
+            long.routing_totals.get(k).copied().unwrap_or(0)
+                - short.routing_totals.get(k).copied().unwrap_or(0)
+        };
+        assert_eq!(delta("digests_sent"), (20 * 2 * n) as u64, "{n} nodes");
+        assert_eq!(delta("updates_sent"), 0, "{:?}", long.routing_totals);
+        assert_eq!(long.routing_totals.get("digests_out_of_step"), Some(&0));
+        assert_eq!(long.routing_totals.get("protocol_dv"), Some(&(n as u64)));
         // Per link direction per second, over the last 20 s.
         (link_bytes(&long) - link_bytes(&short)) as f64 / 20.0 / (2 * n) as f64
     };

@@ -68,6 +68,9 @@ pub struct Snapshot {
     pub routes: u64,
     /// Route changes since start.
     pub route_changes: u64,
+    /// The routing protocol's own counters by name (`Node::routing_stats`, the protocol,
+    /// routes and route changes left out: they have families of their own).
+    pub routing: Vec<(String, u64)>,
     /// Links (as `anode links` shows them).
     pub links: Vec<LinkEntry>,
     /// Modules.
@@ -138,6 +141,13 @@ impl Snapshot {
             }),
             routes: routes as u64,
             route_changes: n.route_changes(),
+            routing: n
+                .routing_stats()
+                .into_iter()
+                .filter(|(k, _)| {
+                    !k.starts_with("protocol_") && k != "routes" && k != "route_changes"
+                })
+                .collect(),
             links,
             modules,
             ..Snapshot::default()
@@ -661,6 +671,17 @@ impl Snapshot {
             "Routing table changes since start.",
             None,
             &[(vec![], self.route_changes)],
+        )?;
+        let rows: Vec<_> = self
+            .routing
+            .iter()
+            .map(|(k, v)| (vec![("counter", k.as_str())], *v))
+            .collect();
+        f.counter(
+            "anode_routing_protocol",
+            "The routing protocol's own work: distance vector updates, full tables, digests and requests sent and received; link state LSAs received, installed and originated, LSA messages, database digests and summaries sent, SPF runs.",
+            None,
+            &rows,
         )?;
         let up = |b: bool| i64::from(b);
         let en: Vec<_> = self

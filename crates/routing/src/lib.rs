@@ -33,6 +33,7 @@ pub mod ls;
 pub mod neighbors;
 pub mod pool;
 mod service;
+mod stats;
 
 pub use fib::{ChangeLog, Fib, FibEntry};
 
@@ -42,6 +43,7 @@ pub use fib::{ChangeLog, Fib, FibEntry};
 pub const PACE_BYTES: usize = 24 * 1024;
 pub use pool::LsaPool;
 pub use service::Routing;
+pub use stats::RoutingStats;
 
 /// Which routing protocol a node runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -86,6 +86,14 @@ impl Routing {
         }
     }
 
+    /// Counters of the protocol's work (`stats.rs`).
+    pub fn stats(&self) -> crate::RoutingStats {
+        match self {
+            Routing::Dv(d) => d.stats(),
+            Routing::Ls(l) => l.stats(),
+        }
+    }
+
     /// How many times a route changed.
     pub fn change_count(&self) -> u64 {
         match self {

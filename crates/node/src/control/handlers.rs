@@ -144,6 +144,7 @@ fn run(shared: &Shared, st: &mut ConnState, req: Request) -> Result<Response, Fa
             driver: d.driver_stats(),
             control: shared.stats(),
             domains: call(d, |n, _| convert::domains(n))?,
+            routing: call(d, |n, _| n.routing_stats().into_iter().collect())?,
         })),
         Request::Domains => Ok(Response::Domains {
             ees: call(d, |n, _| convert::domains(n))?,

@@ -122,6 +122,7 @@ pub struct DistanceVector {
     changes: u64,
     /// Forwarding changes for a consumer that asked ([`DistanceVector::change_log`]).
     log: ChangeLog,
+    stats: crate::RoutingStats,
 }
 
 impl DistanceVector {
@@ -152,7 +153,13 @@ impl DistanceVector {
             route_deadline: None,
             changes: 0,
             log: ChangeLog::default(),
+            stats: crate::RoutingStats::default(),
         }
+    }
+
+    /// Counters of the protocol's work (`stats.rs`).
+    pub fn stats(&self) -> crate::RoutingStats {
+        self.stats
     }
 
     /// The infinity bound.
@@ -385,7 +392,11 @@ impl DistanceVector {
         if msg.flags != 0 {
             n.understands_digests = true;
         }
+        if msg.has(Routes::REQUEST) {
+            self.stats.requests_received += 1;
+        }
         if msg.has(Routes::DIGEST) {
+            self.stats.digests_received += 1;
             if n.rx.matches(msg.seq) {
                 // What the full table would have done: every route through the sender
                 // refreshed (deadlines only move later, so `route_deadline` stays a bound).
@@ -393,9 +404,13 @@ impl DistanceVector {
                 self.routes.refresh_via(via, inf, now + timeout);
             } else {
                 n.ask = true;
+                self.stats.digests_out_of_step += 1;
                 self.trigger(now);
             }
             return true;
+        }
+        if !msg.entries.is_empty() {
+            self.stats.updates_received += 1;
         }
         n.rx.accept(
             msg.seq,
@@ -577,6 +592,11 @@ impl DistanceVector {
                     break;
                 };
                 bytes += 24 + m.entries.len() * 20;
+                let s = &mut self.stats;
+                s.updates_sent += u64::from(!m.entries.is_empty());
+                s.full_tables_sent += u64::from(m.has(Routes::FULL_FIRST));
+                s.digests_sent += u64::from(m.has(Routes::DIGEST));
+                s.requests_sent += u64::from(m.has(Routes::REQUEST));
                 self.outbox.push_back((*link, *to, m));
             }
         }
@@ -1082,6 +1102,23 @@ mod tests {
                 .all(|m| m.has(Routes::DIGEST) && m.entries.is_empty()),
             "nothing but digests once the tables are known"
         );
+        // The counters say the same: every message sent was counted once by its kind, and
+        // every digest received (nothing lost) found its receiver in step.
+        let sum = |f: fn(&crate::RoutingStats) -> u64| -> u64 {
+            net.dv.iter().map(|d| f(&d.stats())).sum()
+        };
+        let digests = net.log.iter().filter(|m| m.3.has(Routes::DIGEST)).count() as u64;
+        assert_eq!(sum(|s| s.digests_sent), digests);
+        assert_eq!(sum(|s| s.digests_received), digests);
+        assert_eq!(sum(|s| s.digests_out_of_step), 0);
+        assert_eq!(sum(|s| s.requests_sent), 0);
+        let updates = net.log.iter().filter(|m| !m.3.entries.is_empty()).count() as u64;
+        assert_eq!(sum(|s| s.updates_sent), updates);
+        assert_eq!(sum(|s| s.updates_received), updates);
+        assert!(
+            sum(|s| s.full_tables_sent) >= 4,
+            "one to each neighbor at the start"
+        );
     }
 
     #[test]
@@ -1109,6 +1146,12 @@ mod tests {
             (*from, *to) == (1, 0) && *t > Duration::from_secs(5) && m.has(Routes::FULL_LAST)
         });
         assert!(asked && full);
+        let st = net.dv[0].stats();
+        assert!(
+            st.digests_out_of_step >= 1 && st.requests_sent >= 1,
+            "{st:?}"
+        );
+        assert!(net.dv[1].stats().requests_received >= 1);
         // And then it is kept alive by digests.
         net.run(cfg().route_timeout * 2, &mut keep_all);
         assert_eq!(net.via(0, 2), Some((a(2), 2)));

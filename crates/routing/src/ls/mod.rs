@@ -102,6 +102,7 @@ pub struct LinkState {
     outbox: VecDeque<(LinkId, NodeAddr, Control)>,
     /// Where stored link lists are shared with other nodes of the process, if anywhere.
     pool: Option<LsaPool>,
+    stats: crate::RoutingStats,
 }
 
 impl LinkState {
@@ -131,6 +132,15 @@ impl LinkState {
             spf_runs: 0,
             outbox: VecDeque::new(),
             pool: None,
+            stats: crate::RoutingStats::default(),
+        }
+    }
+
+    /// Counters of the protocol's work (`stats.rs`).
+    pub fn stats(&self) -> crate::RoutingStats {
+        crate::RoutingStats {
+            spf_runs: self.spf_runs,
+            ..self.stats
         }
     }
 
@@ -313,6 +323,7 @@ impl LinkState {
             return false;
         }
         let mut changed = false;
+        self.stats.lsas_received += msg.lsas.len() as u64;
         for lsa in &msg.lsas {
             let origin = lsa.origin.to_bytes();
             if origin == self.me_raw {
@@ -338,6 +349,7 @@ impl LinkState {
             let Some((same, links)) = offered else {
                 continue;
             };
+            self.stats.lsas_installed += 1;
             self.note_expiry(self.db.instant(expires));
             let out = Lsa {
                 origin: lsa.origin,
@@ -395,6 +407,7 @@ impl LinkState {
     fn sync(&mut self) {
         let (count, digest) = self.db.summary();
         for (addr, link) in self.sorted_neighbors() {
+            self.stats.db_digests_sent += 1;
             let msg = LsaDigest {
                 sender: self.me,
                 count,
@@ -455,6 +468,7 @@ impl LinkState {
             let (Ok(lo_a), Ok(hi_a)) = (NodeAddr::read(&lo.0, 0), NodeAddr::read(&hi.0, 0)) else {
                 continue;
             };
+            self.stats.summaries_sent += 1;
             self.outbox.push_back((
                 link,
                 addr,
@@ -535,6 +549,7 @@ impl LinkState {
         let frags = u8::try_from(chunks.len().max(1)).unwrap_or(u8::MAX);
         self.own_frags = self.own_frags.max(frags);
         let expires = self.db.expiry(now + self.cfg.lsa_lifetime);
+        self.stats.lsas_originated += u64::from(self.own_frags);
         for f in 0..self.own_frags {
             let part = chunks.get(usize::from(f)).copied().unwrap_or(&[]);
             let key = (self.me_raw, f);
@@ -623,6 +638,7 @@ impl LinkState {
         for l in lsas {
             let len = l.wire_len();
             if !batch.is_empty() && size + len > MAX_LSAS_BODY {
+                self.stats.lsa_messages_sent += 1;
                 self.outbox.push_back((
                     link,
                     to,
@@ -637,6 +653,7 @@ impl LinkState {
             batch.push(l);
         }
         if !batch.is_empty() {
+            self.stats.lsa_messages_sent += 1;
             self.outbox.push_back((
                 link,
                 to,
@@ -1003,9 +1020,30 @@ mod tests {
         let digests = net.nodes.iter().map(|n| n.db.digest()).collect::<Vec<_>>();
         assert!(digests.iter().all(|d| *d == digests[0] && *d != 0));
         net.syncs = (0, 0);
+        let before: Vec<crate::RoutingStats> = net.nodes.iter().map(|n| n.stats()).collect();
         // Two sync rounds: 8 nodes x 2 neighbors x 2 digests, and no summary at all.
         net.run(10_500);
         assert_eq!(net.syncs, (32, 0));
+        // The counters agree, and the flood stored each LSA once per node.
+        let after: Vec<crate::RoutingStats> = net.nodes.iter().map(|n| n.stats()).collect();
+        let sent: u64 = before
+            .iter()
+            .zip(&after)
+            .map(|(b, a)| a.db_digests_sent - b.db_digests_sent)
+            .sum();
+        assert_eq!(sent, 32);
+        assert!(
+            after
+                .iter()
+                .all(|s| s.summaries_sent == 0 && s.spf_runs > 0)
+        );
+        assert!(after.iter().all(|s| s.lsas_installed <= s.lsas_received));
+        let installed: u64 = after.iter().map(|s| s.lsas_installed).sum();
+        assert_eq!(
+            installed,
+            8 * 7,
+            "each node stored each other node's one LSA once"
+        );
         // A database that differs (an LSA expired early at 3) is answered with summaries
         // and repaired.
         let key = (net.addrs[0].to_bytes(), 0);

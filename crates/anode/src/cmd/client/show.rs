@@ -151,6 +151,9 @@ pub fn stats(s: &StatsInfo) -> String {
     for (k, v) in &s.driver {
         t.row(vec![format!("udp/{k}"), v.to_string()]);
     }
+    for (k, v) in &s.routing {
+        t.row(vec![format!("routing/{k}"), v.to_string()]);
+    }
     let ctl = [
         ("connections", s.control.connections),
         ("bound_ports", s.control.bound_ports),
