@@ -417,8 +417,18 @@ impl DistanceVector {
             msg.has(Routes::FULL_FIRST),
             msg.has(Routes::FULL_LAST),
         );
+        let mut answer = false;
         if msg.has(Routes::REQUEST) {
             n.wants_table = true;
+            if n.last_full
+                .is_none_or(|t| now >= t + self.cfg.update_interval)
+            {
+                n.answer_now = true;
+                answer = true;
+            }
+        }
+        if answer {
+            self.trigger(now);
         }
         let inf = self.cfg.infinity;
         for &(dest, m) in &msg.entries {
@@ -488,11 +498,11 @@ impl DistanceVector {
         if now >= self.next_periodic {
             self.next_periodic = now + self.cfg.update_interval;
             // Changes and requests first, so the digests after them cover them.
-            self.triggered_round();
-            self.periodic_round();
+            self.triggered_round(now);
+            self.periodic_round(now);
         }
         if self.triggered_at.is_some_and(|t| t <= now) {
-            self.triggered_round();
+            self.triggered_round(now);
         }
         if due {
             self.refresh_route_deadline();
@@ -505,7 +515,7 @@ impl DistanceVector {
 
     /// The periodic update: the full table to each neighbor that asked for it, a digest to
     /// every other.
-    fn periodic_round(&mut self) {
+    fn periodic_round(&mut self, now: Instant) {
         let ns = self.sorted_neighbors();
         let all = if self
             .neighbors
@@ -521,6 +531,8 @@ impl DistanceVector {
                 continue;
             };
             if std::mem::take(&mut n.wants_table) || !n.understands_digests {
+                n.answer_now = false;
+                n.last_full = Some(now);
                 self.queue_update(addr, link, &all, true);
             } else {
                 let seq = n.last_seq();
@@ -529,9 +541,11 @@ impl DistanceVector {
         }
     }
 
-    /// The triggered update: the routes changed since the last one to every neighbor, and a
-    /// request for the full table to each neighbor this node wants to hear again.
-    fn triggered_round(&mut self) {
+    /// The triggered update: the routes changed since the last one to every neighbor, a
+    /// request for the full table to each neighbor this node wants to hear again, and the
+    /// full table to each neighbor that asked for it (at most once per update interval each;
+    /// a neighbor asking more often gets it at the periodic update).
+    fn triggered_round(&mut self, now: Instant) {
         self.triggered_at = None;
         let mut changed: Vec<Route> = self.routes.routes().filter(|r| r.changed).collect();
         changed.sort_by_key(|r| r.dest);
@@ -547,6 +561,23 @@ impl DistanceVector {
                 let seq = n.take_seq();
                 self.queue_signal(addr, link, seq, Routes::REQUEST);
             }
+        }
+        let answer: Vec<(NodeAddr, LinkId)> = self
+            .sorted_neighbors()
+            .into_iter()
+            .filter(|(a, _)| self.neighbors.get(a).is_some_and(|n| n.answer_now))
+            .collect();
+        if answer.is_empty() {
+            return;
+        }
+        let all = self.routes();
+        for (addr, link) in answer {
+            if let Some(n) = self.neighbors.get_mut(&addr) {
+                n.answer_now = false;
+                n.wants_table = false;
+                n.last_full = Some(now);
+            }
+            self.queue_update(addr, link, &all, true);
         }
     }
 
@@ -1134,16 +1165,19 @@ mod tests {
         net.run(Duration::from_secs(4), &mut lose);
         assert!(lost);
         assert_eq!(net.via(0, 2), None, "not learned yet");
-        // The periodic digest at 5 s shows the gap; a(1) asks; a(2)'s next periodic update
-        // (10 s) is its full table.
-        net.run(Duration::from_secs(7), &mut keep_all);
-        assert_eq!(net.via(0, 2), Some((a(2), 2)));
+        // The periodic digest at 5 s shows the gap; a(1) asks; a(2) answers with its full
+        // table in its next triggered round, not at its next periodic update (10 s).
+        net.run(Duration::from_secs(2), &mut keep_all);
+        assert_eq!(net.via(0, 2), Some((a(2), 2)), "repaired by 6 s");
         let asked = net
             .log
             .iter()
             .any(|(_, from, to, m)| (*from, *to) == (0, 1) && m.has(Routes::REQUEST));
         let full = net.log.iter().any(|(t, from, to, m)| {
-            (*from, *to) == (1, 0) && *t > Duration::from_secs(5) && m.has(Routes::FULL_LAST)
+            (*from, *to) == (1, 0)
+                && *t > Duration::from_secs(5)
+                && *t < Duration::from_secs(6)
+                && m.has(Routes::FULL_LAST)
         });
         assert!(asked && full);
         let st = net.dv[0].stats();
@@ -1155,6 +1189,41 @@ mod tests {
         // And then it is kept alive by digests.
         net.run(cfg().route_timeout * 2, &mut keep_all);
         assert_eq!(net.via(0, 2), Some((a(2), 2)));
+    }
+
+    #[test]
+    fn requests_are_answered_at_once_but_at_most_once_an_interval() {
+        let t0 = Instant::now();
+        let me = a(1);
+        let mut dv = DistanceVector::new(me, cfg(), t0);
+        dv.neighbor_up(t0, LinkId(0), a(2), 1);
+        // Drain the first full table to the new neighbor.
+        dv.handle_timeout(t0 + Duration::from_millis(100));
+        while dv.poll_update().is_some() {}
+        let t1 = t0 + Duration::from_secs(1);
+        let ask = |seq| Routes {
+            sender: a(2),
+            seq,
+            flags: Routes::REQUEST,
+            entries: Vec::new(),
+        };
+        let fulls = |dv: &mut DistanceVector, at: Instant| {
+            dv.handle_timeout(at);
+            let mut n = 0;
+            while let Some((_, _, m)) = dv.poll_update() {
+                n += usize::from(m.has(Routes::FULL_FIRST));
+            }
+            n
+        };
+        // A request is answered in the next triggered round.
+        assert!(dv.on_update(t1, LinkId(0), &ask(1)));
+        assert_eq!(fulls(&mut dv, t1 + Duration::from_millis(60)), 1);
+        // Asking again at once, ten times, buys nothing before the periodic update.
+        for i in 0..10 {
+            dv.on_update(t1 + Duration::from_millis(100), LinkId(0), &ask(2 + i));
+        }
+        assert_eq!(fulls(&mut dv, t1 + Duration::from_millis(200)), 0);
+        assert_eq!(dv.stats().requests_received, 11);
     }
 
     #[test]

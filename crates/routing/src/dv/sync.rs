@@ -17,7 +17,8 @@
 //! - a receiver in step refreshes every route through the sender at once (what the full
 //!   table would have done, since it would repeat each of them unchanged); one not in step
 //!   (a lost message, a restart, a sender that numbers nothing) asks for the full table,
-//!   which comes at the sender's next periodic update, and does not refresh;
+//!   which comes in the sender's next triggered round (at most once per update interval per
+//!   neighbor, else at its periodic update), and does not refresh;
 //! - a node whose route got worse or unreachable asks every neighbor for its full table: a
 //!   full table is how a distance-vector node hears of the alternatives it ignored while its
 //!   route was better, and with digests it would otherwise never hear them again.
@@ -38,8 +39,15 @@ pub(super) struct Neighbor {
     pub(super) cost: u16,
     /// The number the next Routes message to it will carry.
     pub(super) tx_seq: u16,
-    /// It asked for the full table: send it at the next periodic update, not a digest.
+    /// It asked for the full table: send it at the next periodic update, not a digest (unless
+    /// `answer_now` sends it sooner).
     pub(super) wants_table: bool,
+    /// It asked, and no full table went to it within the last update interval: answer in
+    /// the next triggered round instead (RIP answers a whole-table request at once; the
+    /// interval bounds what a neighbor's requests can make this node send).
+    pub(super) answer_now: bool,
+    /// When the last full table to it was queued.
+    pub(super) last_full: Option<std::time::Instant>,
     /// Ask it for its full table in the next triggered round.
     pub(super) ask: bool,
     /// It has sent a message with flags, so it numbers its stream and understands digests.
@@ -58,6 +66,8 @@ impl Neighbor {
             cost,
             tx_seq: 0,
             wants_table: false,
+            answer_now: false,
+            last_full: None,
             ask: false,
             understands_digests: false,
             rx: RxSync::default(),
