@@ -417,14 +417,18 @@ impl Node {
             ("route_changes".to_string(), self.route_changes()),
         ];
         v.extend(
-            self.core
-                .routing
-                .stats()
-                .fields(p)
+            self.routing_counters()
                 .into_iter()
                 .map(|(k, n)| (k.to_string(), n)),
         );
         v
+    }
+
+    /// The routing protocol's own counters alone, by name
+    /// (`anode_routing::RoutingStats::fields` of the protocol running).
+    pub fn routing_counters(&self) -> Vec<(&'static str, u64)> {
+        let r = &self.core.routing;
+        r.stats().fields(r.protocol())
     }
 
     /// Starts (or stops) logging which destinations' forwarding entries change (for the

@@ -68,9 +68,9 @@ pub struct Snapshot {
     pub routes: u64,
     /// Route changes since start.
     pub route_changes: u64,
-    /// The routing protocol's own counters by name (`Node::routing_stats`, the protocol,
-    /// routes and route changes left out: they have families of their own).
-    pub routing: Vec<(String, u64)>,
+    /// The routing protocol's own counters by name (`Node::routing_counters`; routes and
+    /// route changes have families of their own).
+    pub routing: Vec<(&'static str, u64)>,
     /// Links (as `anode links` shows them).
     pub links: Vec<LinkEntry>,
     /// Modules.
@@ -141,13 +141,7 @@ impl Snapshot {
             }),
             routes: routes as u64,
             route_changes: n.route_changes(),
-            routing: n
-                .routing_stats()
-                .into_iter()
-                .filter(|(k, _)| {
-                    !k.starts_with("protocol_") && k != "routes" && k != "route_changes"
-                })
-                .collect(),
+            routing: n.routing_counters(),
             links,
             modules,
             ..Snapshot::default()
@@ -675,7 +669,7 @@ impl Snapshot {
         let rows: Vec<_> = self
             .routing
             .iter()
-            .map(|(k, v)| (vec![("counter", k.as_str())], *v))
+            .map(|(k, v)| (vec![("counter", *k)], *v))
             .collect();
         f.counter(
             "anode_routing_protocol",

@@ -366,22 +366,15 @@ impl<E: MeteredEe> DomainGuard<E> {
             None => None,
         };
         let p = E::principal_name(key);
-        if self
-            .os
-            .lock()
-            .policies_mut()
-            .get(&Principal(p.clone()))
-            .is_none()
-        {
-            let pol = self.cfg.protocol_policy.clone();
-            self.os.lock().policies_mut().insert(&p, pol);
-        }
         let (parent, pool) = group.map_or((self.ee_domain, None), |(g, pool)| (g, Some(pool)));
-        let d = self
-            .os
-            .lock()
-            .create_domain(parent, &Credentials::new(&p), pool)
-            .ok()?;
+        let d = {
+            let mut os = self.os.lock();
+            if os.policies_mut().get(&Principal(p.clone())).is_none() {
+                os.policies_mut()
+                    .insert(&p, self.cfg.protocol_policy.clone());
+            }
+            os.create_domain(parent, &Credentials::new(&p), pool).ok()?
+        };
         if let Some((g, _)) = group {
             self.sched.join(d, g);
         }
@@ -412,27 +405,26 @@ impl<E: MeteredEe> DomainGuard<E> {
         if let Some(g) = self.groups.get(name) {
             return Some(*g);
         }
-        if self
-            .os
-            .lock()
-            .policies_mut()
-            .get(&Principal(name.to_string()))
-            .is_none()
-        {
-            // By default the group may have what the EE has, and weighs as one principal.
-            let pol = Policy {
-                cpu_share: 1,
-                ..self.os.lock().policy(self.ee_domain)?.clone()
-            };
-            self.os.lock().policies_mut().insert(name, pol);
-        }
-        let g = self
-            .os
-            .lock()
-            .create_domain(self.ee_domain, &Credentials::new(name), None)
-            .ok()?;
-        let limit = self.os.lock().policy(g).map_or(0, |p| p.memory_bytes);
-        let pool = self.os.lock().create_shared_pool(g, limit).ok()?;
+        let (g, pool) = {
+            let mut os = self.os.lock();
+            if os
+                .policies_mut()
+                .get(&Principal(name.to_string()))
+                .is_none()
+            {
+                // By default the group may have what the EE has, and weighs as one principal.
+                let pol = Policy {
+                    cpu_share: 1,
+                    ..os.policy(self.ee_domain)?.clone()
+                };
+                os.policies_mut().insert(name, pol);
+            }
+            let g = os
+                .create_domain(self.ee_domain, &Credentials::new(name), None)
+                .ok()?;
+            let limit = os.policy(g).map_or(0, |p| p.memory_bytes);
+            (g, os.create_shared_pool(g, limit).ok()?)
+        };
         self.sched.add_group(g);
         self.weigh(g);
         self.groups.insert(name, (g, pool));

@@ -621,22 +621,34 @@ fn check_code_cache(
     raw: &RawFile,
     address: NodeAddr,
 ) -> Result<PathBuf, Problem> {
-    let Some(s) = &raw.capsule.cache_dir else {
-        return Ok(default_code_cache(address.port()));
-    };
-    let given = s.get_ref().trim();
-    if given.is_empty() {
-        return Err(cx.at(
-            s,
-            "capsule cache_dir is empty".into(),
+    state_path(
+        path,
+        cx.text,
+        raw.capsule.cache_dir.as_ref(),
+        (
+            "capsule cache_dir is empty",
             "give a directory like \"/var/lib/anode/code\", or leave cache_dir out for the default",
-        ));
+        ),
+        || default_code_cache(address.port()),
+    )
+}
+
+/// A path the node keeps state in, as the config file at `path` gives it: relative to the
+/// config file's directory (so the file means the same from any directory; an absolute one
+/// stays as it is), or `default()` when absent. An empty one is refused with `(what, fix)`.
+pub(super) fn state_path(
+    path: &Path,
+    text: &str,
+    given: Option<&Spanned<String>>,
+    (what, fix): (&str, &str),
+    default: impl FnOnce() -> PathBuf,
+) -> Result<PathBuf, Problem> {
+    let Some(s) = given else {
+        return Ok(default());
+    };
+    let p = s.get_ref().trim();
+    if p.is_empty() {
+        return Err(at(text, s, what.into(), fix));
     }
-    let p = Path::new(given);
-    if p.is_absolute() {
-        Ok(p.to_path_buf())
-    } else {
-        // Relative to the config file, like the control socket.
-        Ok(path.parent().unwrap_or(Path::new(".")).join(p))
-    }
+    Ok(path.parent().unwrap_or(Path::new(".")).join(p))
 }

@@ -153,21 +153,16 @@ pub(super) fn check(
     list: &[RawModule],
     port: u16,
 ) -> Result<ModulesConfig, Problem> {
-    let state_dir = match &raw.state_dir {
-        None => super::check::default_state_dir(&format!("modules-{port}")),
-        Some(d) if d.get_ref().trim().is_empty() => {
-            return Err(at(
-                text,
-                d,
-                "[modules] state_dir is empty".into(),
-                "give a directory, or leave state_dir out for the default",
-            ));
-        }
-        Some(d) => path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(d.get_ref().trim()),
-    };
+    let state_dir = super::check::state_path(
+        path,
+        text,
+        raw.state_dir.as_ref(),
+        (
+            "[modules] state_dir is empty",
+            "give a directory, or leave state_dir out for the default",
+        ),
+        || super::check::default_state_dir(&format!("modules-{port}")),
+    )?;
     let mut keys = Vec::new();
     for k in &raw.trusted_keys {
         public_key(

@@ -56,21 +56,16 @@ pub(super) fn check(
     port: u16,
 ) -> Result<PlanFile, Problem> {
     let mut out = PlanFile {
-        state_file: match &raw.state_file {
-            None => super::check::default_state_dir(&format!("plan-{port}.json")),
-            Some(f) if f.get_ref().trim().is_empty() => {
-                return Err(at(
-                    text,
-                    f,
-                    "[plan] state_file is empty".into(),
-                    "give a file name, or leave state_file out for the default",
-                ));
-            }
-            Some(f) => path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(f.get_ref().trim()),
-        },
+        state_file: super::check::state_path(
+            path,
+            text,
+            raw.state_file.as_ref(),
+            (
+                "[plan] state_file is empty",
+                "give a file name, or leave state_file out for the default",
+            ),
+            || super::check::default_state_dir(&format!("plan-{port}.json")),
+        )?,
         ..PlanFile::default()
     };
     for k in &raw.trusted_keys {

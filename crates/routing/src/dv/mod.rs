@@ -550,6 +550,9 @@ impl DistanceVector {
         let mut changed: Vec<Route> = self.routes.routes().filter(|r| r.changed).collect();
         changed.sort_by_key(|r| r.dest);
         self.routes.clear_changed();
+        // Neighbors whose request is answered now; their tables go after every update and
+        // request of this round.
+        let mut answer: Vec<(NodeAddr, LinkId)> = Vec::new();
         for (addr, link) in self.sorted_neighbors() {
             if !changed.is_empty() {
                 self.queue_update(addr, link, &changed, false);
@@ -557,26 +560,21 @@ impl DistanceVector {
             let Some(n) = self.neighbors.get_mut(&addr) else {
                 continue;
             };
+            if std::mem::take(&mut n.answer_now) {
+                n.wants_table = false;
+                n.last_full = Some(now);
+                answer.push((addr, link));
+            }
             if std::mem::take(&mut n.ask) {
                 let seq = n.take_seq();
                 self.queue_signal(addr, link, seq, Routes::REQUEST);
             }
         }
-        let answer: Vec<(NodeAddr, LinkId)> = self
-            .sorted_neighbors()
-            .into_iter()
-            .filter(|(a, _)| self.neighbors.get(a).is_some_and(|n| n.answer_now))
-            .collect();
         if answer.is_empty() {
             return;
         }
         let all = self.routes();
         for (addr, link) in answer {
-            if let Some(n) = self.neighbors.get_mut(&addr) {
-                n.answer_now = false;
-                n.wants_table = false;
-                n.last_full = Some(now);
-            }
             self.queue_update(addr, link, &all, true);
         }
     }
